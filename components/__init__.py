@@ -1,0 +1,1 @@
+"""The deploy graph: settings -> vSphere layer -> cluster -> add-ons -> Dask."""

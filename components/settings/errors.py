@@ -1,0 +1,29 @@
+"""Errors raised while reading settings: each names the key and what is allowed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One invalid setting: ``key`` is the config key (with a list index where it applies)."""
+
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
+class SettingsError(ValueError):
+    """Raised at program start (so at ``pulumi preview``) when any setting is invalid.
+
+    All problems are collected first so that one preview shows every mistake.
+    """
+
+    def __init__(self, problems: list[Problem], project: str = "dask-tkg"):
+        self.problems = list(problems)
+        lines = "\n".join(
+            f"  - {p}" if ":" in p.key.split("[")[0] else f"  - {project}:{p}" for p in self.problems
+        )
+        super().__init__(f"{len(self.problems)} invalid setting(s):\n{lines}")
