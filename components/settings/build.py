@@ -1,0 +1,412 @@
+"""Build the frozen Settings from a config source, collecting every problem.
+
+The source is anything with ``get(key)``, ``get_secret(key)`` and ``provider(ns, key,
+secret)``: ``PulumiSource`` in a Pulumi program, a plain dict in unit tests.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from components.settings import checks, records, values
+from components.settings.errors import Problem, SettingsError
+from components.settings.model import (
+    POOL_ROLES,
+    PREDEFINED_VM_CLASS_SIZES,
+    AccessEntry,
+    ClusterSpec,
+    ContentLibrarySpec,
+    DaskSpec,
+    DataSpec,
+    FileShareSpec,
+    GpuOperatorSpec,
+    JupyterSpec,
+    NamespaceSpec,
+    NetPermission,
+    NodePool,
+    PodResources,
+    Settings,
+    StoragePolicy,
+    StorageSpec,
+    SupervisorSpec,
+    VmClass,
+    Volume,
+    VSphereSite,
+    WorkerSpec,
+)
+from components.settings.schema import coerce, project
+from components.settings.vsan import VSAN_RULE_FIELDS
+
+F = records.Field
+
+
+class Source(Protocol):
+    def get(self, key: str) -> Any | None: ...
+
+    def get_secret(self, key: str) -> Any | None: ...
+
+    def provider(self, namespace: str, key: str, secret: bool = False) -> Any | None: ...
+
+
+class _Reader:
+    """Typed access to declared settings: default applied, problems recorded."""
+
+    def __init__(self, source: Source, problems: list[Problem]):
+        self.project, self.decls = project()
+        self.source = source
+        self.problems = problems
+
+    def __call__(self, key: str) -> Any:
+        decl = self.decls[key]  # KeyError: the program reads an undeclared key (a bug)
+        if decl.secret:
+            return self.source.get_secret(key)
+        raw = self.source.get(key)
+        if raw is None:
+            if not decl.has_default:
+                self.problems.append(Problem(key, f"is required: {decl.description}"))
+                return None
+            return coerce(decl, decl.default, self.problems)
+        return coerce(decl, raw, self.problems)
+
+    def check(self, key: str, parse: Callable[[Any], Any]) -> Any:
+        """Read ``key`` and run ``parse`` on it; a ValueError becomes a problem."""
+        value = self(key)
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except ValueError as exc:
+            self.problems.append(Problem(key, f"{exc} (got {value!r})"))
+            return None
+
+    def one_of(self, key: str, *allowed: Any) -> Any:
+        def parse(value: Any) -> Any:
+            if value not in allowed:
+                raise ValueError(f"must be one of {', '.join(map(str, allowed))}")
+            return value
+
+        return self.check(key, parse)
+
+    def at_least(self, key: str, low: int) -> Any:
+        def parse(value: int) -> int:
+            if value < low:
+                raise ValueError(f"must be >= {low}")
+            return value
+
+        return self.check(key, parse)
+
+    def records(self, key: str, fields: dict[str, records.Field]) -> list[dict[str, Any]]:
+        items = self(key) or ()
+        parsed = (records.parse_record(key, i, item, fields, self.problems) for i, item in enumerate(items))
+        return [p for p in parsed if p is not None]
+
+
+def load(source: Source) -> Settings:
+    """Read, validate and freeze every setting. Raises SettingsError listing all problems."""
+    problems: list[Problem] = []
+    r = _Reader(source, problems)
+
+    vsphere = VSphereSite(
+        version=r.one_of("vsphereVersion", 7, 8),
+        server=source.provider("vsphere", "vsphereServer") or "",
+        user=source.provider("vsphere", "user") or "",
+        password=source.provider("vsphere", "password", secret=True),
+        insecure=str(source.provider("vsphere", "allowUnverifiedSsl") or "false").lower() == "true",
+        datacenter=r("datacenter"),
+        compute_cluster=r("computeCluster"),
+        esxi_hosts=r("esxiHosts") or (),
+    )
+    supervisor = SupervisorSpec(
+        mode=r.one_of("supervisorMode", "existing", "create"),
+        id=r("supervisorId") or "",
+        server=r("supervisorServer") or "",
+        create_spec=_key_values(r, "supervisorCreateSpec"),
+        kubeconfig=r("supervisorKubeconfig"),
+    )
+    vm_classes = _vm_classes(r)
+    storage_policies = tuple(
+        StoragePolicy(name=rec.pop("name"), rules={k: v for k, v in rec.items() if v is not None})
+        for rec in r.records("storagePolicies", {"name": F(values.rfc1123_label), **VSAN_RULE_FIELDS})
+    )
+    namespace = NamespaceSpec(
+        name=r.check("namespaceName", values.rfc1123_label),
+        access=_access(r),
+        storage_limits=_storage_limits(r),
+    )
+    content_library = ContentLibrarySpec(
+        name=r("contentLibraryName"),
+        url=r.check("contentLibraryUrl", _url),
+        datastore=r("contentLibraryDatastore"),
+        on_demand=r("contentLibraryOnDemand"),
+    )
+    file_share = FileShareSpec(
+        mode=r.one_of("fileShareMode", "vsan", "existing"),
+        name=r("fileShareName"),
+        size_gib=r.at_least("fileShareSizeGib", 1),
+        policy=r("fileSharePolicy"),
+        clients=tuple(
+            NetPermission(ips=rec["ips"], permissions=rec["permissions"], allow_root=rec["allowRoot"])
+            for rec in r.records("fileShareClients", _NET_PERMISSION_FIELDS)
+        ),
+        nfs_server=r("nfsServer") or "",
+        nfs_path=r("nfsPath") or "",
+    )
+    cluster = _cluster(r)
+    gpu_operator = GpuOperatorSpec(
+        chart_repo=r.check("gpuOperatorChartRepo", _url),
+        chart=r("gpuOperatorChart"),
+        version=r.check("gpuOperatorVersion", _chart_version),
+        driver_repository=r("vgpuDriverRepository"),
+        driver_image=r("vgpuDriverImage"),
+        driver_version=r("vgpuDriverVersion"),
+        feature_type=r.one_of("vgpuFeatureType", 0, 1, 2, 4),
+        ngc_registry=r("ngcRegistry"),
+        ngc_api_key=r("ngcApiKey"),
+        license_token=r("vgpuLicenseToken"),
+    )
+    storage = StorageSpec(
+        provisioner=r.one_of("rwxProvisioner", "nfs-subdir", "vsphere-csi"),
+        storage_class=r.check("rwxStorageClass", values.rfc1123_label),
+        nfs_chart_version=r.check("nfsProvisionerChartVersion", _chart_version),
+        namespace=r.check("daskNamespace", values.rfc1123_label),
+        dataset_size=r.check("datasetPvcSize", _quantity),
+        pip_cache_size=r.check("pipCachePvcSize", _quantity),
+        dataset_mount=r.check("datasetMountPath", _abs_path),
+    )
+    data = DataSpec(
+        enabled=r("dataPrepEnabled"),
+        dogs_images_url=r.check("dogsImagesUrl", _url),
+        dogs_labels_url=r.check("dogsLabelsUrl", _url),
+        weights_url=r.check("modelWeightsUrl", _url),
+        taxi_months=r.check("taxiMonths", values.expand_months) or (),
+        taxi_url_template=r.check("taxiUrlTemplate", _month_template),
+    )
+    dask = _dask(r, cluster)
+
+    if problems:  # cross-field checks need sound parts
+        raise SettingsError(problems, r.project)
+    settings = Settings(
+        project=r.project,
+        vsphere=vsphere,
+        supervisor=supervisor,
+        vm_classes=vm_classes,
+        storage_policies=storage_policies,
+        content_library=content_library,
+        namespace=namespace,
+        file_share=file_share,
+        cluster=cluster,
+        gpu_operator=gpu_operator,
+        storage=storage,
+        data=data,
+        dask=dask,
+    )
+    problems.extend(checks.cross_checks(settings))
+    if problems:
+        raise SettingsError(problems, r.project)
+    return settings
+
+
+_NET_PERMISSION_FIELDS = {
+    "ips": F(records.text),
+    "permissions": F(records.choice("READ_WRITE", "READ_ONLY", "NO_ACCESS")),
+    "allowRoot": F(records.boolean, required=False, default=False),
+}
+
+
+def _access(r: _Reader) -> tuple[AccessEntry, ...]:
+    fields = {
+        "role": F(records.choice("OWNER", "EDIT", "VIEW")),
+        "subjectType": F(records.choice("USER", "GROUP"), required=False, default="USER"),
+        "subject": F(records.text),
+        "domain": F(records.text, required=False, default="vsphere.local"),
+    }
+    return tuple(
+        AccessEntry(role=rec["role"], subject_type=rec["subjectType"], subject=rec["subject"], domain=rec["domain"])
+        for rec in r.records("namespaceAccess", fields)
+    )
+
+
+def _vm_classes(r: _Reader) -> tuple[VmClass, ...]:
+    fields = {
+        "name": F(values.rfc1123_label),
+        "cpus": F(records.integer(1, 128)),
+        "memoryMb": F(records.integer(512)),
+        "cpuReservation": F(records.integer(0, 100), required=False, default=0),
+        "memoryReservation": F(records.integer(0, 100), required=False, default=0),
+        "vgpuProfile": F(records.text, required=False, default=None),
+    }
+    custom = [
+        VmClass(
+            name=rec["name"], cpus=rec["cpus"], memory_mb=rec["memoryMb"],
+            cpu_reservation=rec["cpuReservation"], memory_reservation=rec["memoryReservation"],
+            vgpu_profile=rec["vgpuProfile"],
+        )
+        for rec in r.records("vmClasses", fields)
+    ]
+    predefined = []
+    for i, name in enumerate(r("predefinedVmClasses") or ()):
+        if name not in PREDEFINED_VM_CLASS_SIZES:
+            r.problems.append(Problem(
+                f"predefinedVmClasses[{i}]",
+                f"{name!r} is not a pre-defined VM class; known: {', '.join(PREDEFINED_VM_CLASS_SIZES)}",
+            ))
+            continue
+        cpus, memory = PREDEFINED_VM_CLASS_SIZES[name]
+        predefined.append(VmClass(name=name, cpus=cpus, memory_mb=memory, predefined=True))
+    return tuple(custom + predefined)
+
+
+def _storage_limits(r: _Reader) -> dict[str, str]:
+    limits: dict[str, str] = {}
+    for i, item in enumerate(r("namespaceStorageLimits") or ()):
+        policy, sep, amount = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError("must be policy=quantity, e.g. vsan-r5=4Ti")
+            values.quantity_bytes(amount)
+        except ValueError as exc:
+            r.problems.append(Problem(f"namespaceStorageLimits[{i}]", f"{exc} (got {item!r})"))
+            continue
+        limits[policy.strip()] = amount.strip()
+    return limits
+
+
+def _key_values(r: _Reader, key: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i, item in enumerate(r(key) or ()):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            r.problems.append(Problem(f"{key}[{i}]", f"must be key=value (got {item!r})"))
+            continue
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _cluster(r: _Reader) -> ClusterSpec:
+    pool_fields = {
+        "name": F(values.rfc1123_label),
+        "role": F(records.choice(*POOL_ROLES)),
+        "replicas": F(records.integer(0, 64)),
+        "vmClass": F(records.text),
+        "storageClass": F(records.text),
+    }
+    pools = tuple(
+        NodePool(name=p["name"], role=p["role"], replicas=p["replicas"], vm_class=p["vmClass"],
+                 storage_class=p["storageClass"])
+        for p in r.records("nodePools", pool_fields)
+    )
+    volume_fields = {"name": F(values.rfc1123_label), "mountPath": F(_abs_path), "capacity": F(_quantity)}
+    volumes = tuple(
+        Volume(name=v["name"], mount_path=v["mountPath"], capacity=v["capacity"])
+        for v in r.records("nodeVolumes", volume_fields)
+    )
+    tkr = r("tkr")
+    k8s = r.check("tkr", values.tkr_kubernetes_version)
+    return ClusterSpec(
+        name=r.check("clusterName", values.rfc1123_label),
+        api_version=r.one_of("tkcApiVersion", "run.tanzu.vmware.com/v1alpha2", "run.tanzu.vmware.com/v1alpha3"),
+        tkr=tkr,
+        kubernetes_version=k8s,
+        control_plane=NodePool(
+            name="control-plane",
+            role="control-plane",
+            replicas=r.one_of("controlPlaneReplicas", 1, 3),
+            vm_class=r("controlPlaneVmClass"),
+            storage_class=r("controlPlaneStorageClass"),
+        ),
+        node_pools=pools,
+        volumes=volumes,
+        cni=r.one_of("cni", "antrea", "calico"),
+        pod_cidr=r.check("podCidr", values.cidr),
+        service_cidr=r.check("serviceCidr", values.cidr),
+        ready_timeout_minutes=r.at_least("clusterReadyTimeoutMinutes", 1),
+    )
+
+
+def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
+    service_types = ("ClusterIP", "NodePort", "LoadBalancer")
+    worker_cpu = r.at_least("workerCpu", 1)
+    threads = r.at_least("workerThreads", 0)
+    jupyter = JupyterSpec(
+        enabled=r("jupyterEnabled"),
+        gpu=r("jupyterGpu"),
+        cpu=r.check("jupyterCpu", _cpu),
+        memory=r.check("jupyterMemory", _quantity),
+        service_type=r.one_of("jupyterServiceType", *service_types),
+    )
+    gpus = r.one_of("workerGpus", 1)
+    requested = r.at_least("gpuWorkers", 0)
+    gpu_nodes = sum(p.replicas for p in cluster.node_pools if p.role == "gpu")
+    jupyter_takes_gpu = bool(jupyter.enabled and jupyter.gpu and not any(
+        p.role == "jupyter" for p in cluster.node_pools))
+    replicas = requested if requested else max(gpu_nodes - (1 if jupyter_takes_gpu else 0), 0)
+    return DaskSpec(
+        chart_version=r.check("daskChartVersion", _chart_version),
+        image=r.check("daskImage", values.pinned_image),
+        dask_version=r("daskImageDaskVersion"),
+        extra_pip_packages=r("extraPipPackages") or "",
+        scheduler=PodResources(
+            cpu=r.check("schedulerCpu", _cpu),
+            memory=r.check("schedulerMemory", _quantity),
+            service_type=r.one_of("schedulerServiceType", *service_types),
+        ),
+        workers=WorkerSpec(
+            replicas=replicas,
+            cpu=worker_cpu,
+            memory=r.check("workerMemory", _quantity),
+            gpus=gpus,
+            threads=(threads or worker_cpu) if threads is not None else None,
+        ),
+        jupyter=jupyter,
+        tls=r("daskTls"),
+        lb_source_ranges=tuple(_each(r, "loadBalancerSourceRanges", values.cidr)),
+        allow_public_lb=r("allowPublicLoadBalancer"),
+    )
+
+
+def _each(r: _Reader, key: str, parse: Callable[[str], str]) -> list[str]:
+    out = []
+    for i, item in enumerate(r(key) or ()):
+        try:
+            out.append(parse(item))
+        except ValueError as exc:
+            r.problems.append(Problem(f"{key}[{i}]", f"{exc} (got {item!r})"))
+    return out
+
+
+# --- small parsers ---------------------------------------------------------------------
+
+
+def _url(text: str) -> str:
+    if not text.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return text
+
+
+def _month_template(text: str) -> str:
+    _url(text)
+    if "{month}" not in text:
+        raise ValueError("must contain {month} (replaced by YYYY-MM)")
+    return text
+
+
+def _chart_version(text: str) -> str:
+    parts = text.lstrip("v").split(".")
+    if len(parts) < 3 or not all(p.isdigit() for p in parts[:2]) or not parts[2].split("-")[0].isdigit():
+        raise ValueError("must be a pinned chart version such as 1.9.1 or v1.9.1")
+    return text
+
+
+def _quantity(text: str) -> str:
+    values.quantity_bytes(text)
+    return text
+
+
+def _cpu(text: str) -> str:
+    values.cpu_millis(text)
+    return text
+
+
+def _abs_path(text: str) -> str:
+    if not text.startswith("/"):
+        raise ValueError("must be an absolute path")
+    return text

@@ -1,0 +1,232 @@
+"""Cross-field rules: settings that are each valid but do not fit together.
+
+Every rule returns problems that name the key(s) involved and what would fit, so a bad
+combination fails at ``pulumi preview``, not 20 minutes into a cluster build.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+from components.settings import values
+from components.settings.errors import Problem
+from components.settings.model import NodePool, Settings
+from components.settings.vsan import rule_problems
+
+# vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
+MIN_VGPU_KUBERNETES = (1, 20, 8)
+SUPERVISOR_CREATE_KEYS = ("managementNetwork", "masterDns", "workerDns", "masterNtp", "egressCidr",
+                          "ingressCidr", "podCidr", "serviceCidr", "edgeCluster", "dvsUuid")
+
+
+def cross_checks(s: Settings) -> list[Problem]:
+    problems: list[Problem] = []
+    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
+                 _network, _secrets):
+        problems.extend(rule(s))
+    return problems
+
+
+def _site(s: Settings) -> list[Problem]:
+    out = []
+    if not s.vsphere.server:
+        out.append(Problem("vsphere:vsphereServer", "is required: the vCenter address"))
+    if not s.vsphere.user:
+        out.append(Problem("vsphere:user", "is required: the vCenter user"))
+    if s.vsphere.version == 8 and s.supervisor.mode == "existing" and not s.supervisor.id:
+        out.append(Problem("supervisorId", "is required on vSphere 8 with supervisorMode=existing"))
+    if s.supervisor.mode == "create":
+        missing = [k for k in SUPERVISOR_CREATE_KEYS if k not in s.supervisor.create_spec]
+        if missing:
+            out.append(Problem("supervisorCreateSpec", f"supervisorMode=create needs {', '.join(missing)}"))
+    if not s.supervisor.server and s.supervisor.kubeconfig is None:
+        out.append(Problem("supervisorServer",
+                           "is required (the Supervisor's API address) unless supervisorKubeconfig is set"))
+    if s.cluster.api_version.endswith("v1alpha3") and s.vsphere.version < 8:
+        out.append(Problem("tkcApiVersion", "run.tanzu.vmware.com/v1alpha3 needs vsphereVersion 8;"
+                                            " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
+    return out
+
+
+def _vm_classes(s: Settings) -> list[Problem]:
+    out = []
+    seen: set[str] = set()
+    for i, c in enumerate(s.custom_vm_classes):
+        if c.name in seen:
+            out.append(Problem(f"vmClasses[{i}].name", f"{c.name!r} is declared twice"))
+        seen.add(c.name)
+        if c.has_gpu and c.memory_reservation != 100:
+            out.append(Problem(f"vmClasses[{i}].memoryReservation",
+                               f"VM class {c.name!r} has a vGPU ({c.vgpu_profile}) and must reserve 100% of"
+                               f" its memory, got {c.memory_reservation}"))
+    names = [c.name for c in s.custom_vm_classes]
+    for name in {c.name for c in s.vm_classes if c.predefined} & set(names):
+        out.append(Problem("vmClasses", f"{name!r} is a pre-defined class; give the custom class another name"))
+    if any(c.has_gpu for c in s.vm_classes) and not s.vsphere.esxi_hosts:
+        out.append(Problem("esxiHosts", "list the ESXi hosts that must offer the vGPU profiles"
+                                        " the VM classes name (checked at preview)"))
+    return out
+
+
+def _storage(s: Settings) -> list[Problem]:
+    out = []
+    names = [p.name for p in s.storage_policies]
+    for i, policy in enumerate(s.storage_policies):
+        if names.index(policy.name) != i:
+            out.append(Problem(f"storagePolicies[{i}].name", f"{policy.name!r} is declared twice"))
+        for message in rule_problems(dict(policy.rules)):
+            out.append(Problem(f"storagePolicies[{i}]", f"{policy.name}: {message}"))
+    for policy in s.namespace.storage_limits:
+        if policy not in names:
+            out.append(Problem("namespaceStorageLimits", f"{policy!r} is not one of storagePolicies ({', '.join(names)})"))
+    return out
+
+
+def _pools(s: Settings) -> list[Problem]:
+    out = []
+    known_classes = {c.name for c in s.vm_classes}
+    policies = {p.name for p in s.storage_policies}
+    cp = s.cluster.control_plane
+    if cp.vm_class not in known_classes:
+        out.append(Problem("controlPlaneVmClass", f"{cp.vm_class!r} is not offered to the namespace"
+                                                  f" (vmClasses + predefinedVmClasses: {', '.join(sorted(known_classes))})"))
+    elif s.vm_class(cp.vm_class).has_gpu:
+        out.append(Problem("controlPlaneVmClass", f"{cp.vm_class!r} has a vGPU; control-plane nodes don't use one"))
+    if cp.storage_class not in policies:
+        out.append(Problem("controlPlaneStorageClass", f"{cp.storage_class!r} is not one of storagePolicies"
+                                                       f" ({', '.join(sorted(policies))})"))
+    seen: set[str] = set()
+    for i, pool in enumerate(s.cluster.node_pools):
+        key = f"nodePools[{i}]"
+        if pool.name in seen:
+            out.append(Problem(f"{key}.name", f"{pool.name!r} is used by two pools"))
+        seen.add(pool.name)
+        if pool.storage_class not in policies:
+            out.append(Problem(f"{key}.storageClass", f"{pool.storage_class!r} is not one of storagePolicies"
+                                                      f" ({', '.join(sorted(policies))})"))
+        if pool.vm_class not in known_classes:
+            out.append(Problem(f"{key}.vmClass", f"{pool.vm_class!r} is not offered to the namespace"
+                                                 f" ({', '.join(sorted(known_classes))})"))
+            continue
+        gpu_class = s.vm_class(pool.vm_class).has_gpu
+        if pool.role == "gpu" and not gpu_class:
+            out.append(Problem(f"{key}.vmClass", f"pool {pool.name!r} has role=gpu but VM class"
+                                                 f" {pool.vm_class!r} has no vGPU profile"))
+        if pool.role in ("cpu", "scheduler") and gpu_class:
+            out.append(Problem(f"{key}.vmClass", f"pool {pool.name!r} has role={pool.role} but VM class"
+                                                 f" {pool.vm_class!r} carries a vGPU nothing would use"))
+        if pool.role == "jupyter" and gpu_class and not s.dask.jupyter.gpu:
+            out.append(Problem(f"{key}.vmClass", f"pool {pool.name!r} gives Jupyter a vGPU but jupyterGpu is false"))
+    if s.gpu_nodes and s.cluster.kubernetes_version < MIN_VGPU_KUBERNETES:
+        out.append(Problem("tkr", f"{s.cluster.tkr} does not support vGPU node pools; use v1.20.8---vmware.1-tkg.2"
+                                  " or newer"))
+    return out
+
+
+def _gpu_capacity(s: Settings) -> list[Problem]:
+    out = []
+    gpu_nodes = s.gpu_nodes
+    workers = s.dask.workers
+    jupyter_on_gpu_node = (s.dask.jupyter.enabled and s.dask.jupyter.gpu
+                           and not any(p.role == "jupyter" for p in s.cluster.node_pools))
+    if gpu_nodes == 0:
+        out.append(Problem("nodePools", "no pool has role=gpu: the Dask workers need GPU nodes"))
+        return out
+    if workers.replicas == 0:
+        out.append(Problem("gpuWorkers", f"no GPU node is left for workers: {gpu_nodes} GPU node(s) and"
+                                         " Jupyter takes one (jupyterGpu=true)"))
+    wanted = workers.replicas * workers.gpus + (1 if jupyter_on_gpu_node else 0)
+    if wanted > gpu_nodes:
+        extra = " + 1 for Jupyter (jupyterGpu=true)" if jupyter_on_gpu_node else ""
+        out.append(Problem("gpuWorkers", f"{workers.replicas} GPU worker(s){extra} need {wanted} GPU nodes but the"
+                                         f" role=gpu pools have {gpu_nodes}; Kubernetes does not share a GPU"
+                                         " between pods"))
+    gpu_class = s.vm_class(s.cluster.pools("gpu")[0].vm_class)
+    if workers.cpu > gpu_class.cpus:
+        out.append(Problem("workerCpu", f"{workers.cpu} CPUs per worker exceed VM class {gpu_class.name!r}"
+                                        f" ({gpu_class.cpus} vCPU)"))
+    if values.quantity_bytes(workers.memory) > gpu_class.memory_mb * 2**20:
+        out.append(Problem("workerMemory", f"{workers.memory} per worker exceeds VM class {gpu_class.name!r}"
+                                           f" ({gpu_class.memory_mb} MiB)"))
+    return out
+
+
+def _placement(s: Settings) -> list[Problem]:
+    """The scheduler and a CPU Jupyter go on non-GPU nodes: a pool of their own role or a
+    cpu pool must exist and fit them."""
+    out = []
+    targets = [("scheduler", s.dask.scheduler.cpu, s.dask.scheduler.memory, "schedulerCpu", "schedulerMemory")]
+    if s.dask.jupyter.enabled and not s.dask.jupyter.gpu:
+        targets.append(("jupyter", s.dask.jupyter.cpu, s.dask.jupyter.memory, "jupyterCpu", "jupyterMemory"))
+    for role, cpu, memory, cpu_key, memory_key in targets:
+        pool = placement_pool(s, role)
+        if pool is None:
+            out.append(Problem("nodePools", f"the {role} needs a non-GPU node: add a pool with role={role} or role=cpu"))
+            continue
+        vm = s.vm_class(pool.vm_class) if pool.vm_class in {c.name for c in s.vm_classes} else None
+        if vm is None:
+            continue
+        if values.cpu_millis(cpu) > vm.cpus * 1000:
+            out.append(Problem(cpu_key, f"{cpu} CPUs exceed VM class {vm.name!r} of pool {pool.name!r} ({vm.cpus} vCPU)"))
+        if values.quantity_bytes(memory) > vm.memory_mb * 2**20:
+            out.append(Problem(memory_key, f"{memory} exceeds VM class {vm.name!r} of pool {pool.name!r}"
+                                           f" ({vm.memory_mb} MiB)"))
+    return out
+
+
+def placement_pool(s: Settings, role: str) -> NodePool | None:
+    """The pool a Dask component is scheduled on: its own role's pool, else a cpu pool;
+    a GPU Jupyter goes to a jupyter pool with a vGPU class, else a GPU pool."""
+    if role == "jupyter" and s.dask.jupyter.gpu:
+        return next(iter(s.cluster.pools("jupyter") or s.cluster.pools("gpu")), None)
+    own = [p for p in s.cluster.pools(role) if p.replicas > 0]
+    cpu = [p for p in s.cluster.pools("cpu") if p.replicas > 0]
+    return next(iter(own or cpu), None)
+
+
+def _file_share(s: Settings) -> list[Problem]:
+    out = []
+    fs = s.file_share
+    if fs.mode == "vsan":
+        if fs.policy not in {p.name for p in s.storage_policies}:
+            out.append(Problem("fileSharePolicy", f"{fs.policy!r} is not one of storagePolicies"))
+        wanted = values.quantity_bytes(s.storage.dataset_size) + values.quantity_bytes(s.storage.pip_cache_size)
+        if wanted > fs.size_gib * 2**30:
+            out.append(Problem("datasetPvcSize", f"datasetPvcSize {s.storage.dataset_size} + pipCachePvcSize"
+                                                 f" {s.storage.pip_cache_size} exceed the file share"
+                                                 f" (fileShareSizeGib {fs.size_gib})"))
+    else:
+        for key, value in (("nfsServer", fs.nfs_server), ("nfsPath", fs.nfs_path)):
+            if not value:
+                out.append(Problem(key, "is required with fileShareMode=existing"))
+        if s.storage.provisioner == "vsphere-csi":
+            out.append(Problem("rwxProvisioner", "vsphere-csi file volumes need vSAN file service"
+                                                 " (fileShareMode=vsan); use nfs-subdir with an existing export"))
+        if fs.nfs_path and not fs.nfs_path.startswith("/"):
+            out.append(Problem("nfsPath", "must be an absolute export path"))
+    return out
+
+
+def _network(s: Settings) -> list[Problem]:
+    out = []
+    pods = ipaddress.ip_network(s.cluster.pod_cidr)
+    services = ipaddress.ip_network(s.cluster.service_cidr)
+    if pods.overlaps(services):
+        out.append(Problem("podCidr", f"{pods} overlaps serviceCidr {services}"))
+    for key, kind in (("schedulerServiceType", s.dask.scheduler.service_type),
+                      ("jupyterServiceType", s.dask.jupyter.service_type)):
+        if kind == "LoadBalancer" and not s.dask.lb_source_ranges and not s.dask.allow_public_lb:
+            out.append(Problem(key, "a LoadBalancer needs loadBalancerSourceRanges (or allowPublicLoadBalancer=true"
+                                    " to open it to 0.0.0.0/0 on purpose)"))
+    return out
+
+
+def _secrets(s: Settings) -> list[Problem]:
+    out = []
+    if s.vsphere.password is None:
+        out.append(Problem("vsphere:password", "is required (set it with `pulumi config set --secret vsphere:password`)"))
+    if s.gpu_nodes:
+        for key, value in (("ngcApiKey", s.gpu_operator.ngc_api_key),
+                           ("vgpuLicenseToken", s.gpu_operator.license_token)):
+            if value is None:
+                out.append(Problem(key, f"is required for GPU nodes (set it with `pulumi config set --secret {key}`)"))
+    return out

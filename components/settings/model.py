@@ -1,0 +1,265 @@
+"""The settings, typed: frozen dataclasses built once by ``components.settings.load``.
+
+Secret values (passwords, keys, tokens) are held as ``pulumi.Input[str]`` (an Output
+marked secret when read from Pulumi config) and never as plain fields of a repr.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# The label every worker pool carries; Dask pods select nodes by it (not by node names,
+# which the seed grepped for).
+POOL_ROLE_LABEL = "dask-tkg.io/pool-role"
+POOL_ROLES = ("gpu", "cpu", "scheduler", "jupyter")
+
+# VMware's pre-defined VM classes (vCPU, memory MiB): facts used for capacity checks.
+PREDEFINED_VM_CLASS_SIZES: Mapping[str, tuple[int, int]] = {
+    f"{kind}-{size}": dims
+    for kind in ("best-effort", "guaranteed")
+    for size, dims in {
+        "xsmall": (2, 2048),
+        "small": (2, 4096),
+        "medium": (2, 8192),
+        "large": (4, 16384),
+        "xlarge": (4, 32768),
+        "2xlarge": (8, 65536),
+        "4xlarge": (16, 131072),
+        "8xlarge": (32, 131072),
+    }.items()
+}
+
+
+@dataclass(frozen=True)
+class VmClass:
+    name: str
+    cpus: int
+    memory_mb: int
+    cpu_reservation: int = 0
+    memory_reservation: int = 0
+    vgpu_profile: str | None = None
+    predefined: bool = False
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.vgpu_profile is not None
+
+
+@dataclass(frozen=True)
+class StoragePolicy:
+    """A vSAN storage policy: SPBM capability id (namespace VSAN) -> value."""
+
+    name: str
+    rules: Mapping[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class AccessEntry:
+    role: str
+    subject_type: str
+    subject: str
+    domain: str
+
+
+@dataclass(frozen=True)
+class NetPermission:
+    ips: str
+    permissions: str
+    allow_root: bool
+
+
+@dataclass(frozen=True)
+class Volume:
+    name: str
+    mount_path: str
+    capacity: str
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    role: str
+    replicas: int
+    vm_class: str
+    storage_class: str
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return {POOL_ROLE_LABEL: self.role}
+
+
+@dataclass(frozen=True)
+class VSphereSite:
+    version: int
+    server: str
+    user: str
+    password: Any = field(repr=False)
+    insecure: bool
+    datacenter: str
+    compute_cluster: str
+    esxi_hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SupervisorSpec:
+    mode: str  # existing | create
+    id: str
+    server: str
+    create_spec: Mapping[str, str]
+    kubeconfig: Any = field(default=None, repr=False)  # secret: supervisor admin kubeconfig
+
+
+@dataclass(frozen=True)
+class ContentLibrarySpec:
+    name: str
+    url: str
+    datastore: str
+    on_demand: bool
+
+
+@dataclass(frozen=True)
+class NamespaceSpec:
+    name: str
+    access: tuple[AccessEntry, ...]
+    storage_limits: Mapping[str, str]  # policy name -> quantity
+
+
+@dataclass(frozen=True)
+class FileShareSpec:
+    mode: str  # vsan | existing
+    name: str
+    size_gib: int
+    policy: str
+    clients: tuple[NetPermission, ...]
+    nfs_server: str
+    nfs_path: str
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    name: str
+    api_version: str
+    tkr: str
+    kubernetes_version: tuple[int, int, int]
+    control_plane: NodePool
+    node_pools: tuple[NodePool, ...]
+    volumes: tuple[Volume, ...]
+    cni: str
+    pod_cidr: str
+    service_cidr: str
+    ready_timeout_minutes: int
+
+    def pools(self, role: str) -> tuple[NodePool, ...]:
+        return tuple(p for p in self.node_pools if p.role == role)
+
+    @property
+    def enforces_psp(self) -> bool:
+        """PodSecurityPolicy is enforced by TKG up to Kubernetes 1.24 (removed in 1.25)."""
+        return self.kubernetes_version < (1, 25, 0)
+
+
+@dataclass(frozen=True)
+class GpuOperatorSpec:
+    chart_repo: str
+    chart: str
+    version: str
+    driver_repository: str
+    driver_image: str
+    driver_version: str
+    feature_type: int
+    ngc_registry: str
+    ngc_api_key: Any = field(repr=False)
+    license_token: Any = field(repr=False)
+
+    @property
+    def version_tuple(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.version.lstrip("v").split(".")[:3])
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    provisioner: str  # nfs-subdir | vsphere-csi
+    storage_class: str
+    nfs_chart_version: str
+    namespace: str
+    dataset_size: str
+    pip_cache_size: str
+    dataset_mount: str
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    enabled: bool
+    dogs_images_url: str
+    dogs_labels_url: str
+    weights_url: str
+    taxi_months: tuple[str, ...]  # expanded YYYY-MM
+    taxi_url_template: str
+
+
+@dataclass(frozen=True)
+class PodResources:
+    cpu: str
+    memory: str
+    service_type: str = "ClusterIP"
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    replicas: int
+    cpu: int
+    memory: str
+    gpus: int
+    threads: int  # resolved: never 0
+
+
+@dataclass(frozen=True)
+class JupyterSpec:
+    enabled: bool
+    gpu: bool
+    cpu: str
+    memory: str
+    service_type: str
+
+
+@dataclass(frozen=True)
+class DaskSpec:
+    chart_version: str
+    image: str
+    dask_version: str
+    extra_pip_packages: str
+    scheduler: PodResources
+    workers: WorkerSpec
+    jupyter: JupyterSpec
+    tls: bool
+    lb_source_ranges: tuple[str, ...]
+    allow_public_lb: bool
+
+
+@dataclass(frozen=True)
+class Settings:
+    project: str
+    vsphere: VSphereSite
+    supervisor: SupervisorSpec
+    vm_classes: tuple[VmClass, ...]  # custom first, then the pre-defined ones
+    storage_policies: tuple[StoragePolicy, ...]
+    content_library: ContentLibrarySpec
+    namespace: NamespaceSpec
+    file_share: FileShareSpec
+    cluster: ClusterSpec
+    gpu_operator: GpuOperatorSpec
+    storage: StorageSpec
+    data: DataSpec
+    dask: DaskSpec
+
+    @property
+    def custom_vm_classes(self) -> tuple[VmClass, ...]:
+        return tuple(c for c in self.vm_classes if not c.predefined)
+
+    def vm_class(self, name: str) -> VmClass:
+        return next(c for c in self.vm_classes if c.name == name)
+
+    @property
+    def gpu_nodes(self) -> int:
+        return sum(p.replicas for p in self.cluster.pools("gpu"))
