@@ -14,8 +14,9 @@ from components.settings.vsan import rule_problems
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
 MIN_VGPU_KUBERNETES = (1, 20, 8)
-SUPERVISOR_CREATE_KEYS = ("managementNetwork", "masterDns", "workerDns", "masterNtp", "egressCidr",
-                          "ingressCidr", "podCidr", "serviceCidr", "edgeCluster", "dvsUuid")
+SUPERVISOR_CREATE_KEYS = ("managementNetwork", "managementStartIp", "managementSubnetMask", "managementGateway",
+                          "masterDns", "workerDns", "masterNtp", "egressCidr", "ingressCidr", "podCidr",
+                          "serviceCidr", "edgeCluster", "dvsUuid")
 
 
 def cross_checks(s: Settings) -> list[Problem]:
@@ -34,7 +35,10 @@ def _site(s: Settings) -> list[Problem]:
         out.append(Problem("vsphere:user", "is required: the vCenter user"))
     if s.vsphere.version == 8 and s.supervisor.mode == "existing" and not s.supervisor.id:
         out.append(Problem("supervisorId", "is required on vSphere 8 with supervisorMode=existing"))
-    if s.supervisor.mode == "create":
+    if s.supervisor.mode == "create" and s.vsphere.version >= 8:
+        out.append(Problem("supervisorMode", "create is supported on vSphere 7 (vsphere.Supervisor, NSX); on vSphere 8"
+                                             " enable the Supervisor first and give supervisorId"))
+    elif s.supervisor.mode == "create":
         missing = [k for k in SUPERVISOR_CREATE_KEYS if k not in s.supervisor.create_spec]
         if missing:
             out.append(Problem("supervisorCreateSpec", f"supervisorMode=create needs {', '.join(missing)}"))

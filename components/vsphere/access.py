@@ -1,0 +1,29 @@
+"""How the program's own vCenter calls (dynamic providers) reach vCenter.
+
+The bridged vSphere provider reads the same ``vsphere:*`` config; the dynamic providers
+(SPBM, namespace REST, vSAN file service) get these values as inputs, the password as a
+secret Output so it stays encrypted in the state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+
+@dataclass(frozen=True)
+class VCenterAccess:
+    server: str
+    user: str
+    password: pulumi.Input[str] = field(repr=False)
+    insecure: bool = False
+
+    def inputs(self) -> dict[str, Any]:
+        """Keyword arguments every dynamic resource of ``components.vsphere.providers`` takes."""
+        return {
+            "server": self.server,
+            "user": self.user,
+            "password": pulumi.Output.secret(self.password),
+            "insecure": self.insecure,
+        }

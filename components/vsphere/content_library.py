@@ -1,0 +1,37 @@
+"""The subscribed content library that holds the Tanzu Kubernetes releases."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_vsphere as vsphere
+
+from components.settings.model import ContentLibrarySpec
+
+
+@dataclass(frozen=True)
+class ContentLibraryArgs:
+    spec: ContentLibrarySpec
+    datastore_id: pulumi.Input[str]
+
+
+class ContentLibrary(pulumi.ComponentResource):
+    id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ContentLibraryArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:vsphere:ContentLibrary", name, None, opts)
+        self.library = vsphere.ContentLibrary(
+            f"{name}-library",
+            name=args.spec.name,
+            description="Tanzu Kubernetes releases (subscribed)",
+            storage_backings=[args.datastore_id],
+            subscription=vsphere.ContentLibrarySubscriptionArgs(
+                subscription_url=args.spec.url,
+                authentication_method="NONE",
+                automatic_sync=True,
+                on_demand=args.spec.on_demand,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.id = self.library.id
+        self.register_outputs({"id": self.id})

@@ -1,0 +1,77 @@
+"""The Supervisor namespace: storage policies (with limits), VM classes, the content
+library and the access list. vSphere 7 (the paper's) has no Pulumi resource for it, so the
+project's dynamic resource drives ``POST /api/vcenter/namespaces/instances``; vSphere 8
+uses ``vsphere.Namespace`` (which has no access list or limits)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import pulumi
+import pulumi_vsphere as vsphere
+
+from components.settings.model import NamespaceSpec
+from components.settings.values import quantity_bytes
+from components.vsphere.access import VCenterAccess
+from components.vsphere.providers.namespace_rest import SupervisorNamespace
+
+
+@dataclass(frozen=True)
+class NamespaceArgs:
+    spec: NamespaceSpec
+    vsphere_version: int
+    supervisor_ref: pulumi.Input[str]
+    policy_ids: Mapping[str, pulumi.Input[str]]
+    vm_classes: pulumi.Input[list[str]]
+    content_library_id: pulumi.Input[str]
+    vcenter: VCenterAccess
+
+
+class Namespace(pulumi.ComponentResource):
+    name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: NamespaceArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:vsphere:Namespace", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        spec = args.spec
+        if args.vsphere_version >= 8:
+            if spec.access or spec.storage_limits:
+                pulumi.log.warn("vsphere.Namespace (vSphere 8) has no access list or storage limits:"
+                                " namespaceAccess/namespaceStorageLimits are not applied", self)
+            self.resource = vsphere.Namespace(
+                f"{name}-ns",
+                name=spec.name,
+                supervisor=args.supervisor_ref,
+                storage_policies=list(args.policy_ids.values()),
+                vm_services=[vsphere.NamespaceVmServiceArgs(
+                    content_libraries=[args.content_library_id], vm_classes=args.vm_classes)],
+                opts=child,
+            )
+            self.name = self.resource.name
+        else:
+            self.resource = SupervisorNamespace(
+                f"{name}-ns",
+                child,
+                namespace=spec.name,
+                cluster=args.supervisor_ref,
+                description="Dask on Tanzu Kubernetes Grid (managed by dask-tkg)",
+                access_list=[
+                    {"subject_type": a.subject_type, "subject": a.subject, "domain": a.domain, "role": a.role}
+                    for a in spec.access
+                ],
+                storage_specs=[
+                    {"policy": policy_id, **({"limit": _mib(spec.storage_limits[policy])}
+                                             if policy in spec.storage_limits else {})}
+                    for policy, policy_id in args.policy_ids.items()
+                ],
+                vm_classes=args.vm_classes,
+                content_libraries=[args.content_library_id],
+                **args.vcenter.inputs(),
+            )
+            self.name = self.resource.namespace
+        self.register_outputs({"name": self.name})
+
+
+def _mib(quantity: str) -> int:
+    """vCenter takes namespace storage limits in MiB."""
+    return quantity_bytes(quantity) // 2**20

@@ -1,0 +1,177 @@
+"""Run the Pulumi program under Pulumi's mocks and print its resource graph as JSON.
+
+Usage: python tests/program/harness.py SPEC_JSON
+SPEC_JSON: {"stack": "reference", "config": {key: value}, "secrets": {key: value},
+            "mock": {"vgpu_profiles": {host: [profiles]}, "preview": false}}
+
+Runs in its own process because Pulumi's mocks are process-global: every test run gets a
+fresh engine. The program is the real ``__main__.py`` run with ``runpy``; config comes
+from ``Pulumi.yaml`` defaults (applied by the settings loader), the stack file, then the
+overrides, as the CLI would layer them. Parents, dependencies and resource options are
+recorded from the register requests (``MockResourceArgs`` does not carry them).
+"""
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+from google.protobuf import json_format
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+os.chdir(REPO)
+
+import pulumi  # noqa: E402
+import yaml  # noqa: E402
+from pulumi.runtime.mocks import MockMonitor  # noqa: E402
+
+PROJECT = "dask-tkg"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+
+
+def plain(value):
+    """Protobuf JSON with Pulumi's secret wrappers turned into {"__secret__": value}."""
+    if isinstance(value, dict):
+        if value.get(SIG_KEY) == SECRET_SIG:
+            return {"__secret__": plain(value.get("value"))}
+        if SIG_KEY in value:  # resource reference or asset: keep the visible fields
+            return {k: plain(v) for k, v in value.items() if k != SIG_KEY}
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+class GraphMocks(pulumi.runtime.Mocks):
+    """Fabricates provider outputs; raises on an unknown invoke (returning {} would
+    silently give id=None)."""
+
+    def __init__(self, options: dict):
+        self.options = options
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        state = dict(args.inputs)
+        rid = f"{args.name}-id"
+        typ = args.typ
+        if typ == "vsphere:index/virtualMachineClass:VirtualMachineClass":
+            rid = state.get("name", args.name)
+        elif typ == "pulumi-python:dynamic:Resource":
+            if "policy_name" in state:
+                state.setdefault("policy_id", f"pbm-{state['policy_name']}")
+                state.setdefault("adopted", False)
+            if "namespace" in state and "cluster" in state:
+                state.setdefault("config_status", "RUNNING")
+            if "share_name" in state:
+                state.setdefault("share_uuid", f"share-{state['share_name']}")
+                state.setdefault("nfs_server", "192.168.100.50")
+                state.setdefault("nfs_path", f"/{state['share_name']}")
+        elif typ == "kubernetes:helm.sh/v3:Release":
+            state.setdefault("status", {"name": state.get("name", args.name), "namespace": state.get("namespace", ""),
+                                        "status": "deployed", "version": state.get("version", ""), "revision": 1})
+        elif typ == "kubernetes:core/v1:Secret" and args.resource_id:  # a read Secret
+            state.setdefault("data", {"value": "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg=="})
+        elif typ == "random:index/randomPassword:RandomPassword":
+            state.setdefault("result", "mock-generated-password-0123456789")
+            state.setdefault("bcrypt_hash", "$2a$10$mockhash")
+        state.update(self.options.get("outputs", {}).get(args.name, {}))
+        return rid, state
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        tok, a = args.token, args.args
+        if tok == "vsphere:index/getDatacenter:getDatacenter":
+            return {"id": "datacenter-3", "name": a.get("name")}
+        if tok == "vsphere:index/getComputeCluster:getComputeCluster":
+            return {"id": "domain-c8", "name": a.get("name"), "datacenterId": a.get("datacenterId"),
+                    "resourcePoolId": "resgroup-9"}
+        if tok == "vsphere:index/getDatastore:getDatastore":
+            return {"id": "datastore-12", "name": a.get("name"), "stats": {}}
+        if tok == "vsphere:index/getHost:getHost":
+            return {"id": f"host-{a.get('name')}", "name": a.get("name"), "resourcePoolId": "resgroup-9"}
+        if tok == "vsphere:index/getHostVgpuProfile:getHostVgpuProfile":
+            host = a["hostId"].removeprefix("host-")
+            offered = self.options.get("vgpu_profiles", {}).get(host, ["grid_a100-10c", "grid_a100-20c", "grid_a100-40c"])
+            return {"hostId": a["hostId"], "id": a["hostId"], "vgpuProfiles": [
+                {"vgpu": p, "diskSnapshotSupported": False, "memorySnapshotSupported": False,
+                 "migrateSupported": True, "suspendSupported": True} for p in offered]}
+        raise NotImplementedError(f"the mocks have no answer for invoke {tok}")
+
+
+class RecordingMonitor(MockMonitor):
+    def __init__(self, mocks):
+        super().__init__(mocks)
+        self.records: list[dict] = []
+        self.outputs: dict[str, dict] = {}
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.records.append({
+                "urn": response.urn,
+                "type": request.type,
+                "name": request.name,
+                "custom": request.custom,
+                "parent": request.parent,
+                "dependencies": list(request.dependencies),
+                "property_dependencies": {k: list(v.urns) for k, v in request.propertyDependencies.items()},
+                "inputs": plain(json_format.MessageToDict(request.object)),
+                "state": plain(json_format.MessageToDict(response.object)),
+                "protect": request.protect,
+                "retain_on_delete": request.retainOnDelete,
+                "ignore_changes": list(request.ignoreChanges),
+                "replace_on_changes": list(request.replaceOnChanges),
+                "delete_before_replace": request.deleteBeforeReplace,
+                "additional_secret_outputs": list(request.additionalSecretOutputs),
+                "provider": request.provider,
+                "custom_timeouts": json_format.MessageToDict(request.customTimeouts),
+            })
+        return response
+
+    def RegisterResourceOutputs(self, request):
+        self.outputs[request.urn] = plain(json_format.MessageToDict(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+def stack_config(stack: str | None) -> dict:
+    if not stack:
+        return {}
+    doc = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
+    return dict(doc.get("config") or {})
+
+
+def main() -> int:
+    spec = json.loads(sys.argv[1])
+    config = stack_config(spec.get("stack"))
+    config.update({f"{PROJECT}:{k}" if ":" not in k else k: v for k, v in spec.get("config", {}).items()})
+    secrets = {f"{PROJECT}:{k}" if ":" not in k else k: v for k, v in spec.get("secrets", {}).items()}
+    config.update(secrets)
+    as_strings = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items() if v is not None}
+    pulumi.runtime.set_all_config(as_strings, list(secrets))
+    mocks = GraphMocks(spec.get("mock", {}))
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=spec.get("stack") or "test",
+                             preview=spec.get("mock", {}).get("preview", False), monitor=monitor)
+    result: dict = {"error": None}
+
+    @pulumi.runtime.test
+    def program():
+        runpy.run_path(str(REPO / "__main__.py"), run_name="__main__")
+
+    try:
+        program()
+    except BaseException as exc:  # the test decides what an error means
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        result["traceback"] = traceback.format_exc()
+    stack_urn = next((u for u in monitor.outputs if u.endswith(f"::pulumi:pulumi:Stack::{PROJECT}-{spec.get('stack') or 'test'}")), None)
+    result["resources"] = monitor.records
+    result["outputs"] = monitor.outputs.get(stack_urn, {}) if stack_urn else {}
+    json.dump(result, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
