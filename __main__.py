@@ -3,35 +3,81 @@
 settings -> vSphere layer -> cluster -> add-ons -> Dask -> exports; nothing else.
 """
 import pulumi
+import pulumi_kubernetes as k8s
 import pulumi_vsphere as vsphere
 
+import contract
+from components.addons.dataset_job import DatasetJob, DatasetJobArgs
+from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.addons.shared_storage import SharedStorage, SharedStorageArgs
+from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.cluster.supervisor_access import supervisor_kubeconfig
+from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
+from components.dask.dask_release import RELEASE, DaskRelease, DaskReleaseArgs
 from components.settings import load_settings
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 
 settings = load_settings()
 
-# --- vSphere: VM classes, storage policies, content library, Supervisor namespace, NFS share
-vcenter = VCenterAccess(
-    server=settings.vsphere.server,
-    user=settings.vsphere.user,
-    password=settings.vsphere.password,
-    insecure=settings.vsphere.insecure,
-)
-vcenter_provider = vsphere.Provider(
-    "vcenter",
-    vsphere_server=vcenter.server,
-    user=vcenter.user,
-    password=vcenter.password,
-    allow_unverified_ssl=vcenter.insecure,
-)
-platform = VSphereLayer(
-    "vsphere",
-    VSphereLayerArgs(settings=settings, vcenter=vcenter),
-    pulumi.ResourceOptions(providers=[vcenter_provider]),
-)
+# --- 1-5 vSphere: VM classes, storage policies, content library, namespace, NFS share --
+vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings.vsphere.password,
+                        settings.vsphere.insecure)
+vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, user=vcenter.user,
+                                    password=vcenter.password, allow_unverified_ssl=vcenter.insecure)
+platform = VSphereLayer("vsphere", VSphereLayerArgs(settings=settings, vcenter=vcenter),
+                        pulumi.ResourceOptions(providers=[vcenter_provider]))
 
+# --- 6-7 the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ------
+supervisor = k8s.Provider("supervisor", kubeconfig=supervisor_kubeconfig(settings))
+cluster = TanzuCluster("tkc", TanzuClusterArgs(spec=settings.cluster, namespace=platform.namespace),
+                       pulumi.ResourceOptions(provider=supervisor))
+guest = k8s.Provider("guest", kubeconfig=cluster.kubeconfig)
+in_guest = pulumi.ResourceOptions(provider=guest)
+enforces_psp = settings.cluster.enforces_psp
+
+# --- 8-12 add-ons: pod security, GPU operator, RWX storage + claims, data Job ----------
+workspace = GuestNamespace("workspace", GuestNamespaceArgs(settings.storage.namespace, "baseline", enforces_psp),
+                           in_guest)
+gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=settings.gpu_operator, enforces_psp=enforces_psp),
+                           in_guest)
+storage = SharedStorage("storage", SharedStorageArgs(
+    spec=settings.storage, namespace=workspace.name, nfs_server=platform.nfs_server, nfs_path=platform.nfs_path,
+    file_share_policy=settings.file_share.policy, enforces_psp=enforces_psp), in_guest)
+data_steps: tuple[pulumi.Resource, ...] = ()
+if settings.data.enabled:
+    data_steps = (DatasetJob("dataset", DatasetJobArgs(
+        data=settings.data, image=settings.data.image, namespace=workspace.name,
+        dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
+        depends_on=(storage,)), in_guest),)
+
+# --- 13 Dask: scheduler, GPU workers, Jupyter ------------------------------------------
+dask = DaskRelease("dask", DaskReleaseArgs(
+    settings=settings, namespace=workspace.name, dataset_claim=storage.dataset_claim,
+    pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps)), in_guest)
+
+# --- exports: the contract the runner reads ---------------------------------------------
+mount = settings.storage.dataset_mount
+pulumi.export(contract.SCHEDULER_ADDRESS, dask.scheduler_address)
+pulumi.export(contract.DASHBOARD_URL, dask.dashboard_url)
+pulumi.export(contract.JUPYTER_URL, dask.jupyter_url)
+pulumi.export(contract.JUPYTER_PASSWORD, dask.jupyter_password)
+pulumi.export(contract.KUBECONFIG, cluster.kubeconfig)
+pulumi.export(contract.NAMESPACE, workspace.name)
+pulumi.export(contract.RELEASE, RELEASE)
+pulumi.export(contract.DATASET_MOUNT, mount)
+pulumi.export(contract.DATASET_LAYOUT, {"dogs_images": f"{mount}/dogs/Images",
+                                        "dogs_labels": f"{mount}/dogs/imagenet1000_clsidx_to_labels.txt",
+                                        "models": f"{mount}/models", "taxi": f"{mount}/taxi"})
+pulumi.export(contract.WORKERS, settings.dask.workers.replicas)
+pulumi.export(contract.GPUS_PER_WORKER, settings.dask.workers.gpus)
+pulumi.export(contract.THREADS_PER_WORKER, settings.dask.workers.threads)
+pulumi.export(contract.IMAGE, settings.dask.image)
+pulumi.export(contract.DASK_VERSION, settings.dask.dask_version)
+pulumi.export(contract.TLS_CA, dask.tls_ca)
+pulumi.export(contract.TLS_CLIENT_CERT, dask.tls_client_cert)
+pulumi.export(contract.TLS_CLIENT_KEY, dask.tls_client_key)
 pulumi.export("supervisorNamespace", platform.namespace)
-pulumi.export("vmClasses", platform.vm_classes)
+pulumi.export("clusterName", cluster.name)
 pulumi.export("nfsServer", platform.nfs_server)
 pulumi.export("nfsPath", platform.nfs_path)

@@ -174,6 +174,7 @@ def load(source: Source) -> Settings:
     )
     data = DataSpec(
         enabled=r("dataPrepEnabled"),
+        image=r.check("dataJobImage", values.pinned_image),
         dogs_images_url=r.check("dogsImagesUrl", _url),
         dogs_labels_url=r.check("dogsLabelsUrl", _url),
         weights_url=r.check("modelWeightsUrl", _url),

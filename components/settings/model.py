@@ -191,6 +191,7 @@ class StorageSpec:
 @dataclass(frozen=True)
 class DataSpec:
     enabled: bool
+    image: str
     dogs_images_url: str
     dogs_labels_url: str
     weights_url: str

@@ -12,6 +12,7 @@ recorded from the register requests (``MockResourceArgs`` does not carry them).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import runpy
@@ -47,6 +48,12 @@ def plain(value):
     return value
 
 
+def _default(state: dict, key: str, value) -> None:
+    """Fill an output the provider would compute (dynamic resources pass it as None)."""
+    if state.get(key) is None:
+        state[key] = value
+
+
 class GraphMocks(pulumi.runtime.Mocks):
     """Fabricates provider outputs; raises on an unknown invoke (returning {} would
     silently give id=None)."""
@@ -60,24 +67,32 @@ class GraphMocks(pulumi.runtime.Mocks):
         typ = args.typ
         if typ == "vsphere:index/virtualMachineClass:VirtualMachineClass":
             rid = state.get("name", args.name)
-        elif typ == "pulumi-python:dynamic:Resource":
+        elif typ.startswith("pulumi-python:dynamic"):
             if "policy_name" in state:
-                state.setdefault("policy_id", f"pbm-{state['policy_name']}")
-                state.setdefault("adopted", False)
+                _default(state, "policy_id", f"pbm-{state['policy_name']}")
+                _default(state, "adopted", False)
             if "namespace" in state and "cluster" in state:
-                state.setdefault("config_status", "RUNNING")
+                _default(state, "config_status", "RUNNING")
             if "share_name" in state:
-                state.setdefault("share_uuid", f"share-{state['share_name']}")
-                state.setdefault("nfs_server", "192.168.100.50")
-                state.setdefault("nfs_path", f"/{state['share_name']}")
+                _default(state, "share_uuid", f"share-{state['share_name']}")
+                _default(state, "nfs_server", "192.168.100.50")
+                _default(state, "nfs_path", f"/{state['share_name']}")
         elif typ == "kubernetes:helm.sh/v3:Release":
-            state.setdefault("status", {"name": state.get("name", args.name), "namespace": state.get("namespace", ""),
+            _default(state, "status", {"name": state.get("name", args.name), "namespace": state.get("namespace", ""),
                                         "status": "deployed", "version": state.get("version", ""), "revision": 1})
         elif typ == "kubernetes:core/v1:Secret" and args.resource_id:  # a read Secret
-            state.setdefault("data", {"value": "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg=="})
+            _default(state, "data", {"value": "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg=="})
+        elif typ == "tls:index/privateKey:PrivateKey":
+            _default(state, "privateKeyPem", f"-----BEGIN PRIVATE KEY-----\nmock-{args.name}\n-----END PRIVATE KEY-----\n")
+        elif typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):
+            _default(state, "certPem", f"-----BEGIN CERTIFICATE-----\nmock-{args.name}\n-----END CERTIFICATE-----\n")
+        elif typ == "tls:index/certRequest:CertRequest":
+            _default(state, "certRequestPem", f"-----BEGIN CERTIFICATE REQUEST-----\nmock-{args.name}\n-----END CERTIFICATE REQUEST-----\n")
+        elif typ == "random:index/randomString:RandomString":
+            _default(state, "result", "mocksalt01234567")
         elif typ == "random:index/randomPassword:RandomPassword":
-            state.setdefault("result", "mock-generated-password-0123456789")
-            state.setdefault("bcrypt_hash", "$2a$10$mockhash")
+            _default(state, "result", "mock-generated-password-0123456789")
+            _default(state, "bcrypt_hash", "$2a$10$mockhash")
         state.update(self.options.get("outputs", {}).get(args.name, {}))
         return rid, state
 
@@ -131,6 +146,19 @@ class RecordingMonitor(MockMonitor):
             })
         return response
 
+    def ReadResource(self, request):
+        response = super().ReadResource(request)
+        self.records.append({
+            "urn": response.urn, "type": request.type, "name": request.name, "custom": True, "read": True,
+            "id": request.id, "parent": request.parent, "dependencies": list(request.dependencies),
+            "property_dependencies": {}, "inputs": plain(json_format.MessageToDict(request.properties)),
+            "state": plain(json_format.MessageToDict(response.properties)), "protect": False,
+            "retain_on_delete": False, "ignore_changes": [], "replace_on_changes": [],
+            "delete_before_replace": False, "additional_secret_outputs": list(request.additionalSecretOutputs),
+            "provider": request.provider, "custom_timeouts": {},
+        })
+        return response
+
     def RegisterResourceOutputs(self, request):
         self.outputs[request.urn] = plain(json_format.MessageToDict(request.outputs))
         return super().RegisterResourceOutputs(request)
@@ -157,18 +185,28 @@ def main() -> int:
                              preview=spec.get("mock", {}).get("preview", False), monitor=monitor)
     result: dict = {"error": None}
 
+    exports: dict = {}
+
+    async def resolve_exports(stack) -> None:
+        for key, value in stack.outputs.items():
+            output = pulumi.Output.from_input(value)
+            resolved, secret = await output.future(), await output.is_secret()
+            exports[key] = {"__secret__": resolved} if secret else resolved
+
     @pulumi.runtime.test
     def program():
         runpy.run_path(str(REPO / "__main__.py"), run_name="__main__")
+        # Stack outputs are only registered when a real engine finishes the stack:
+        # resolve the exported Outputs here, keeping whether each is secret.
+        return asyncio.ensure_future(resolve_exports(pulumi.runtime.get_root_resource()))
 
     try:
         program()
     except BaseException as exc:  # the test decides what an error means
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["traceback"] = traceback.format_exc()
-    stack_urn = next((u for u in monitor.outputs if u.endswith(f"::pulumi:pulumi:Stack::{PROJECT}-{spec.get('stack') or 'test'}")), None)
     result["resources"] = monitor.records
-    result["outputs"] = monitor.outputs.get(stack_urn, {}) if stack_urn else {}
+    result["outputs"] = exports
     json.dump(result, sys.stdout)
     return 0
 

@@ -1,0 +1,1 @@
+"""Guest-cluster add-ons: the NVIDIA GPU operator, shared RWX storage, the data Job."""

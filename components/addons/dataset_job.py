@@ -1,0 +1,90 @@
+"""The data preparation Job: fills the dataset volume in the layout the runner reads.
+
+The downloader is this project's own ``workloads/prepare.py`` (standard library only),
+shipped as a ConfigMap and run in a small Python image, so the Job needs nothing built.
+It is resumable and skips finished files, so a re-run after a failure costs little.
+``pulumi up`` does not wait for the downloads (hours for the full three taxi years): the
+runner reports missing files, and ``kubectl logs job/dataset-prepare`` shows progress.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.settings.model import DataSpec
+
+PREPARE_SOURCE = Path(__file__).resolve().parents[2] / "workloads" / "prepare.py"
+JOB_NAME = "dataset-prepare"
+CODE_MOUNT = "/opt/dask-tkg"
+
+
+def job_args(data: DataSpec, root: str) -> list[str]:
+    """The downloader's command line for the settings' sources."""
+    args = ["python", f"{CODE_MOUNT}/prepare.py", "--root", root,
+            "--dogs-images", data.dogs_images_url, "--dogs-labels", data.dogs_labels_url,
+            "--weights", data.weights_url]
+    if data.taxi_months:
+        args += ["--taxi-url-template", data.taxi_url_template, "--taxi-months", ",".join(data.taxi_months)]
+    return args
+
+
+@dataclass(frozen=True)
+class DatasetJobArgs:
+    data: DataSpec
+    image: str
+    namespace: pulumi.Input[str]
+    dataset_claim: pulumi.Input[str]
+    dataset_mount: str
+    depends_on: tuple[pulumi.Resource, ...] = ()
+
+
+class DatasetJob(pulumi.ComponentResource):
+    job_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: DatasetJobArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:addons:DatasetJob", name, None, opts)
+        code = k8s.core.v1.ConfigMap(
+            f"{name}-code",
+            metadata={"name": f"{JOB_NAME}-code", "namespace": args.namespace},
+            data={"prepare.py": PREPARE_SOURCE.read_text()},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata={"name": JOB_NAME, "namespace": args.namespace,
+                      "annotations": {"pulumi.com/skipAwait": "true"},
+                      "labels": {"app.kubernetes.io/part-of": "dask-tkg"}},
+            spec={
+                "backoffLimit": 6,
+                "template": {
+                    "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
+                    "spec": {
+                        "restartPolicy": "OnFailure",
+                        "containers": [{
+                            "name": "prepare",
+                            "image": args.image,
+                            "args": job_args(args.data, args.dataset_mount),
+                            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+                            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                                          "limits": {"cpu": "2", "memory": "2Gi"}},
+                            "volumeMounts": [
+                                {"name": "dataset", "mountPath": args.dataset_mount},
+                                {"name": "code", "mountPath": CODE_MOUNT, "readOnly": True},
+                            ],
+                        }],
+                        "volumes": [
+                            {"name": "dataset", "persistentVolumeClaim": {"claimName": args.dataset_claim}},
+                            {"name": "code", "configMap": {"name": f"{JOB_NAME}-code"}},
+                        ],
+                    },
+                },
+            },
+            # A Job's pod template is immutable: a changed source list replaces the Job.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[code, *args.depends_on],
+                                        delete_before_replace=True),
+        )
+        self.job_name = self.job.metadata.apply(lambda m: m["name"])
+        self.register_outputs({"job_name": self.job_name})

@@ -1,0 +1,64 @@
+"""Pure builders of the add-ons' Helm values (checked in unit tests without an engine)."""
+from __future__ import annotations
+
+from typing import Any
+
+from components.settings.model import GpuOperatorSpec, StorageSpec
+
+LICENSING_NAME = "licensing-config"
+NGC_SECRET_NAME = "ngc-secret"
+NFS_PROVISIONER_IMAGE = ("k8s.gcr.io/sig-storage/nfs-subdir-external-provisioner", "v4.0.2")
+
+
+def licensing_uses_secret(spec: GpuOperatorSpec) -> bool:
+    """GPU operator 25.10 moved vGPU licensing from a ConfigMap to a Secret."""
+    return spec.version_tuple >= (25, 10, 0)
+
+
+def gridd_conf(spec: GpuOperatorSpec) -> str:
+    return f"# NVIDIA vGPU licensing (written by dask-tkg)\nFeatureType={spec.feature_type}\n"
+
+
+def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, Any]:
+    """Values for the NVAIE GPU operator chart on vGPU guests: NVIDIA's vGPU guest driver
+    image from NGC (the public data-center driver does not probe on a vGPU VM), pulled with
+    the NGC secret, licensed through NLS/CLS."""
+    licensing: dict[str, Any]
+    if licensing_uses_secret(spec):
+        licensing = {"secretName": LICENSING_NAME, "nlsEnabled": True}
+    else:
+        licensing = {"configMapName": LICENSING_NAME, "nlsEnabled": spec.version_tuple >= (24, 0, 0)}
+    values: dict[str, Any] = {
+        "operator": {"defaultRuntime": "containerd"},
+        "driver": {
+            "enabled": True,
+            "repository": spec.driver_repository,
+            "image": spec.driver_image,
+            "version": spec.driver_version,
+            "imagePullSecrets": [NGC_SECRET_NAME],
+            "licensingConfig": licensing,
+        },
+    }
+    if enforces_psp:
+        values["psp"] = {"enabled": True}
+    return values
+
+
+def nfs_provisioner_values(storage: StorageSpec, nfs_server: str, nfs_path: str, enforces_psp: bool) -> dict[str, Any]:
+    """Values for nfs-subdir-external-provisioner: one RWX StorageClass over the share.
+
+    Reclaim policy Retain: deleting a claim must never delete the dataset behind it.
+    """
+    repository, tag = NFS_PROVISIONER_IMAGE
+    return {
+        "image": {"repository": repository, "tag": tag},
+        "nfs": {"server": nfs_server, "path": nfs_path, "mountOptions": ["nfsvers=4.1"]},
+        "storageClass": {
+            "name": storage.storage_class,
+            "accessModes": "ReadWriteMany",
+            "reclaimPolicy": "Retain",
+            "archiveOnDelete": True,
+            "defaultClass": False,
+        },
+        "podSecurityPolicy": {"enabled": enforces_psp},
+    }

@@ -1,0 +1,1 @@
+"""The guest cluster layer: the TanzuKubernetesCluster and what it needs."""

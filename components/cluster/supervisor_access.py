@@ -1,0 +1,80 @@
+"""Credentials for the Supervisor's Kubernetes API.
+
+Either an admin kubeconfig given as a secret setting, or a token obtained the way
+``kubectl vsphere login`` does: ``POST https://<supervisor>/wcp/login`` with the vCenter
+credentials (basic auth) returns ``{"session_id": <token>}``, valid about 10 hours.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.request
+from typing import Any
+
+import yaml
+
+
+class SupervisorLoginError(RuntimeError):
+    """The Supervisor refused the login or could not be reached (no credentials in it)."""
+
+
+def login(server: str, user: str, password: str, *, insecure: bool = False, ca_pem: str | None = None,
+          timeout: float = 30.0) -> str:
+    """Return a Supervisor session token for ``user``."""
+    url = f"https://{server}/wcp/login"
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
+    request = urllib.request.Request(url, data=b"{}", method="POST", headers={
+        "Authorization": f"Basic {auth}", "Content-Type": "application/json"})
+    context = ssl.create_default_context(cadata=ca_pem) if ca_pem else ssl.create_default_context()
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+            body = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        raise SupervisorLoginError(f"login at {url} as {user} failed: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise SupervisorLoginError(f"cannot reach the Supervisor at {url}: {reason}") from None
+    except json.JSONDecodeError:
+        raise SupervisorLoginError(f"login at {url} answered something that is not JSON") from None
+    token = body.get("session_id")
+    if not token:
+        raise SupervisorLoginError(f"login at {url} as {user} returned no session_id")
+    return token
+
+
+def kubeconfig(server: str, token: str, namespace: str, *, insecure: bool = False,
+               ca_pem: str | None = None) -> str:
+    """A kubeconfig for the Supervisor API at ``server`` with a bearer ``token``."""
+    cluster: dict[str, Any] = {"server": f"https://{server}:6443"}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem.encode()).decode()
+    elif insecure:
+        cluster["insecure-skip-tls-verify"] = True
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "supervisor", "cluster": cluster}],
+        "users": [{"name": "supervisor-user", "user": {"token": token}}],
+        "contexts": [{"name": "supervisor", "context": {
+            "cluster": "supervisor", "user": "supervisor-user", "namespace": namespace}}],
+        "current-context": "supervisor",
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def supervisor_kubeconfig(settings) -> "pulumi.Output[str]":
+    """The Supervisor kubeconfig as a secret Output: the configured one, else a login."""
+    import pulumi
+
+    if settings.supervisor.kubeconfig is not None:
+        return pulumi.Output.secret(settings.supervisor.kubeconfig)
+    server, user, insecure = settings.supervisor.server, settings.vsphere.user, settings.vsphere.insecure
+    namespace = settings.namespace.name
+    return pulumi.Output.secret(pulumi.Output.from_input(settings.vsphere.password).apply(
+        lambda password: kubeconfig(server, login(server, user, password, insecure=insecure), namespace,
+                                    insecure=insecure)))

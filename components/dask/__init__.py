@@ -1,0 +1,1 @@
+"""The Dask release: scheduler, GPU workers and Jupyter, with TLS and controlled exposure."""

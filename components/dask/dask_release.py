@@ -1,0 +1,131 @@
+"""The Dask Helm release: scheduler, GPU workers and Jupyter in one image, with mutual TLS,
+a generated Jupyter password and, where asked, guarded external Services."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.dask import chart
+from components.dask.exposure import ExposureArgs, external_host, external_service
+from components.dask.jupyter_password import JupyterPassword
+from components.dask.tls import DaskTls, DaskTlsArgs
+from components.dask.values import DaskValuesInputs, dask_values, dashboard_url, fullname, scheduler_host
+from components.settings.checks import placement_pool
+from components.settings.model import POOL_ROLE_LABEL, Settings
+
+RELEASE = "dask"
+
+
+@dataclass(frozen=True)
+class DaskReleaseArgs:
+    settings: Settings
+    namespace: pulumi.Input[str]
+    dataset_claim: pulumi.Input[str]
+    pip_cache_claim: pulumi.Input[str]
+    # What must exist before the release installs (GPU operator, storage, data Job):
+    # children do not inherit a component's depends_on, so it goes on the release itself.
+    depends_on: tuple[pulumi.Resource, ...] = ()
+
+
+class DaskRelease(pulumi.ComponentResource):
+    scheduler_address: pulumi.Output[str]
+    dashboard_url: pulumi.Output[str]
+    jupyter_url: pulumi.Output[str]
+    jupyter_password: pulumi.Output[str]  # secret
+    tls_ca: pulumi.Output[str]
+    tls_client_cert: pulumi.Output[str]  # secret
+    tls_client_key: pulumi.Output[str]  # secret
+
+    def __init__(self, name: str, args: DaskReleaseArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:dask:DaskRelease", name, None, opts)
+        s = args.settings
+        d = s.dask
+        child = pulumi.ResourceOptions(parent=self)
+        prefix = fullname(RELEASE)
+        namespace = pulumi.Output.from_input(args.namespace)
+
+        self.password = JupyterPassword(f"{name}-jupyter", child)
+        tls_secret = f"{prefix}-tls" if d.tls else None
+        self.tls = None
+        if d.tls:
+            self.tls = DaskTls(f"{name}-tls", DaskTlsArgs(
+                namespace=args.namespace, secret_name=tls_secret,
+                scheduler_dns_names=[f"{prefix}-scheduler", *_service_names(prefix, s.storage.namespace)]), child)
+
+        def build(a: list) -> dict:
+            ns, dataset, pip_cache, password_hash = a
+            return dask_values(DaskValuesInputs(
+                dask=d, namespace=ns, release=RELEASE,
+                scheduler_selector=_selector(s, "scheduler"),
+                jupyter_selector=_selector(s, "jupyter"),
+                worker_selector={POOL_ROLE_LABEL: "gpu"},
+                dataset_claim=dataset, pip_cache_claim=pip_cache,
+                dataset_mount=s.storage.dataset_mount,
+                jupyter_password_hash=password_hash, tls_secret=tls_secret,
+            ))
+
+        values = pulumi.Output.all(namespace, args.dataset_claim, args.pip_cache_claim, self.password.hash).apply(build)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE,
+            chart=chart.CHART,
+            version=d.chart_version,
+            namespace=args.namespace,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
+            values=values,
+            timeout=900,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else [])]),
+        )
+        after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        scheme = "tls" if d.tls else "tcp"
+        scheduler_dns = namespace.apply(lambda ns: scheduler_host(RELEASE, ns))
+        self.scheduler_address = scheduler_dns.apply(lambda h: f"{scheme}://{h}:{chart.SCHEDULER_PORT}")
+        self.dashboard_url = namespace.apply(lambda ns: dashboard_url(RELEASE, ns))
+        self.jupyter_url = namespace.apply(
+            lambda ns: f"http://{prefix}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}" if d.jupyter.enabled else "")
+
+        self.external = {}
+        if d.scheduler.service_type != "ClusterIP":
+            svc = external_service(f"{name}-scheduler-external", ExposureArgs(
+                namespace=args.namespace, release=RELEASE, component="scheduler",
+                service_type=d.scheduler.service_type,
+                ports=(("scheduler", chart.SCHEDULER_PORT, 8786), ("dashboard", chart.DASHBOARD_PORT, 8787)),
+                source_ranges=d.lb_source_ranges), after_release)
+            self.external["scheduler"] = svc
+            if d.scheduler.service_type == "LoadBalancer":
+                host = external_host(svc)
+                self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
+                    lambda a: f"{scheme}://{a[0]}:{chart.SCHEDULER_PORT}" if a[0] else a[1])
+                self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
+                    lambda a: f"http://{a[0]}:{chart.DASHBOARD_PORT}" if a[0] else a[1])
+        if d.jupyter.enabled and d.jupyter.service_type != "ClusterIP":
+            svc = external_service(f"{name}-jupyter-external", ExposureArgs(
+                namespace=args.namespace, release=RELEASE, component="jupyter",
+                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, 8888),),
+                source_ranges=d.lb_source_ranges), after_release)
+            self.external["jupyter"] = svc
+            if d.jupyter.service_type == "LoadBalancer":
+                self.jupyter_url = pulumi.Output.all(external_host(svc), self.jupyter_url).apply(
+                    lambda a: f"http://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
+
+        self.jupyter_password = self.password.password
+        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
+        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
+        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
+        self.register_outputs({
+            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
+            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
+        })
+
+
+def _selector(s: Settings, role: str) -> dict[str, str]:
+    pool = placement_pool(s, role)
+    return {POOL_ROLE_LABEL: pool.role} if pool else {}
+
+
+def _service_names(prefix: str, namespace: str) -> list[str]:
+    base = f"{prefix}-scheduler"
+    return [f"{base}.{namespace}", f"{base}.{namespace}.svc", f"{base}.{namespace}.svc.cluster.local"]

@@ -1,0 +1,63 @@
+"""Services that expose the scheduler or Jupyter outside the cluster, when asked.
+
+The pinned chart's Services cannot carry ``loadBalancerSourceRanges``, so they stay
+ClusterIP and these Services (same pod selector) do the exposing. A LoadBalancer without
+source ranges is refused by the settings unless ``allowPublicLoadBalancer`` is set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+@dataclass(frozen=True)
+class ExposureArgs:
+    namespace: pulumi.Input[str]
+    release: str
+    component: str  # scheduler | jupyter (the chart's component label)
+    service_type: str  # NodePort | LoadBalancer
+    ports: tuple[tuple[str, int, int], ...]  # (name, port, targetPort)
+    source_ranges: tuple[str, ...]
+
+
+def selector(release: str, component: str) -> dict[str, str]:
+    """The chart's pod selector labels (label style "helm", the pinned chart's default)."""
+    return {"app": "dask", "release": release, "component": component}
+
+
+def external_service(name: str, args: ExposureArgs, opts: pulumi.ResourceOptions) -> k8s.core.v1.Service:
+    spec: dict = {
+        "type": args.service_type,
+        "selector": selector(args.release, args.component),
+        "ports": [{"name": n, "port": p, "targetPort": t, "protocol": "TCP"} for n, p, t in args.ports],
+    }
+    if args.service_type == "LoadBalancer" and args.source_ranges:
+        spec["loadBalancerSourceRanges"] = list(args.source_ranges)
+    return k8s.core.v1.Service(
+        name,
+        metadata={"name": f"{args.release}-{args.component}-external", "namespace": args.namespace,
+                  "labels": {"app.kubernetes.io/managed-by": "dask-tkg", "component": args.component}},
+        spec=spec,
+        opts=opts,
+    )
+
+
+def _field(obj, name: str):
+    if obj is None:
+        return None
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def load_balancer_host(status) -> str:
+    """First ingress IP or hostname of a Service status ("" until one is assigned)."""
+    ingress = _field(_field(status, "load_balancer") or _field(status, "loadBalancer"), "ingress") or []
+    if not ingress:
+        return ""
+    return _field(ingress[0], "ip") or _field(ingress[0], "hostname") or ""
+
+
+def external_host(service: k8s.core.v1.Service) -> pulumi.Output[str]:
+    """The LoadBalancer's address once assigned ("" until then or for NodePort)."""
+    return service.status.apply(load_balancer_host)

@@ -1,0 +1,108 @@
+"""Pure builders: TKC manifests, Helm values, secrets formats (no engine needed)."""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import replace
+
+import pytest
+from argon2 import PasswordHasher
+
+from components.addons.gpu_operator import docker_config
+from components.addons.values import gpu_operator_values, licensing_uses_secret, nfs_provisioner_values
+from components.cluster.manifests import tkc_manifest
+from components.dask import chart
+from components.dask.jupyter_password import jupyter_hash
+from components.dask.values import DaskValuesInputs, dask_values, labextension_config
+from tests.unit.test_settings import settings
+
+
+def values_inputs(s, **overrides):
+    base = DaskValuesInputs(
+        dask=s.dask, namespace="rapidsai", release="dask", scheduler_selector={"r": "cpu"},
+        jupyter_selector={"r": "cpu"}, worker_selector={"r": "gpu"}, dataset_claim="data",
+        pip_cache_claim="pip", dataset_mount="/ml-share", jupyter_password_hash="argon2:x", tls_secret="dask-tls")
+    return replace(base, **overrides)
+
+
+def test_tkc_v1alpha3_waits_on_the_ready_condition_and_asks_for_ubuntu():
+    s = settings(vsphereVersion=8, supervisorId="sv", tkcApiVersion="run.tanzu.vmware.com/v1alpha3")
+    m = tkc_manifest(s.cluster, "dask")
+    assert m["apiVersion"] == "run.tanzu.vmware.com/v1alpha3"
+    assert m["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
+    assert m["metadata"]["annotations"]["run.tanzu.vmware.com/resolve-os-image"] == "os-name=ubuntu"
+
+
+def test_tkc_storage_settings_list_every_class_used():
+    m = tkc_manifest(settings().cluster, "dask")
+    assert m["spec"]["settings"]["storage"] == {"classes": ["vsan-r1-sw8", "vsan-r5"], "defaultClass": "vsan-r5"}
+    assert m["spec"]["settings"]["network"]["cni"] == {"name": "antrea"}
+
+
+def test_dask_values_only_emit_keys_the_pinned_chart_reads():
+    values = dask_values(values_inputs(settings()))
+    assert chart.unknown_keys(values) == []
+    assert chart.unknown_keys({"worker": {"dask_worker": "dask-cuda-worker"}}) == [
+        "worker.dask_worker: not read by the pinned dask chart"]
+    assert chart.unknown_keys({"scheduler": {"replicas": "1"}}) == [
+        "scheduler.replicas: must be <class 'int'>, got str"]
+
+
+def test_tls_material_reaches_each_role_from_the_secret():
+    values = dask_values(values_inputs(settings()))
+    assert values["scheduler"]["extraArgs"] == ["--protocol", "tls"]
+
+    def keys(role):
+        return {e["valueFrom"]["secretKeyRef"]["key"] for e in values[role]["env"] if "valueFrom" in e}
+
+    assert keys("scheduler") == {"ca.crt", "scheduler.crt", "scheduler.key"}
+    assert keys("worker") == {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"}
+    assert keys("jupyter") == {"ca.crt", "client.crt", "client.key"}
+    plain = dask_values(values_inputs(settings(daskTls=False), tls_secret=None))
+    assert plain["scheduler"]["extraArgs"] == [] and plain["worker"]["env"][0]["name"] == "DASK_TEMPORARY_DIRECTORY"
+
+
+def test_extra_pip_packages_become_the_worker_env():
+    values = dask_values(values_inputs(settings(extraPipPackages="torch==2.5.1")))
+    assert {"name": "EXTRA_PIP_PACKAGES", "value": "torch==2.5.1"} in values["worker"]["env"]
+
+
+def test_labextension_config_is_python_that_writes_the_default_url(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.prefix", str(tmp_path))
+    exec(compile(labextension_config("http://dask-scheduler.ns.svc.cluster.local:8787"), "cfg", "exec"), {})
+    written = json.loads((tmp_path / "share/jupyter/lab/settings/overrides.json").read_text())
+    assert written == {"dask-labextension:plugin": {"defaultURL": "http://dask-scheduler.ns.svc.cluster.local:8787"}}
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("v1.9.1", {"configMapName": "licensing-config", "nlsEnabled": False}),
+    ("v24.9.2", {"configMapName": "licensing-config", "nlsEnabled": True}),
+    ("v25.10.0", {"secretName": "licensing-config", "nlsEnabled": True}),
+])
+def test_gpu_operator_licensing_follows_the_chart_version(version, expected):
+    spec = settings(gpuOperatorVersion=version).gpu_operator
+    assert gpu_operator_values(spec, enforces_psp=False)["driver"]["licensingConfig"] == expected
+    assert licensing_uses_secret(spec) == ("secretName" in expected)
+
+
+def test_psp_values_only_where_psp_is_enforced():
+    s = settings()
+    assert gpu_operator_values(s.gpu_operator, enforces_psp=True)["psp"] == {"enabled": True}
+    assert "psp" not in gpu_operator_values(s.gpu_operator, enforces_psp=False)
+    nfs = nfs_provisioner_values(s.storage, "10.0.0.5", "/ml", enforces_psp=True)
+    assert nfs["storageClass"]["accessModes"] == "ReadWriteMany" and nfs["storageClass"]["reclaimPolicy"] == "Retain"
+    assert nfs["podSecurityPolicy"] == {"enabled": True}
+
+
+def test_ngc_pull_secret_format():
+    doc = json.loads(docker_config("nvcr.io/nvaie", "KEY"))
+    entry = doc["auths"]["nvcr.io/nvaie"]
+    assert entry["username"] == "$oauthtoken" and entry["password"] == "KEY"
+    assert base64.b64decode(entry["auth"]).decode() == "$oauthtoken:KEY"
+
+
+def test_jupyter_hash_verifies_and_is_stable():
+    first, second = jupyter_hash("s3cret-pass", "salt-0123456789"), jupyter_hash("s3cret-pass", "salt-0123456789")
+    assert first == second and first.startswith("argon2:$argon2id$")
+    assert PasswordHasher().verify(first.removeprefix("argon2:"), "s3cret-pass")
+    assert jupyter_hash("dask", "salt-0123456789") != first
