@@ -1,0 +1,37 @@
+# Two commands do all set-up on a fresh machine with Python 3.11:
+#   make run    the main job (the runner on its embedded default: a local Dask cluster)
+#   make test   the test suite, with the offline stand-ins it needs (vcsim, kube-apiserver,
+#               Chromium), built into $(CACHE), outside the repository.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+export DASK_TKG_CACHE ?= $(HOME)/.cache/dask-tkg
+
+.PHONY: run test stand-ins bench clean-venv
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt
+	touch $@
+
+run: $(VENV)/.installed
+	$(PY) -m workloads.run $(ARGS)
+
+stand-ins:
+	scripts/install_browser.sh
+	scripts/build_vcsim.sh
+	scripts/build_kube_apiserver.sh
+
+test: $(VENV)/.test-installed stand-ins
+	$(PY) -m pytest $(ARGS)
+
+bench: $(VENV)/.installed
+	$(PY) -m bench $(ARGS)
+
+clean-venv:
+	rm -rf $(VENV)
