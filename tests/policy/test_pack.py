@@ -1,0 +1,106 @@
+"""The pack as a whole: the program's stacks pass every policy, a public LoadBalancer
+without the opt-in fails with the policy's message, and the pack's files and constants
+agree with the program they guard."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
+from pulumi_policy.proxy import UnknownValueError
+
+from components.addons.shared_storage import DATASET_CLAIM
+from components.dask.values import GPU_RESOURCE
+from components.settings.checks import MIN_VGPU_KUBERNETES
+from components.settings.model import POOL_ROLE_LABEL
+from policy.rules import PACK_NAME, POLICIES, common, tanzu
+from tests.policy.support import UNKNOWN, graph_violations, hand_made, violations
+from tests.program.graph import Graph
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY_DIR = REPO / "policy"
+
+
+@pytest.mark.parametrize("stack", ["reference", "dev", "topology_b", "vsphere8"])
+def test_the_programs_stacks_pass_every_policy(stack: str, request: pytest.FixtureRequest) -> None:
+    graph: Graph = request.getfixturevalue(stack)
+    assert graph_violations(graph) == {}
+
+
+def test_a_public_load_balancer_without_opt_in_fails_the_pack(public_lb: Graph) -> None:
+    found = graph_violations(public_lb)
+    assert list(found) == ["no-public-load-balancer"]
+    messages = found["no-public-load-balancer"]
+    assert len(messages) == 2
+    for service in ("dask-scheduler-external", "dask-jupyter-external"):
+        assert any(m.startswith(f"Service '{service}' is a LoadBalancer with no loadBalancerSourceRanges")
+                   for m in messages)
+
+
+def test_with_the_stacks_opt_in_the_public_stack_passes(public_lb: Graph, stack_config) -> None:
+    stack_config(allowPublicLoadBalancer=True)
+    assert graph_violations(public_lb) == {}
+
+
+def test_every_policy_is_mandatory_named_and_described() -> None:
+    names = [p.name for p in POLICIES]
+    assert len(names) == len(set(names)) == 9
+    for policy in POLICIES:
+        assert policy.enforcement_level == EnforcementLevel.MANDATORY
+        assert re.fullmatch(r"[a-z0-9-]+", policy.name) and len(policy.description) > 40
+
+
+def test_unknown_values_during_preview_are_not_violations() -> None:
+    """With values unknown (a preview of a new stack), a rule raises the SDK's error, which
+    the SDK reports as "can't run policy during preview", never as a violation."""
+    release = hand_made("kubernetes:helm.sh/v3:Release", {"chart": "dask", "values": UNKNOWN})
+    for policy in POLICIES:
+        if isinstance(policy, ResourceValidationPolicy):
+            try:
+                assert violations(policy, release) == [], policy.name
+            except UnknownValueError:
+                pass
+
+
+def test_the_packs_constants_are_the_programs() -> None:
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    assert common.PROJECT == project["name"]
+    assert "allowPublicLoadBalancer" in project["config"] and "vmClasses" in project["config"]
+    assert project["config"]["allowPublicLoadBalancer"]["default"] is False
+    assert common.POOL_ROLE_LABEL == POOL_ROLE_LABEL
+    assert common.DATASET_CLAIM == DATASET_CLAIM
+    assert common.GPU_RESOURCE == GPU_RESOURCE
+    assert tanzu.MIN_VGPU_KUBERNETES == MIN_VGPU_KUBERNETES
+    assert tanzu.tkr_kubernetes_version(project["config"]["tkr"]["default"]) == MIN_VGPU_KUBERNETES
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if match:
+            pins[match[1].lower()] = match[2]
+    return pins
+
+
+def test_the_packs_requirements_match_the_projects_pins() -> None:
+    pack = _pins(POLICY_DIR / "requirements.txt")
+    project = {**_pins(REPO / "requirements.txt"), **_pins(REPO / "requirements-test.txt")}
+    assert set(pack) == {"pulumi", "pulumi-policy", "argon2-cffi"}
+    assert {k: project.get(k) for k in pack} == pack
+
+
+def test_the_pack_is_a_python_policy_pack() -> None:
+    manifest = yaml.safe_load((POLICY_DIR / "PulumiPolicy.yaml").read_text())
+    assert manifest["runtime"]["name"] == "python"
+    assert manifest["runtime"]["options"]["virtualenv"] == "venv"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", manifest["version"]) and manifest["description"]
+    assert "venv/" in (POLICY_DIR / ".gitignore").read_text().split()
+    entry = (POLICY_DIR / "__main__.py").read_text()
+    assert "PolicyPack(" in entry and "from rules import" in entry
+    assert re.fullmatch(r"[a-zA-Z0-9-_.]{1,100}", PACK_NAME)
+    readme = (POLICY_DIR / "README.md").read_text()
+    for policy in POLICIES:
+        assert f"`{policy.name}`" in readme, f"README.md does not document {policy.name}"
