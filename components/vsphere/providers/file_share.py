@@ -1,0 +1,382 @@
+"""The vSAN file-service NFS share that becomes the cluster's ReadWriteMany data lake.
+
+pulumi-vsphere has no resource for vSAN file shares; pyVmomi carries the vSAN
+management types, served by vCenter at ``/vsanHealth``:
+``vim.vsan.VsanFileServiceSystem`` (``CreateFileShare``, ``QueryFileShares``,
+``ReconfigureFileShare``, ``RemoveFileShare``) and ``vim.vsan.FileShareConfig``.
+The file service itself (its domain and IP pool) must already be enabled on the
+cluster. Completion is detected by polling ``QueryFileShares``, not by waiting on
+the returned task. An existing share with the same name is adopted (and left in
+place on delete).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional, TypeVar
+
+import pulumi
+import pulumi.dynamic as dyn
+
+from .session import (
+    CONNECTION_KEYS,
+    VCenterConnection,
+    VCenterError,
+    changed_keys,
+    connection_inputs,
+    is_unknown,
+    vcenter,
+    vsan_stub,
+)
+
+logger = logging.getLogger(__name__)
+
+#: The well-known id of the vSAN file service system on vCenter.
+FILE_SERVICE_MOID = "vsan-cluster-file-service-system"
+ACCESS = ("READ_ONLY", "READ_WRITE", "NO_ACCESS")
+#: Access-point keys in order of preference (``runtime.accessPoints``).
+NFS_PROTOCOLS = ("NFSv4.1", "NFSv4", "NFSv3")
+_QUOTA = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
+_UNITS_GIB = {"": 2.0**-30, "K": 2.0**-20, "M": 2.0**-10, "G": 1.0, "T": 2.0**10, "P": 2.0**20}
+SPEC_KEYS = ("quota_gib", "policy_id", "net_permissions")
+
+T = TypeVar("T")
+
+
+def validate_permissions(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``[{ips, permissions, allow_root}]`` checked and completed with defaults."""
+    out = []
+    for i, entry in enumerate(entries or []):
+        where = f"net_permissions[{i}]"
+        unknown = set(entry) - {"ips", "permissions", "allow_root"}
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        if not entry.get("ips"):
+            raise ValueError(f"{where}.ips: required ('*' or a comma-separated list of IPs/CIDRs)")
+        permissions = entry.get("permissions") or "READ_WRITE"
+        if permissions not in ACCESS:
+            raise ValueError(f"{where}.permissions: {permissions!r} is not one of {' | '.join(ACCESS)}")
+        out.append(
+            {"ips": str(entry["ips"]), "permissions": permissions, "allow_root": bool(entry.get("allow_root", False))}
+        )
+    return out
+
+
+def format_quota(quota_gib: int) -> str:
+    """vSAN's quota string: ``2T`` for 2048 GiB, ``500G`` otherwise."""
+    return f"{quota_gib // 1024}T" if quota_gib % 1024 == 0 else f"{quota_gib}G"
+
+
+def parse_quota(quota: Optional[str]) -> Optional[float]:
+    """``"2T"`` -> 2048.0 GiB; ``None`` for no or unparseable quota."""
+    match = _QUOTA.match(quota or "")
+    return float(match.group(1)) * _UNITS_GIB[match.group(2).upper()] if match else None
+
+
+def build_share_config(
+    name: str,
+    quota_gib: int,
+    policy_id: Optional[str],
+    net_permissions: Sequence[Mapping[str, Any]],
+    domain_name: Optional[str] = None,
+):
+    """The ``vim.vsan.FileShareConfig`` for an NFS share."""
+    from pyVmomi import vim
+
+    return vim.vsan.FileShareConfig(
+        name=name,
+        domainName=domain_name,
+        quota=format_quota(quota_gib),
+        storagePolicy=vim.vm.DefinedProfileSpec(profileId=policy_id) if policy_id else None,
+        permission=[
+            vim.vsan.FileShareNetPermission(ips=p["ips"], permissions=p["permissions"], allowRoot=p["allow_root"])
+            for p in validate_permissions(net_permissions)
+        ],
+    )
+
+
+def file_service(si):
+    """vCenter's ``VsanFileServiceSystem`` on ``/vsanHealth``, sharing ``si``'s session."""
+    from pyVmomi import vim
+
+    return vim.vsan.VsanFileServiceSystem(FILE_SERVICE_MOID, vsan_stub(si))
+
+
+def cluster_ref(si, cluster: str):
+    """The ``ClusterComputeResource`` for a managed object id (``domain-c8``) or a cluster name."""
+    from pyVmomi import vim
+
+    view = si.content.viewManager.CreateContainerView(si.content.rootFolder, [vim.ClusterComputeResource], True)
+    try:
+        clusters = list(view.view)
+    finally:
+        view.Destroy()
+    by_id = [c for c in clusters if c._moId == cluster]
+    if by_id:
+        return by_id[0]
+    found = [c for c in clusters if c.name == cluster]
+    if not found:
+        raise VCenterError(f"no compute cluster with id or name {cluster!r} on this vCenter")
+    if len(found) > 1:
+        raise VCenterError(f"{len(found)} clusters are named {cluster!r}; pass the managed object id instead")
+    return found[0]
+
+
+def find_share(fs, cluster, name: str):
+    """The share called ``name`` on ``cluster``, or ``None``."""
+    from pyVmomi import vim
+
+    result = fs.QueryFileShares(querySpec=vim.vsan.FileShareQuerySpec(names=[name]), cluster=cluster)
+    for share in (result.fileShares if result else None) or []:
+        if share.config and share.config.name == name:
+            return share
+    return None
+
+
+def access_point(share) -> Optional[tuple[str, str]]:
+    """``(server, export path)`` of the share's NFS access point, NFSv4.1 preferred."""
+    points = {kv.key: kv.value for kv in (getattr(share.runtime, "accessPoints", None) or [])}
+    for protocol in NFS_PROTOCOLS:
+        value = points.get(protocol)
+        if value and ":/" in value:
+            host, _, path = value.partition(":/")
+            return host.strip("[]"), "/" + path
+    return None
+
+
+def wait_for(probe: Callable[[], Optional[T]], what: str, timeout_s: float, poll_s: float) -> T:
+    """Call ``probe`` until it returns something truthy; raise after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise VCenterError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(poll_s)
+
+
+def share_differences(share, quota_gib: int, policy_id: Optional[str]) -> list[str]:
+    """What an existing share's config differs in from the wanted quota and policy."""
+    config = share.config
+    differences = []
+    if parse_quota(config.quota) != float(quota_gib):
+        differences.append(f"quota: server {config.quota!r}, wanted {format_quota(quota_gib)!r}")
+    actual_policy = getattr(config.storagePolicy, "profileId", None)
+    if policy_id and actual_policy != policy_id:
+        differences.append(f"storage policy: server {actual_policy!r}, wanted {policy_id!r}")
+    return differences
+
+
+class VsanFileShareProvider(dyn.ResourceProvider):
+    """Creates (or adopts), reconfigures and removes one vSAN file-service NFS share."""
+
+    def __init__(self, timeout_s: float = 1800.0, poll_s: float = 10.0):
+        super().__init__()
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+
+    @staticmethod
+    def _spec(props: Mapping[str, Any]) -> dict[str, Any]:
+        name = props.get("share_name") or ""
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", name):
+            raise ValueError(f"share_name: {name!r} must be 1-80 letters, digits, '.', '_' or '-'")
+        quota = props.get("quota_gib")
+        if isinstance(quota, float) and quota.is_integer():
+            quota = int(quota)
+        if isinstance(quota, bool) or not isinstance(quota, int) or quota <= 0:
+            raise ValueError(
+                f"share {name!r}: quota_gib must be a whole number of GiB > 0, got {props.get('quota_gib')!r}"
+            )
+        if not props.get("cluster"):
+            raise ValueError(f"share {name!r}: cluster (name or managed object id) is required")
+        return {
+            "share_name": name,
+            "cluster": str(props["cluster"]),
+            "quota_gib": quota,
+            "policy_id": props.get("policy_id") or None,
+            "net_permissions": validate_permissions(props.get("net_permissions") or []),
+            "domain_name": props.get("domain_name") or None,
+        }
+
+    def _outs(self, props, spec, share, adopted: bool) -> dict[str, Any]:
+        server, path = access_point(share) or ("", "")
+        outs = {k: props.get(k) for k in CONNECTION_KEYS}
+        outs.update(spec, share_uuid=share.uuid, nfs_server=server, nfs_path=path, adopted=adopted)
+        return outs
+
+    def _wait_ready(self, fs, cluster, name: str):
+        def ready():
+            share = find_share(fs, cluster, name)
+            return share if share is not None and access_point(share) else None
+
+        return wait_for(
+            ready, f"vSAN file share {name!r} to appear with an NFS access point", self.timeout_s, self.poll_s
+        )
+
+    def check(self, olds, news):
+        try:
+            if not any(is_unknown(v) for v in news.values()):
+                self._spec(news)
+        except ValueError as exc:
+            return dyn.CheckResult(news, [dyn.CheckFailure("share_name", str(exc))])
+        return dyn.CheckResult(news, [])
+
+    def create(self, props):
+        conn = VCenterConnection.from_props(props)
+        spec = self._spec(props)
+        name = spec["share_name"]
+        with vcenter(conn, f"creating vSAN file share {name!r}") as si:
+            fs = file_service(si)
+            cluster = cluster_ref(si, spec["cluster"])
+            existing = find_share(fs, cluster, name)
+            if existing is not None:
+                differences = share_differences(existing, spec["quota_gib"], spec["policy_id"])
+                logger.info(
+                    "vSAN file share %r exists (%s): adopting it%s",
+                    name,
+                    existing.uuid,
+                    f"; it differs: {'; '.join(differences)}" if differences else "",
+                )
+                share, adopted = self._wait_ready(fs, cluster, name), True
+            else:
+                config = build_share_config(
+                    name, spec["quota_gib"], spec["policy_id"], spec["net_permissions"], spec["domain_name"]
+                )
+                fs.CreateFileShare(config=config, cluster=cluster)
+                share, adopted = self._wait_ready(fs, cluster, name), False
+                logger.info("created vSAN file share %r (%s)", name, share.uuid)
+        return dyn.CreateResult(share.uuid, self._outs(props, spec, share, adopted))
+
+    def read(self, id_, props):
+        conn = VCenterConnection.from_props(props)
+        spec = self._spec(props)
+        with vcenter(conn, f"reading vSAN file share {spec['share_name']!r}") as si:
+            share = find_share(file_service(si), cluster_ref(si, spec["cluster"]), spec["share_name"])
+        if share is None or share.uuid != id_:
+            return dyn.ReadResult("", {})
+        spec["quota_gib"] = int(parse_quota(share.config.quota) or spec["quota_gib"])
+        spec["policy_id"] = getattr(share.config.storagePolicy, "profileId", None) or spec["policy_id"]
+        return dyn.ReadResult(id_, self._outs(props, spec, share, bool(props.get("adopted"))))
+
+    def diff(self, id_, olds, news):
+        def normalize(key, value):
+            if key == "net_permissions" and isinstance(value, list):
+                try:
+                    return validate_permissions(value)
+                except (ValueError, TypeError, AttributeError):
+                    return value
+            if key == "quota_gib" and isinstance(value, float):
+                return int(value)
+            return value or None
+
+        replaces = changed_keys(olds, news, ["share_name", "cluster", "domain_name"], normalize)
+        changes = changed_keys(olds, news, SPEC_KEYS, normalize)
+        reconnect = changed_keys(olds, news, CONNECTION_KEYS)  # stored for later calls; nothing on vCenter
+        return dyn.DiffResult(
+            changes=bool(replaces or changes or reconnect), replaces=replaces, delete_before_replace=True
+        )
+
+    def update(self, id_, olds, news):
+        conn = VCenterConnection.from_props(news)
+        spec = self._spec(news)
+        name = spec["share_name"]
+        if not changed_keys(self._spec(olds), spec, SPEC_KEYS):
+            logger.info("vSAN file share %r: only the connection changed; nothing to do on vCenter", name)
+            return dyn.UpdateResult({**olds, **{k: news.get(k) for k in CONNECTION_KEYS}})
+        with vcenter(conn, f"reconfiguring vSAN file share {name!r}") as si:
+            fs = file_service(si)
+            cluster = cluster_ref(si, spec["cluster"])
+            config = build_share_config(
+                name, spec["quota_gib"], spec["policy_id"], spec["net_permissions"], spec["domain_name"]
+            )
+            fs.ReconfigureFileShare(shareUuid=id_, config=config, cluster=cluster)
+
+            def applied():
+                share = find_share(fs, cluster, name)
+                return (
+                    share
+                    if share is not None and not share_differences(share, spec["quota_gib"], spec["policy_id"])
+                    else None
+                )
+
+            share = wait_for(applied, f"vSAN file share {name!r} to be reconfigured", self.timeout_s, self.poll_s)
+            logger.info("reconfigured vSAN file share %r (%s)", name, id_)
+        return dyn.UpdateResult(self._outs(news, spec, share, bool(olds.get("adopted"))))
+
+    def delete(self, id_, props):
+        name = props.get("share_name")
+        if props.get("adopted"):
+            logger.info("vSAN file share %r (%s) was adopted, not created by this stack: leaving it", name, id_)
+            return
+        conn = VCenterConnection.from_props(props)
+        with vcenter(conn, f"removing vSAN file share {name!r}") as si:
+            fs = file_service(si)
+            cluster = cluster_ref(si, props["cluster"])
+            share = find_share(fs, cluster, name)
+            if share is None or share.uuid != id_:
+                logger.info("vSAN file share %r (%s) is already gone", name, id_)
+                return
+            fs.RemoveFileShare(shareUuid=id_, cluster=cluster, force=False)
+            wait_for(
+                lambda: find_share(fs, cluster, name) is None,
+                f"vSAN file share {name!r} to be removed",
+                self.timeout_s,
+                self.poll_s,
+            )
+            logger.info("removed vSAN file share %r (%s)", name, id_)
+
+
+class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
+    """A vSAN file-service NFS share; outputs ``share_uuid``, ``nfs_server``, ``nfs_path``, ``adopted``.
+
+    ``cluster`` is the vSAN cluster's managed object id (``domain-c8``) or name;
+    ``net_permissions`` is ``[{"ips": "*", "permissions": "READ_WRITE", "allow_root": True}]``.
+    """
+
+    share_uuid: pulumi.Output[str]
+    nfs_server: pulumi.Output[str]
+    nfs_path: pulumi.Output[str]
+    adopted: pulumi.Output[bool]
+
+    def __init__(
+        self,
+        name: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        share_name: pulumi.Input[str],
+        cluster: pulumi.Input[str],
+        quota_gib: pulumi.Input[int],
+        policy_id: Optional[pulumi.Input[str]] = None,
+        net_permissions: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
+        domain_name: Optional[pulumi.Input[str]] = None,
+        server: pulumi.Input[str],
+        user: pulumi.Input[str],
+        password: pulumi.Input[str],
+        insecure: pulumi.Input[bool] = False,
+        ca_pem: Optional[pulumi.Input[str]] = None,
+        port: pulumi.Input[int] = 443,
+    ) -> None:
+        if isinstance(net_permissions, (list, tuple)) and all(
+            isinstance(p, Mapping) and not any(isinstance(v, pulumi.Output) for v in p.values())
+            for p in net_permissions
+        ):
+            net_permissions = validate_permissions(net_permissions)  # fail at construction, naming the entry
+        props = {
+            "share_name": share_name,
+            "cluster": cluster,
+            "quota_gib": quota_gib,
+            "policy_id": policy_id,
+            "net_permissions": net_permissions,
+            "domain_name": domain_name,
+            "share_uuid": None,
+            "nfs_server": None,
+            "nfs_path": None,
+            "adopted": None,
+            **connection_inputs(server, user, password, insecure, ca_pem, port),
+        }
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        super().__init__(VsanFileShareProvider(), name, props, opts)

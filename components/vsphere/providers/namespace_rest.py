@@ -1,0 +1,417 @@
+"""The vSphere 7 Supervisor namespace through the vCenter REST API.
+
+``POST /api/vcenter/namespaces/instances`` with ``cluster``, ``namespace``,
+``description``, ``access_list``, ``storage_specs`` and ``vm_service_spec``;
+``GET``/``PATCH``/``DELETE .../instances/{namespace}``. pulumi-vsphere's
+``Namespace`` speaks the vSphere 8 ``instances/v2`` API only, hence this resource.
+
+An existing namespace of the same name on the same cluster is adopted and
+patched to the desired spec (and left in place on delete); one on another
+cluster is an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi.dynamic as dyn
+import requests
+
+from .session import (
+    CONNECTION_KEYS,
+    VCenterConnection,
+    VCenterError,
+    changed_keys,
+    connection_inputs,
+    is_unknown,
+    rest_api,
+)
+
+logger = logging.getLogger(__name__)
+
+INSTANCES = "/api/vcenter/namespaces/instances"
+SUBJECT_TYPES = ("USER", "GROUP")
+ROLES = ("OWNER", "EDIT", "VIEW")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+SPEC_KEYS = ("description", "access_list", "storage_specs", "vm_classes", "content_libraries")
+
+
+class NamespaceApiError(VCenterError):
+    """vCenter answered a namespace call with an error; carries the HTTP status."""
+
+    def __init__(self, message: str, status: int, error_type: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+
+
+class NamespaceConflict(VCenterError):
+    """The namespace name is taken on another cluster."""
+
+
+@dataclass(frozen=True)
+class NamespaceSpec:
+    """The desired namespace, validated; lists are kept in a canonical order."""
+
+    namespace: str
+    cluster: str
+    description: str = ""
+    access_list: tuple[Mapping[str, str], ...] = ()
+    storage_specs: tuple[Mapping[str, Any], ...] = ()
+    vm_classes: tuple[str, ...] = ()
+    content_libraries: tuple[str, ...] = ()
+
+    def _common(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "description": self.description,
+            "access_list": [dict(a) for a in self.access_list],
+            "storage_specs": [dict(s) for s in self.storage_specs],
+        }
+        if self.vm_classes or self.content_libraries:
+            body["vm_service_spec"] = {
+                "vm_classes": list(self.vm_classes),
+                "content_libraries": list(self.content_libraries),
+            }
+        return body
+
+    def create_body(self) -> dict[str, Any]:
+        """``Instances.CreateSpec``."""
+        return {"cluster": self.cluster, "namespace": self.namespace, **self._common()}
+
+    def update_body(self) -> dict[str, Any]:
+        """``Instances.UpdateSpec`` (``cluster`` and ``namespace`` cannot change)."""
+        return self._common()
+
+    def values(self) -> dict[str, Any]:
+        """The spec as provider properties (plain lists and dicts)."""
+        return {
+            "namespace": self.namespace,
+            "cluster": self.cluster,
+            "description": self.description,
+            "access_list": [dict(a) for a in self.access_list],
+            "storage_specs": [dict(s) for s in self.storage_specs],
+            "vm_classes": list(self.vm_classes),
+            "content_libraries": list(self.content_libraries),
+        }
+
+
+def _access(entry: Mapping[str, Any], i: int) -> dict[str, str]:
+    where = f"access_list[{i}]"
+    missing = [k for k in ("subject_type", "subject", "domain", "role") if not entry.get(k)]
+    if missing:
+        raise ValueError(f"{where}: missing {', '.join(missing)}")
+    unknown = set(entry) - {"subject_type", "subject", "domain", "role"}
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    if entry["subject_type"] not in SUBJECT_TYPES:
+        raise ValueError(f"{where}.subject_type: {entry['subject_type']!r} is not one of {' | '.join(SUBJECT_TYPES)}")
+    if entry["role"] not in ROLES:
+        raise ValueError(f"{where}.role: {entry['role']!r} is not one of {' | '.join(ROLES)}")
+    return {k: str(entry[k]) for k in ("subject_type", "subject", "domain", "role")}
+
+
+def _storage(entry: Mapping[str, Any], i: int) -> dict[str, Any]:
+    where = f"storage_specs[{i}]"
+    if not entry.get("policy"):
+        raise ValueError(f"{where}.policy: the storage policy id is required")
+    unknown = set(entry) - {"policy", "limit"}
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    out: dict[str, Any] = {"policy": str(entry["policy"])}
+    if entry.get("limit") is not None:
+        limit = entry["limit"]
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"{where}.limit: expected a whole number of MiB >= 0, got {entry['limit']!r}")
+        out["limit"] = limit
+    return out
+
+
+def build_spec(props: Mapping[str, Any]) -> NamespaceSpec:
+    """Validate provider properties into a :class:`NamespaceSpec`.
+
+    Raises
+    ------
+    ValueError
+        Naming the offending property.
+    """
+    name = props.get("namespace") or ""
+    if len(name) > 63 or not _DNS_LABEL.match(name):
+        raise ValueError(
+            f"namespace: {name!r} must be an RFC 1123 label (lower-case letters, digits and '-', at most 63 characters)"
+        )
+    if not props.get("cluster"):
+        raise ValueError(f"namespace {name!r}: cluster (the Supervisor cluster's id, e.g. domain-c8) is required")
+    access = sorted(
+        (_access(a, i) for i, a in enumerate(props.get("access_list") or [])),
+        key=lambda a: (a["domain"], a["subject"], a["subject_type"]),
+    )
+    storage = sorted(
+        (_storage(s, i) for i, s in enumerate(props.get("storage_specs") or [])), key=lambda s: s["policy"]
+    )
+    return NamespaceSpec(
+        namespace=name,
+        cluster=str(props["cluster"]),
+        description=props.get("description") or "",
+        access_list=tuple(access),
+        storage_specs=tuple(storage),
+        vm_classes=tuple(sorted(set(props.get("vm_classes") or []))),
+        content_libraries=tuple(sorted(set(props.get("content_libraries") or []))),
+    )
+
+
+def spec_from_info(namespace: str, info: Mapping[str, Any]) -> NamespaceSpec:
+    """The spec as vCenter reports it in ``Instances.Info``."""
+    vm_service = info.get("vm_service_spec") or {}
+    return build_spec(
+        {
+            "namespace": namespace,
+            "cluster": info.get("cluster"),
+            "description": info.get("description"),
+            "access_list": [
+                {k: a.get(k) for k in ("subject_type", "subject", "domain", "role")}
+                for a in info.get("access_list") or []
+            ],
+            "storage_specs": info.get("storage_specs") or [],
+            "vm_classes": vm_service.get("vm_classes") or [],
+            "content_libraries": vm_service.get("content_libraries") or [],
+        }
+    )
+
+
+def _server_message(resp: requests.Response) -> tuple[str, str]:
+    """``(error_type, messages)`` from a vAPI error body (``/api`` or ``/rest`` style)."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return "", resp.text[:300]
+    if not isinstance(body, dict):
+        return "", str(body)[:300]
+    value = body.get("value") if isinstance(body.get("value"), dict) else body
+    error_type = body.get("error_type") or str(body.get("type", "")).rsplit(".", 1)[-1].upper()
+    messages = [m.get("default_message", "") for m in value.get("messages", []) if isinstance(m, dict)]
+    return error_type, "; ".join(m for m in messages if m) or str(body)[:300]
+
+
+class NamespaceClient:
+    """Thin client for ``/api/vcenter/namespaces/instances`` on a logged-in REST session."""
+
+    def __init__(self, http: requests.Session, base_url: str):
+        self.http = http
+        self.base_url = base_url.rstrip("/")
+
+    def _call(self, method: str, path: str, body: Optional[dict] = None) -> requests.Response:
+        url = self.base_url + path
+        resp = self.http.request(method, url, json=body)
+        if resp.status_code >= 400:
+            error_type, message = _server_message(resp)
+            raise NamespaceApiError(
+                f"{method} {url} -> HTTP {resp.status_code} {error_type}: {message}".replace(" : ", ": "),
+                resp.status_code,
+                error_type,
+            )
+        return resp
+
+    def get(self, namespace: str) -> Optional[dict[str, Any]]:
+        """``Instances.Info``, or ``None`` when the namespace does not exist."""
+        try:
+            return self._call("GET", f"{INSTANCES}/{namespace}").json()
+        except NamespaceApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create(self, spec: NamespaceSpec) -> None:
+        self._call("POST", INSTANCES, spec.create_body())
+
+    def update(self, spec: NamespaceSpec) -> None:
+        self._call("PATCH", f"{INSTANCES}/{spec.namespace}", spec.update_body())
+
+    def delete(self, namespace: str) -> bool:
+        """Start deleting; ``False`` when the namespace was already gone."""
+        try:
+            self._call("DELETE", f"{INSTANCES}/{namespace}")
+        except NamespaceApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def wait_running(self, namespace: str, timeout_s: float, poll_s: float) -> dict[str, Any]:
+        """Poll until ``config_status`` is ``RUNNING``; raise on ``ERROR`` or timeout."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            info = self.get(namespace)
+            status = (info or {}).get("config_status")
+            if status == "RUNNING":
+                return info
+            if info is None or status == "ERROR" or time.monotonic() > deadline:
+                details = "; ".join(
+                    (m.get("details") or {}).get("default_message", "") for m in (info or {}).get("messages", [])
+                )
+                state = "disappeared" if info is None else f"is {status}"
+                raise VCenterError(f"namespace {namespace!r} {state}" + (f": {details}" if details else ""))
+            time.sleep(poll_s)
+
+    def wait_gone(self, namespace: str, timeout_s: float, poll_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.get(namespace) is not None:
+            if time.monotonic() > deadline:
+                raise VCenterError(f"namespace {namespace!r} still exists {timeout_s:.0f} s after DELETE")
+            time.sleep(poll_s)
+
+
+class SupervisorNamespaceProvider(dyn.ResourceProvider):
+    """Creates (or adopts), patches and deletes one vSphere 7 Supervisor namespace."""
+
+    def __init__(self, timeout_s: float = 600.0, poll_s: float = 5.0):
+        super().__init__()
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+
+    @staticmethod
+    def _outs(props: Mapping[str, Any], spec: NamespaceSpec, info: Mapping[str, Any], adopted: bool) -> dict[str, Any]:
+        outs = {k: props.get(k) for k in CONNECTION_KEYS}
+        outs.update(spec.values(), config_status=info.get("config_status", ""), adopted=adopted)
+        return outs
+
+    def check(self, olds, news):
+        try:
+            if not any(is_unknown(v) for v in news.values()):
+                build_spec(news)
+        except ValueError as exc:
+            return dyn.CheckResult(news, [dyn.CheckFailure("namespace", str(exc))])
+        return dyn.CheckResult(news, [])
+
+    def create(self, props):
+        conn = VCenterConnection.from_props(props)
+        spec = build_spec(props)
+        with rest_api(conn, f"creating namespace {spec.namespace!r}") as http:
+            client = NamespaceClient(http, conn.base_url)
+            existing = client.get(spec.namespace)
+            adopted = existing is not None
+            if adopted:
+                if existing.get("cluster") != spec.cluster:
+                    raise NamespaceConflict(
+                        f"namespace {spec.namespace!r} already exists on cluster {existing.get('cluster')!r}, "
+                        f"not on {spec.cluster!r}: namespace names are unique per vCenter; pick another name"
+                    )
+                logger.info(
+                    "namespace %r exists on %s: adopting it and patching it to the desired spec",
+                    spec.namespace,
+                    spec.cluster,
+                )
+                client.update(spec)
+            else:
+                client.create(spec)
+                logger.info("created namespace %r on %s", spec.namespace, spec.cluster)
+            info = client.wait_running(spec.namespace, self.timeout_s, self.poll_s)
+        return dyn.CreateResult(spec.namespace, self._outs(props, spec, info, adopted))
+
+    def read(self, id_, props):
+        conn = VCenterConnection.from_props(props)
+        with rest_api(conn, f"reading namespace {id_!r}") as http:
+            info = NamespaceClient(http, conn.base_url).get(id_)
+        if info is None:
+            return dyn.ReadResult("", {})
+        return dyn.ReadResult(id_, self._outs(props, spec_from_info(id_, info), info, bool(props.get("adopted"))))
+
+    def diff(self, id_, olds, news):
+        def canonical(props: Mapping[str, Any]) -> dict[str, Any]:
+            try:
+                return build_spec(props).values()
+            except (ValueError, TypeError):
+                return dict(props)
+
+        old_values, new_values = canonical(olds), canonical(news)
+        unknown = {k: news[k] for k in news if is_unknown(news[k])}
+        replaces = changed_keys(old_values, {**new_values, **unknown}, ["namespace", "cluster"])
+        changes = changed_keys(old_values, {**new_values, **unknown}, SPEC_KEYS)
+        reconnect = changed_keys(olds, news, CONNECTION_KEYS)  # stored for later calls; nothing on vCenter
+        return dyn.DiffResult(
+            changes=bool(replaces or changes or reconnect), replaces=replaces, delete_before_replace=True
+        )
+
+    def update(self, id_, olds, news):
+        conn = VCenterConnection.from_props(news)
+        spec = build_spec(news)
+        if spec == build_spec(olds):
+            logger.info("namespace %r: only the connection changed; nothing to do on vCenter", spec.namespace)
+            return dyn.UpdateResult({**olds, **{k: news.get(k) for k in CONNECTION_KEYS}})
+        with rest_api(conn, f"updating namespace {spec.namespace!r}") as http:
+            client = NamespaceClient(http, conn.base_url)
+            client.update(spec)
+            info = client.wait_running(spec.namespace, self.timeout_s, self.poll_s)
+        return dyn.UpdateResult(self._outs(news, spec, info, bool(olds.get("adopted"))))
+
+    def delete(self, id_, props):
+        if props.get("adopted"):
+            logger.info("namespace %r was adopted, not created by this stack: leaving it", id_)
+            return
+        conn = VCenterConnection.from_props(props)
+        with rest_api(conn, f"deleting namespace {id_!r}") as http:
+            client = NamespaceClient(http, conn.base_url)
+            if client.delete(id_):
+                client.wait_gone(id_, self.timeout_s, self.poll_s)
+                logger.info("deleted namespace %r", id_)
+            else:
+                logger.info("namespace %r is already gone", id_)
+
+
+class SupervisorNamespace(dyn.Resource, module="vsphere", name="SupervisorNamespace"):
+    """A vSphere 7 Supervisor namespace with storage policies, VM classes, libraries and access.
+
+    ``storage_specs`` is ``[{"policy": <SPBM profile id>, "limit": <MiB, optional>}]``;
+    ``access_list`` is ``[{"subject_type": USER|GROUP, "subject", "domain", "role": OWNER|EDIT|VIEW}]``.
+    Outputs ``namespace``, ``cluster``, ``config_status`` and ``adopted``.
+    """
+
+    namespace: pulumi.Output[str]
+    cluster: pulumi.Output[str]
+    config_status: pulumi.Output[str]
+    adopted: pulumi.Output[bool]
+
+    def __init__(
+        self,
+        name: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        namespace: pulumi.Input[str],
+        cluster: pulumi.Input[str],
+        description: pulumi.Input[str] = "",
+        access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
+        storage_specs: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
+        vm_classes: pulumi.Input[Sequence[str]] = (),
+        content_libraries: pulumi.Input[Sequence[str]] = (),
+        server: pulumi.Input[str],
+        user: pulumi.Input[str],
+        password: pulumi.Input[str],
+        insecure: pulumi.Input[bool] = False,
+        ca_pem: Optional[pulumi.Input[str]] = None,
+        port: pulumi.Input[int] = 443,
+    ) -> None:
+        if isinstance(namespace, str) and (len(namespace) > 63 or not _DNS_LABEL.match(namespace)):
+            raise ValueError(f"namespace: {namespace!r} must be an RFC 1123 label of at most 63 characters")
+        props = {
+            "namespace": namespace,
+            "cluster": cluster,
+            "description": description,
+            "access_list": list(access_list) if isinstance(access_list, (list, tuple)) else access_list,
+            "storage_specs": list(storage_specs) if isinstance(storage_specs, (list, tuple)) else storage_specs,
+            "vm_classes": list(vm_classes) if isinstance(vm_classes, (list, tuple)) else vm_classes,
+            "content_libraries": (
+                list(content_libraries) if isinstance(content_libraries, (list, tuple)) else content_libraries
+            ),
+            "config_status": None,
+            "adopted": None,
+            **connection_inputs(server, user, password, insecure, ca_pem, port),
+        }
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        super().__init__(SupervisorNamespaceProvider(), name, props, opts)

@@ -1,0 +1,354 @@
+"""Connections to vCenter for the dynamic providers: SOAP (vim, SPBM, vSAN) and REST.
+
+Providers are pickled by Pulumi, so they hold no live connection: each provider
+method builds a :class:`VCenterConnection` from its plain inputs and opens what
+it needs with :func:`vcenter`, :func:`pbm_service`, :func:`vsan_stub` or
+:func:`rest_api`.
+
+The password never appears in a log line, a repr or an exception message: the
+dataclass hides it from ``repr`` and every error raised here passes through
+:meth:`VCenterConnection.scrub`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+logger = logging.getLogger(__name__)
+
+#: Provider properties that describe the connection rather than the resource.
+CONNECTION_KEYS = ("server", "user", "password", "insecure", "ca_pem", "port")
+
+#: SPBM API version used on the ``/pbm/sdk`` stub. ``version1`` (vSphere 5.5) would
+#: silently drop ``CapabilityBasedProfileCreateSpec.category``; 6.5 carries it.
+PBM_VERSION = "pbm.version.version11"
+#: vSAN management API version on ``/vsanHealth``: vSAN 7.0, the first with the
+#: file service; every field this project sends exists in it.
+VSAN_VERSION = "vsan.version.version12"
+
+
+class VCenterError(RuntimeError):
+    """A vCenter call failed; the message names the server and never the password."""
+
+
+@dataclass(frozen=True)
+class VCenterConnection:
+    """Where and how to reach one vCenter, from plain (picklable) inputs.
+
+    Parameters
+    ----------
+    server
+        Host name or IP address, without scheme or path.
+    user, password
+        vCenter SSO credentials.
+    insecure
+        Skip TLS verification (lab use only).
+    ca_pem
+        PEM text of the CA (or self-signed certificate) that signed vCenter's
+        certificate; the system trust store is used when unset.
+    port
+        HTTPS port.
+    """
+
+    server: str
+    user: str
+    password: str = field(repr=False)
+    insecure: bool = False
+    ca_pem: str | None = field(default=None, repr=False)
+    port: int = 443
+
+    def __post_init__(self) -> None:
+        if not self.server or "/" in self.server or " " in self.server:
+            raise ValueError(f"server: expected a host name or IP address, got {self.server!r}")
+        if not self.user:
+            raise ValueError("user: must not be empty")
+        if not self.password:
+            raise ValueError(f"password: must not be empty (user {self.user!r})")
+        if not 0 < int(self.port) < 65536:
+            raise ValueError(f"port: expected 1-65535, got {self.port!r}")
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any]) -> VCenterConnection:
+        """Build from a provider's property bag (see :data:`CONNECTION_KEYS`)."""
+        from pulumi.runtime.rpc import unwrap_rpc_secret
+
+        values = {k: unwrap_rpc_secret(props.get(k)) for k in CONNECTION_KEYS}
+        missing = [k for k in ("server", "user", "password") if not values[k]]
+        if missing:
+            raise ValueError(f"vCenter connection: {', '.join(missing)} not set")
+        return cls(
+            server=values["server"],
+            user=values["user"],
+            password=values["password"],
+            insecure=bool(values["insecure"] or False),
+            ca_pem=values["ca_pem"] or None,
+            port=int(values["port"] or 443),
+        )
+
+    def props(self) -> dict[str, Any]:
+        """The connection as provider properties (the inverse of :meth:`from_props`)."""
+        return {k: getattr(self, k) for k in CONNECTION_KEYS}
+
+    def describe(self) -> str:
+        """``user@server:port``, for messages."""
+        return f"{self.user}@{self.server}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.server}:{self.port}"
+
+    def scrub(self, text: object) -> str:
+        """``str(text)`` with the password replaced by ``***``."""
+        return str(text).replace(self.password, "***")
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context that verifies vCenter unless ``insecure``."""
+        if self.insecure:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            return ctx
+        if self.ca_pem:
+            return ssl.create_default_context(cadata=self.ca_pem)
+        return ssl.create_default_context()
+
+
+@contextlib.contextmanager
+def guarded(conn: VCenterConnection, action: str) -> Iterator[None]:
+    """Re-raise any failure inside as :class:`VCenterError` naming ``action``, password scrubbed."""
+    try:
+        yield
+    except VCenterError as exc:
+        if conn.password in str(exc):
+            exc.args = (conn.scrub(exc),)
+        raise exc from None
+    except Exception as exc:  # noqa: BLE001 - everything leaves as one scrubbed error type
+        detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+        raise VCenterError(
+            f"{action} on vCenter {conn.describe()} failed: {type(exc).__name__}: {conn.scrub(detail)}"
+        ) from None
+
+
+def connect(conn: VCenterConnection):
+    """Log in to vCenter's vim API; returns the pyVmomi ``ServiceInstance``.
+
+    Raises
+    ------
+    VCenterError
+        When the server cannot be reached, its certificate is not trusted or the
+        login is refused.
+    """
+    from pyVim.connect import SmartStubAdapter
+    from pyVmomi import vim
+
+    stub = None
+    try:
+        # Negotiates the newest API version both sides speak, without logging in, so that a
+        # refused login can still close the stub's connection (SmartConnect cannot).
+        stub = SmartStubAdapter(
+            host=conn.server, port=conn.port, sslContext=conn.ssl_context(), disableSslCertValidation=conn.insecure
+        )
+        si = vim.ServiceInstance("ServiceInstance", stub)
+        si.content.sessionManager.Login(conn.user, conn.password, None)
+        return si
+    except vim.fault.InvalidLogin as exc:
+        message = f"login to vCenter {conn.describe()} refused: {exc.msg}"
+    except ssl.SSLCertVerificationError as exc:
+        message = (
+            f"vCenter {conn.server}:{conn.port} presented a certificate that is not trusted "
+            f"({exc.verify_message}); pass its CA as ca_pem, or set insecure for a lab"
+        )
+    except Exception as exc:  # noqa: BLE001 - connection errors come in many types
+        detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+        message = f"cannot connect to vCenter {conn.describe()}: {type(exc).__name__}: {detail}"
+    if stub is not None:
+        stub.DropConnections()
+    raise VCenterError(conn.scrub(message))
+
+
+def disconnect(si) -> None:
+    """Log out, ignoring errors (the session expires on its own)."""
+    from pyVim.connect import Disconnect
+
+    try:
+        Disconnect(si)
+    except Exception:  # noqa: BLE001
+        logger.debug("logout failed; the vCenter session will expire on its own")
+    for stub in getattr(si._stub, "sibling_stubs", ()):
+        stub.DropConnections()
+
+
+@contextlib.contextmanager
+def vcenter(conn: VCenterConnection, action: str = "vCenter call") -> Iterator[Any]:
+    """``with vcenter(conn, "creating X") as si:`` - log in, guard errors, log out."""
+    with guarded(conn, action):
+        si = connect(conn)
+        try:
+            yield si
+        finally:
+            disconnect(si)
+
+
+def _sibling_stub(si, path: str, version: str):
+    """A SOAP stub for another endpoint of the same vCenter, sharing the vim session."""
+    from pyVmomi import SoapStubAdapter
+
+    stub = si._stub
+    sibling = SoapStubAdapter(
+        url=f"https://{stub.host}{path}",
+        version=version,
+        sslContext=stub.schemeArgs.get("context"),
+    )
+    # vCenter accepts the vim session cookie on its other SOAP endpoints; the
+    # vcSessionCookie request-context header alone is not enough for SPBM.
+    sibling.cookie = stub.cookie
+    # Remembered on the vim stub so that disconnect() closes their connections too.
+    stub.sibling_stubs = [*getattr(stub, "sibling_stubs", ()), sibling]
+    return sibling
+
+
+def pbm_service(si):
+    """SPBM ``ServiceInstanceContent`` (``/pbm/sdk``) authenticated with ``si``'s session."""
+    from pyVmomi import pbm
+
+    stub = _sibling_stub(si, "/pbm/sdk", PBM_VERSION)
+    return pbm.ServiceInstance("ServiceInstance", stub).RetrieveContent()
+
+
+def vsan_stub(si):
+    """SOAP stub for vCenter's vSAN management endpoint (``/vsanHealth``)."""
+    return _sibling_stub(si, "/vsanHealth", VSAN_VERSION)
+
+
+class _VCenterHTTP(requests.Session):
+    """A session whose ``verify`` wins over ``REQUESTS_CA_BUNDLE``.
+
+    requests lets the environment's CA bundle override ``Session.verify`` unless
+    ``verify`` is passed per request, so every request passes it.
+    """
+
+    def __init__(self, verify: bool | str, cleanup: Sequence[str] = ()):
+        super().__init__()
+        self.verify = verify
+        self._cleanup = list(cleanup)
+
+    def request(self, method, url, *args, **kwargs):  # type: ignore[override]
+        kwargs.setdefault("verify", self.verify)
+        kwargs.setdefault("timeout", 60)
+        return super().request(method, url, *args, **kwargs)
+
+    def close(self) -> None:
+        super().close()
+        for path in self._cleanup:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self._cleanup.clear()
+
+
+def rest_session(conn: VCenterConnection) -> requests.Session:
+    """A ``requests.Session`` carrying a ``vmware-api-session-id`` header.
+
+    Logs in with ``POST /api/session`` (vSphere 7.0 U2+) and falls back to
+    ``POST /rest/com/vmware/cis/session`` where the former is not served. Close
+    the session when done (:func:`rest_api` does).
+    """
+    cleanup: list[str] = []
+    if conn.insecure:
+        verify: bool | str = False
+    elif conn.ca_pem:
+        fd, path = tempfile.mkstemp(prefix="vcenter-ca-", suffix=".pem")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(conn.ca_pem)
+        verify, cleanup = path, [path]
+    else:
+        verify = True
+    http = _VCenterHTTP(verify, cleanup)
+    try:
+        token = None
+        for path, unwrap in (
+            ("/api/session", lambda body: body),
+            ("/rest/com/vmware/cis/session", lambda body: body["value"]),
+        ):
+            url = conn.base_url + path
+            resp = http.post(url, auth=(conn.user, conn.password))
+            if resp.status_code in (404, 405):
+                continue
+            if resp.status_code in (401, 403):
+                raise VCenterError(f"login to vCenter {conn.describe()} refused: POST {url} -> HTTP {resp.status_code}")
+            if not resp.ok:
+                raise VCenterError(f"POST {url} failed: HTTP {resp.status_code}: {conn.scrub(resp.text[:500])}")
+            token = unwrap(resp.json())
+            break
+        if not token:
+            raise VCenterError(
+                f"vCenter {conn.server}:{conn.port} serves neither /api/session nor /rest/com/vmware/cis/session"
+            )
+    except VCenterError as exc:
+        http.close()
+        raise VCenterError(conn.scrub(exc)) from None
+    except requests.RequestException as exc:
+        http.close()
+        raise VCenterError(f"cannot reach vCenter {conn.describe()}: {type(exc).__name__}: {conn.scrub(exc)}") from None
+    http.headers["vmware-api-session-id"] = token
+    return http
+
+
+@contextlib.contextmanager
+def rest_api(conn: VCenterConnection, action: str = "vCenter REST call") -> Iterator[requests.Session]:
+    """``with rest_api(conn, "creating X") as http:`` - log in, guard errors, log out."""
+    with guarded(conn, action):
+        http = rest_session(conn)
+        try:
+            yield http
+        finally:
+            for path in ("/api/session", "/rest/com/vmware/cis/session"):
+                with contextlib.suppress(requests.RequestException):
+                    if http.delete(conn.base_url + path).status_code not in (404, 405):
+                        break
+            http.close()
+
+
+def connection_inputs(
+    server: Any, user: Any, password: Any, insecure: Any = False, ca_pem: Any = None, port: Any = 443
+) -> dict[str, Any]:
+    """Connection properties for a dynamic resource, with the password marked secret."""
+    import pulumi
+
+    return {
+        "server": server,
+        "user": user,
+        "password": pulumi.Output.secret(password),
+        "insecure": insecure,
+        "ca_pem": ca_pem,
+        "port": port,
+    }
+
+
+def is_unknown(value: Any) -> bool:
+    """True when ``value``, or anything inside it, is not known yet (during a preview)."""
+    from pulumi.runtime import rpc
+
+    return rpc.contains_unknowns(value) or (isinstance(value, str) and value == rpc.UNKNOWN)
+
+
+def changed_keys(olds: Mapping[str, Any], news: Mapping[str, Any], keys: Sequence[str], normalize=None) -> list[str]:
+    """The ``keys`` whose (normalized) values differ between ``olds`` and ``news``.
+
+    A value that is still unknown (during preview) counts as changed.
+    """
+    norm = normalize or (lambda _key, value: value)
+    changed = []
+    for key in keys:
+        new = news.get(key)
+        if is_unknown(new) or norm(key, olds.get(key)) != norm(key, new):
+            changed.append(key)
+    return changed

@@ -1,0 +1,616 @@
+"""Local FAKES of the two vCenter APIs that govmomi's simulator (vcsim) does not serve.
+
+vcsim serves no vSphere 7 namespace API (``/api/vcenter/namespaces/instances``) and
+no vSAN file service on ``/vsanHealth`` (only CNS volume calls). These fakes stand
+in for exactly those endpoints, on 127.0.0.1 over TLS with vcsim's certificate, so
+the providers' real HTTP and SOAP code runs unchanged against them:
+
+- :class:`FakeNamespaceApi`: ``POST/DELETE /api/session`` and the namespace
+  instances endpoints. It enforces the ``vmware-api-session-id`` header, rejects
+  unknown or missing fields with HTTP 400 ``INVALID_ARGUMENT`` as vCenter does,
+  and moves namespaces through ``CONFIGURING``/``REMOVING`` before they settle.
+- :class:`FakeVsanFileService`: answers the ``urn:vsan`` SOAP calls pyVmomi sends
+  to ``/vsanHealth`` (``VsanCreateFileShare``, ``VsanClusterQueryFileShares``,
+  ``VsanReconfigureFileShare``, ``VsanClusterRemoveShare``), parsed from the request
+  XML as a real vCenter receives it, and forwards every other path (``/sdk``: login,
+  inventory) to a running vcsim. Only sessions vcsim issued are accepted.
+
+They are deliberately small: they model the fields this project sends, not the APIs.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import re
+import secrets
+import ssl
+import threading
+import uuid
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+from xml.sax.saxutils import escape
+
+
+class _Server:
+    """A threaded HTTPS server on a free 127.0.0.1 port."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], cert_file: str, key_file: str):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.httpd.fake = self  # type: ignore[attr-defined]
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert_file, key_file)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=type(self).__name__, daemon=True
+        )
+        self.lock = threading.Lock()
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args) -> None:  # keep pytest output clean
+        pass
+
+    @property
+    def fake(self):
+        return self.server.fake  # type: ignore[attr-defined]
+
+    def body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def send(
+        self,
+        status: int,
+        payload: bytes = b"",
+        content_type: str = "application/json",
+        headers: Optional[dict[str, str]] = None,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+# --------------------------------------------------------------------------- namespaces
+
+_CREATE_FIELDS = {
+    "cluster",
+    "namespace",
+    "description",
+    "resource_spec",
+    "access_list",
+    "storage_specs",
+    "networks",
+    "vm_service_spec",
+    "content_libraries",
+    "creator",
+}
+_UPDATE_FIELDS = {
+    "description",
+    "resource_spec",
+    "access_list",
+    "storage_specs",
+    "vm_service_spec",
+    "content_libraries",
+}
+_ACCESS_FIELDS = {"subject_type", "subject", "domain", "role", "identity_provider"}
+_STORAGE_FIELDS = {"policy", "limit"}
+_VM_SERVICE_FIELDS = {"content_libraries", "vm_classes"}
+_PATH = re.compile(r"^/api/vcenter/namespaces/instances(?:/([^/?]+))?$")
+
+
+def _error(error_type: str, message: str) -> bytes:
+    return json.dumps(
+        {
+            "error_type": error_type,
+            "messages": [{"args": [], "default_message": message, "id": f"vcenter.wcp.{error_type.lower()}"}],
+        }
+    ).encode()
+
+
+class _NamespaceHandler(_Handler):
+    def _reply(self, status: int, body: Any = None, error: Optional[tuple[str, str]] = None) -> None:
+        if error:
+            self.send(status, _error(*error))
+        else:
+            self.send(status, b"" if body is None else json.dumps(body).encode())
+
+    def _route(self, method: str) -> None:
+        fake: FakeNamespaceApi = self.fake
+        raw = self.body()
+        with fake.lock:
+            fake.requests.append((method, self.path, dict(self.headers), raw))
+            if self.path == "/api/session":
+                return self._session(method)
+            token = self.headers.get("vmware-api-session-id")
+            if token is None or token not in fake.tokens:
+                return self._reply(401, error=("UNAUTHENTICATED", "This method requires authentication."))
+            match = _PATH.match(self.path)
+            if not match:
+                return self._reply(404, error=("NOT_FOUND", f"No handler for {method} {self.path}"))
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                return self._reply(400, error=("INVALID_ARGUMENT", "Unable to parse the request body as JSON."))
+            name = match.group(1)
+            if name is None:
+                if method == "GET":
+                    return self._reply(200, [fake.summary(n) for n in fake.namespaces])
+                if method == "POST":
+                    return self._create(body)
+            elif method == "GET":
+                return self._get(name)
+            elif method == "PATCH":
+                return self._patch(name, body)
+            elif method == "DELETE":
+                return self._delete(name)
+            return self._reply(405, error=("OPERATION_NOT_FOUND", f"{method} is not supported on {self.path}"))
+
+    do_GET = lambda self: self._route("GET")  # noqa: E731
+    do_POST = lambda self: self._route("POST")  # noqa: E731
+    do_PATCH = lambda self: self._route("PATCH")  # noqa: E731
+    do_DELETE = lambda self: self._route("DELETE")  # noqa: E731
+
+    def _session(self, method: str) -> None:
+        fake: FakeNamespaceApi = self.fake
+        if method == "DELETE":
+            fake.tokens.discard(self.headers.get("vmware-api-session-id", ""))
+            return self._reply(204)
+        auth = self.headers.get("Authorization", "")
+        user, _, password = (base64.b64decode(auth[6:]).decode() if auth.startswith("Basic ") else "").partition(":")
+        if (user, password) != (fake.user, fake.password):
+            return self._reply(401, error=("UNAUTHENTICATED", "Authentication required."))
+        token = secrets.token_hex(16)
+        fake.tokens.add(token)
+        return self._reply(201, token)
+
+    def _validate(self, body: Any, allowed: set[str], required: set[str], structure: str) -> Optional[str]:
+        if not isinstance(body, dict):
+            return f"Expected a {structure} structure in the request body."
+        for key in body:
+            if key not in allowed:
+                return f"Unexpected field '{key}' in structure '{structure}'."
+        for key in sorted(required - set(body)):
+            return f"Missing required field '{key}' in structure '{structure}'."
+        for i, entry in enumerate(body.get("access_list") or []):
+            problem = self._validate(
+                entry,
+                _ACCESS_FIELDS,
+                _ACCESS_FIELDS - {"identity_provider"},
+                "com.vmware.vcenter.namespaces.instances.access",
+            )
+            if problem:
+                return f"access_list[{i}]: {problem}"
+            if entry["role"] not in ("OWNER", "EDIT", "VIEW") or entry["subject_type"] not in ("USER", "GROUP"):
+                return f"access_list[{i}]: invalid role or subject_type."
+        for i, entry in enumerate(body.get("storage_specs") or []):
+            problem = self._validate(
+                entry, _STORAGE_FIELDS, {"policy"}, "com.vmware.vcenter.namespaces.instances.storage_spec"
+            )
+            if problem:
+                return f"storage_specs[{i}]: {problem}"
+            known = self.fake.known_policies
+            if known is not None and entry["policy"] not in known:
+                return f"Storage policy {entry['policy']} does not exist."
+        if body.get("vm_service_spec") is not None:
+            problem = self._validate(
+                body["vm_service_spec"],
+                _VM_SERVICE_FIELDS,
+                set(),
+                "com.vmware.vcenter.namespaces.instances.VM_service_spec",
+            )
+            if problem:
+                return f"vm_service_spec: {problem}"
+        return None
+
+    def _create(self, body: Any) -> None:
+        fake: FakeNamespaceApi = self.fake
+        problem = self._validate(
+            body, _CREATE_FIELDS, {"cluster", "namespace"}, "com.vmware.vcenter.namespaces.instances.create_spec"
+        )
+        if problem:
+            return self._reply(400, error=("INVALID_ARGUMENT", problem))
+        if body["cluster"] not in fake.clusters:
+            return self._reply(
+                400, error=("INVALID_ARGUMENT", f"Cluster {body['cluster']} is not enabled for Workload Management.")
+            )
+        if body["namespace"] in fake.namespaces:
+            return self._reply(400, error=("ALREADY_EXISTS", f"Namespace {body['namespace']} already exists."))
+        fake.namespaces[body["namespace"]] = fake.make_info(body)
+        return self._reply(204)
+
+    def _get(self, name: str) -> None:
+        fake: FakeNamespaceApi = self.fake
+        info = fake.namespaces.get(name)
+        if info is None:
+            return self._reply(404, error=("NOT_FOUND", f"Namespace {name} not found."))
+        fake.advance(name)
+        info = fake.namespaces.get(name)
+        if info is None:
+            return self._reply(404, error=("NOT_FOUND", f"Namespace {name} not found."))
+        return self._reply(200, info)
+
+    def _patch(self, name: str, body: Any) -> None:
+        fake: FakeNamespaceApi = self.fake
+        if name not in fake.namespaces:
+            return self._reply(404, error=("NOT_FOUND", f"Namespace {name} not found."))
+        problem = self._validate(body, _UPDATE_FIELDS, set(), "com.vmware.vcenter.namespaces.instances.update_spec")
+        if problem:
+            return self._reply(400, error=("INVALID_ARGUMENT", problem))
+        info = fake.namespaces[name]
+        info.update({k: v for k, v in body.items()})
+        info["config_status"] = "CONFIGURING"
+        fake.settling[name] = fake.settle_gets
+        return self._reply(204)
+
+    def _delete(self, name: str) -> None:
+        fake: FakeNamespaceApi = self.fake
+        if name not in fake.namespaces:
+            return self._reply(404, error=("NOT_FOUND", f"Namespace {name} not found."))
+        fake.namespaces[name]["config_status"] = "REMOVING"
+        fake.settling[name] = fake.settle_gets
+        return self._reply(204)
+
+
+class FakeNamespaceApi(_Server):
+    """FAKE of vCenter's vSphere 7 namespace REST API (vcsim serves none).
+
+    ``clusters``: ids of clusters with Workload Management enabled.
+    ``known_policies``: when set, storage policy ids the fake accepts.
+    ``settle_gets``: how many GETs a namespace stays CONFIGURING/REMOVING.
+    """
+
+    def __init__(
+        self,
+        cert_file: str,
+        key_file: str,
+        *,
+        user: str,
+        password: str,
+        clusters: tuple[str, ...] = ("domain-c8",),
+        known_policies: Optional[set[str]] = None,
+        settle_gets: int = 1,
+    ):
+        super().__init__(_NamespaceHandler, cert_file, key_file)
+        self.user, self.password = user, password
+        self.clusters = set(clusters)
+        self.known_policies = known_policies
+        self.settle_gets = settle_gets
+        self.tokens: set[str] = set()
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self.settling: dict[str, int] = {}
+        self.requests: list[tuple[str, str, dict, bytes]] = []
+
+    def make_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.settling[body["namespace"]] = self.settle_gets
+        return {
+            "cluster": body["cluster"],
+            "config_status": "CONFIGURING",
+            "messages": [],
+            "stats": {"cpu_used": 0, "memory_used": 0, "storage_used": 0},
+            "description": body.get("description", ""),
+            "access_list": body.get("access_list", []),
+            "storage_specs": body.get("storage_specs", []),
+            "vm_service_spec": body.get("vm_service_spec", {"content_libraries": [], "vm_classes": []}),
+            "self_service_namespace": False,
+        }
+
+    def seed(self, namespace: str, cluster: str, **fields: Any) -> None:
+        """Put a namespace in place as if someone created it in the vSphere Client."""
+        with self.lock:
+            self.namespaces[namespace] = {
+                **self.make_info({"namespace": namespace, "cluster": cluster, **fields}),
+                "config_status": "RUNNING",
+            }
+            self.settling.pop(namespace, None)
+
+    def advance(self, name: str) -> None:
+        left = self.settling.get(name)
+        if left is None:
+            return
+        if left > 0:
+            self.settling[name] = left - 1
+            return
+        del self.settling[name]
+        if self.namespaces[name]["config_status"] == "REMOVING":
+            del self.namespaces[name]
+        else:
+            self.namespaces[name]["config_status"] = "RUNNING"
+
+    def summary(self, name: str) -> dict[str, Any]:
+        info = self.namespaces[name]
+        return {
+            "namespace": name,
+            "cluster": info["cluster"],
+            "config_status": info["config_status"],
+            "description": info["description"],
+        }
+
+
+# --------------------------------------------------------------------------- vSAN file service
+
+_SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+_VSAN = "urn:vsan"
+_ENVELOPE = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    f'<soapenv:Envelope xmlns:soapenv="{_SOAP}" xmlns:xsd="http://www.w3.org/2001/XMLSchema" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soapenv:Body>{body}</soapenv:Body></soapenv:Envelope>'
+)
+
+
+def _soap_session(cookie_header: str) -> Optional[str]:
+    """The ``vmware_soap_session`` value of a Cookie or Set-Cookie header."""
+    try:
+        morsel = SimpleCookie(cookie_header).get("vmware_soap_session")
+    except CookieError:
+        return None
+    return morsel.value if morsel else None
+
+
+def _text(element: Optional[ET.Element], path: str) -> Optional[str]:
+    found = element.find(path, {"v": _VSAN, "vim": "urn:vim25"}) if element is not None else None
+    return found.text if found is not None else None
+
+
+@dataclass
+class FakeShare:
+    uuid: str
+    name: str
+    cluster: str
+    quota: str
+    policy_id: Optional[str]
+    permissions: list[dict[str, Any]]
+    domain: str = "fs-domain"
+    pending: int = 0  # queries before it becomes visible (create) or disappears (remove)
+    removing: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def xml(self, nfs_host: str) -> str:
+        e = escape
+        policy = (
+            '<storagePolicy xmlns:vim25="urn:vim25" xsi:type="vim25:VirtualMachineDefinedProfileSpec">'
+            f'<profileId xmlns="urn:vim25">{e(self.policy_id)}</profileId></storagePolicy>'
+            if self.policy_id
+            else ""
+        )
+        permissions = "".join(
+            f"<permission><ips>{e(p['ips'])}</ips><permissions>{e(p['permissions'])}</permissions>"
+            f"<allowRoot>{'true' if p['allow_root'] else 'false'}</allowRoot></permission>"
+            for p in self.permissions
+        )
+        return (
+            f"<fileShares><uuid>{e(self.uuid)}</uuid>"
+            f"<config><name>{e(self.name)}</name><domainName>{e(self.domain)}</domainName>"
+            f"<quota>{e(self.quota)}</quota>{policy}{permissions}</config>"
+            f"<runtime><usedCapacity>0</usedCapacity><hostname>{e(nfs_host)}</hostname><address>{e(nfs_host)}</address>"
+            f"<accessPoints><key>NFSv3</key><value>{e(nfs_host)}:/vsanfs/{e(self.name)}</value></accessPoints>"
+            f"<accessPoints><key>NFSv4.1</key><value>{e(nfs_host)}:/vsanfs/{e(self.name)}</value></accessPoints>"
+            f"<managedBy>user</managedBy></runtime></fileShares>"
+        )
+
+
+class _VsanHandler(_Handler):
+    def do_GET(self) -> None:
+        self._proxy("GET")
+
+    def do_POST(self) -> None:
+        if self.path.split("?")[0] == "/vsanHealth":
+            self._vsan()
+        else:
+            self._proxy("POST")
+
+    def _proxy(self, method: str) -> None:
+        """Forward to vcsim, remembering the session cookies it hands out."""
+        fake: FakeVsanFileService = self.fake
+        body = self.body()
+        conn = http.client.HTTPSConnection("127.0.0.1", fake.vcsim_port, context=fake.client_context, timeout=30)
+        try:
+            headers = {k: v for k, v in self.headers.items() if k.lower() in ("cookie", "soapaction", "content-type")}
+            conn.request(method, self.path, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            payload = resp.read()
+            extra = {}
+            cookie = resp.getheader("Set-Cookie")
+            if cookie:
+                extra["Set-Cookie"] = cookie
+                session = _soap_session(cookie)
+                if session:
+                    with fake.lock:
+                        fake.sessions.add(session)
+            self.send(resp.status, payload, resp.getheader("Content-Type", "text/xml"), extra)
+        finally:
+            conn.close()
+
+    def _fault(self, fault_type: str, message: str, status: int = 500) -> None:
+        body = (
+            f"<soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>{escape(message)}</faultstring>"
+            f'<detail><{fault_type}Fault xmlns="urn:vim25" xsi:type="{fault_type}"/></detail></soapenv:Fault>'
+        )
+        self.send(status, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+
+    def _ok(self, method: str, returnval: str = "") -> None:
+        body = f'<{method}Response xmlns="{_VSAN}">{returnval}</{method}Response>'
+        self.send(200, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+
+    def _vsan(self) -> None:
+        fake: FakeVsanFileService = self.fake
+        raw = self.body()
+        action = self.headers.get("SOAPAction", "").strip('"')
+        session = _soap_session(self.headers.get("Cookie") or "")
+        with fake.lock:
+            if not action.startswith("urn:vsan/"):
+                return self._fault("InvalidRequest", f"SOAPAction {action!r} is not a vSAN API version")
+            if session is None or session not in fake.sessions:
+                return self._fault("NotAuthenticated", "The session is not authenticated.")
+            request = ET.fromstring(raw).find(f"{{{_SOAP}}}Body")[0]
+            method = request.tag.split("}", 1)[1]
+            this = request.find(f"{{{_VSAN}}}_this")
+            fake.calls.append((method, action, raw.decode()))
+            if this is None or this.text != "vsan-cluster-file-service-system":
+                return self._fault(
+                    "ManagedObjectNotFound",
+                    f"The object {this.text if this is not None else ''} has "
+                    "already been deleted or has not been completely created",
+                )
+            handler = getattr(self, f"_{method}", None)
+            if handler is None:
+                return self._fault("MethodNotFound", f"VsanFileServiceSystem does not implement {method}")
+            return handler(method, request)
+
+    def _config(self, element: ET.Element) -> dict[str, Any]:
+        config = element.find(f"{{{_VSAN}}}config")
+        return {
+            "name": _text(config, "v:name"),
+            "quota": _text(config, "v:quota"),
+            # vim types inside a vSAN call keep their own namespace: xsi:type="vim25:VirtualMachine
+            # DefinedProfileSpec" with <profileId xmlns="urn:vim25">.
+            "policy_id": _text(config, "v:storagePolicy/vim:profileId") or _text(config, "v:storagePolicy/v:profileId"),
+            "domain": _text(config, "v:domainName"),
+            "permissions": [
+                {
+                    "ips": _text(p, "v:ips"),
+                    "permissions": _text(p, "v:permissions") or "READ_WRITE",
+                    "allow_root": _text(p, "v:allowRoot") == "true",
+                }
+                for p in config.findall(f"{{{_VSAN}}}permission")
+            ],
+        }
+
+    def _task(self, method: str) -> None:
+        fake: FakeVsanFileService = self.fake
+        fake.task_counter += 1
+        self._ok(method, f'<returnval type="Task">task-{900 + fake.task_counter}</returnval>')
+
+    def _cluster(self, request: ET.Element) -> Optional[str]:
+        cluster = request.find(f"{{{_VSAN}}}cluster")
+        if cluster is None or cluster.get("type") != "ClusterComputeResource":
+            self._fault("InvalidArgument", "A vSAN cluster is required.")
+            return None
+        return cluster.text
+
+    def _VsanCreateFileShare(self, method: str, request: ET.Element) -> None:
+        fake: FakeVsanFileService = self.fake
+        cluster = self._cluster(request)
+        if cluster is None:
+            return None
+        config = self._config(request)
+        if any(s.name == config["name"] for s in fake.shares.values()):
+            return self._fault("InvalidArgument", f"File share {config['name']} already exists.")
+        share = FakeShare(
+            uuid=str(uuid.uuid4()),
+            name=config["name"],
+            cluster=cluster,
+            quota=config["quota"],
+            policy_id=config["policy_id"],
+            permissions=config["permissions"],
+            pending=fake.settle_queries,
+        )
+        fake.shares[share.uuid] = share
+        return self._task(method)
+
+    def _VsanReconfigureFileShare(self, method: str, request: ET.Element) -> None:
+        fake: FakeVsanFileService = self.fake
+        share = fake.shares.get(_text(request, "v:shareUuid") or "")
+        if share is None:
+            return self._fault("NotFound", "The file share does not exist.")
+        config = self._config(request)
+        share.quota, share.policy_id, share.permissions = config["quota"], config["policy_id"], config["permissions"]
+        return self._task(method)
+
+    def _VsanClusterRemoveShare(self, method: str, request: ET.Element) -> None:
+        fake: FakeVsanFileService = self.fake
+        share = fake.shares.get(_text(request, "v:shareUuid") or "")
+        if share is None:
+            return self._fault("NotFound", "The file share does not exist.")
+        share.removing, share.pending = True, fake.settle_queries
+        return self._task(method)
+
+    def _VsanClusterQueryFileShares(self, method: str, request: ET.Element) -> None:
+        fake: FakeVsanFileService = self.fake
+        cluster = self._cluster(request)
+        if cluster is None:
+            return None
+        spec = request.find(f"{{{_VSAN}}}querySpec")
+        names = {n.text for n in spec.findall(f"{{{_VSAN}}}names")} if spec is not None else set()
+        uuids = {n.text for n in spec.findall(f"{{{_VSAN}}}uuids")} if spec is not None else set()
+        visible = []
+        for share in list(fake.shares.values()):
+            if share.pending > 0:
+                share.pending -= 1
+                if not share.removing:
+                    continue
+            elif share.removing:
+                del fake.shares[share.uuid]
+                continue
+            if share.cluster == cluster and (not names or share.name in names) and (not uuids or share.uuid in uuids):
+                visible.append(share)
+        shares = "".join(s.xml(fake.nfs_host) for s in visible)
+        return self._ok(method, f"<returnval>{shares}<totalShareCount>{len(visible)}</totalShareCount></returnval>")
+
+
+class FakeVsanFileService(_Server):
+    """FAKE of vCenter's vSAN file service on ``/vsanHealth`` (vcsim serves none).
+
+    Every other path is forwarded to the vcsim listening on ``vcsim_port``, so login
+    and inventory are real. ``settle_queries``: how many queries a new share stays
+    invisible (and a removed one stays visible), like the asynchronous vSAN tasks.
+    """
+
+    def __init__(
+        self,
+        cert_file: str,
+        key_file: str,
+        *,
+        vcsim_port: int,
+        nfs_host: str = "192.168.100.20",
+        settle_queries: int = 1,
+    ):
+        super().__init__(_VsanHandler, cert_file, key_file)
+        self.vcsim_port = vcsim_port
+        self.client_context = ssl.create_default_context(cafile=cert_file)
+        self.nfs_host = nfs_host
+        self.settle_queries = settle_queries
+        self.sessions: set[str] = set()
+        self.shares: dict[str, FakeShare] = {}
+        self.calls: list[tuple[str, str, str]] = []
+        self.task_counter = 0
+
+    def seed(self, name: str, cluster: str, quota: str = "2T", policy_id: Optional[str] = None) -> FakeShare:
+        """Put a share in place as if someone created it in the vSphere Client."""
+        with self.lock:
+            share = FakeShare(
+                uuid=str(uuid.uuid4()),
+                name=name,
+                cluster=cluster,
+                quota=quota,
+                policy_id=policy_id,
+                permissions=[{"ips": "*", "permissions": "READ_WRITE", "allow_root": True}],
+            )
+            self.shares[share.uuid] = share
+            return share
