@@ -45,6 +45,8 @@ def plain(value):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # protobuf Struct numbers are doubles; the program sent integers
     return value
 
 

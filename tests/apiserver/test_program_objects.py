@@ -1,0 +1,113 @@
+"""Every Kubernetes object the program declares (both stack files, Supervisor and guest
+side, all but Helm releases) is accepted by a real Kubernetes 1.20 API server."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.apiserver.conftest import KubeApiError, apply_manifest, delete_object, get_object, patch_status
+from tests.apiserver.readiness import satisfied
+from tests.program.graph import run_program
+
+pytestmark = pytest.mark.apiserver
+
+# Objects that would start something are only dry-run (there is no scheduler or kubelet,
+# but a dry run still runs defaulting, admission and schema validation).
+DRY_RUN_KINDS = {"Job", "Pod", "Deployment", "DaemonSet", "StatefulSet"}
+
+
+def create_fresh(api, manifest: dict, dry_run: bool) -> dict:
+    """Create ``manifest``; one left by another stack's run is deleted first (namespaces,
+    which cannot finish deleting without a controller-manager, are updated instead)."""
+    if manifest["kind"] == "Namespace":
+        return apply_manifest(api, manifest, update_existing=True)
+    try:
+        return apply_manifest(api, manifest, dry_run=dry_run)
+    except KubeApiError as exc:
+        if exc.status != 409:
+            raise
+    meta = manifest["metadata"]
+    delete_object(api, manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
+    return apply_manifest(api, manifest, dry_run=dry_run)
+
+
+def declared(stack: str, **config):
+    graph = run_program(stack, config=config)
+    assert graph.error is None, graph.traceback
+    return graph, [r for r in graph.kubernetes_objects()]
+
+
+def supervisor_namespace(graph) -> str:
+    return graph.of_type("TanzuKubernetesCluster")[0].manifest()["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("stack, config", [
+    ("reference", {}),
+    ("dev", {}),
+    ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),  # topology B
+    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+                   "daskTls": False, "rwxProvisioner": "vsphere-csi"}),
+], ids=["reference", "dev", "topology-b", "vsphere8-csi"])
+def test_every_declared_object_is_accepted(kube_apiserver, tkc_crd, stack, config):
+    api = kube_apiserver.api_client
+    graph, objects = declared(stack, **config)
+    kinds = {o.manifest()["kind"] for o in objects}
+    assert {"TanzuKubernetesCluster", "Namespace", "PersistentVolumeClaim", "Secret", "Job"} <= kinds
+    # The Supervisor namespace is vSphere's (the vSphere layer creates it).
+    apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": supervisor_namespace(graph)}},
+                   update_existing=True)
+    ordered = sorted(objects, key=lambda o: o.manifest()["kind"] != "Namespace")
+    accepted = []
+    for resource in ordered:
+        manifest = resource.manifest()
+        kind = manifest["kind"]
+        try:
+            answer = create_fresh(api, manifest, dry_run=kind in DRY_RUN_KINDS)
+        except KubeApiError as exc:
+            pytest.fail(f"{stack}: the server refused {kind} {resource.name}: {exc.message}")
+        assert answer["metadata"]["name"] == manifest["metadata"]["name"]
+        accepted.append(kind)
+    assert len(accepted) == len(objects) >= 12
+
+
+@pytest.mark.parametrize("breakage, words", [
+    (lambda m: m["spec"]["topology"]["nodePools"][0].__setitem__("replicas", "eight"), "replicas"),
+    (lambda m: m["spec"]["topology"]["nodePools"][1].pop("name"), "name"),
+    (lambda m: m["spec"]["topology"]["controlPlane"].pop("vmClass"), "vmClass"),
+], ids=["replicas-wrong-type", "pool-without-name", "control-plane-without-vm-class"])
+def test_the_programs_tkc_broken_is_rejected(kube_apiserver, tkc_crd, breakage, words):
+    graph, _ = declared("reference")
+    manifest = copy.deepcopy(graph.of_type("TanzuKubernetesCluster")[0].manifest())
+    breakage(manifest)
+    apply_manifest(kube_apiserver.api_client, {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": manifest["metadata"]["namespace"]}},
+                   update_existing=True)
+    with pytest.raises(KubeApiError) as info:
+        apply_manifest(kube_apiserver.api_client, manifest, dry_run=True)
+    assert info.value.status == 422 and words in info.value.message
+
+
+@pytest.mark.parametrize("stack, config, ready_status", [
+    ("reference", {}, {"phase": "running"}),
+    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3"},
+     {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T00:00:00Z"}]}),
+], ids=["v1alpha2-phase", "v1alpha3-condition"])
+def test_readiness_wait_matches_a_real_ready_cluster(kube_apiserver, tkc_crd, kube_namespace, stack, config,
+                                                     ready_status):
+    api = kube_apiserver.api_client
+    graph, _ = declared(stack, **config)
+    manifest = copy.deepcopy(graph.of_type("TanzuKubernetesCluster")[0].manifest())
+    manifest["metadata"]["namespace"] = kube_namespace
+    wait_for = manifest["metadata"]["annotations"]["pulumi.com/waitFor"]
+    created = apply_manifest(api, manifest)
+    assert not satisfied(created, wait_for), "a new cluster must not look ready"
+    patch_status(api, created, {"phase": "creating"} if "phase" in ready_status else
+                 {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-29T00:00:00Z"}]})
+    creating = get_object(api, manifest["apiVersion"], "TanzuKubernetesCluster", manifest["metadata"]["name"],
+                          kube_namespace)
+    assert not satisfied(creating, wait_for)
+    patch_status(api, created, ready_status)
+    ready = get_object(api, manifest["apiVersion"], "TanzuKubernetesCluster", manifest["metadata"]["name"],
+                       kube_namespace)
+    assert satisfied(ready, wait_for), (wait_for, ready.get("status"))
