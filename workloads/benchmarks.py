@@ -18,6 +18,21 @@ for torch or xgboost) that provides:
 ``run(client: distributed.Client, config, timer: PhaseTimer) -> dict``
     Run it on the cluster behind ``client``, timing named phases with ``timer`` and
     returning the metrics. Plain function: a notebook calls it the same way.
+
+Optional, read with ``getattr`` by the runner:
+
+``HEADLINE_METRICS: tuple[str, ...]``
+    The metrics the terminal summary shows (default: the first four numeric ones).
+``config.workers: tuple[str, ...]`` (a field of the config dataclass, default ``()``)
+    When a remote cluster has more workers than a run wants (``--workers 1,2`` on 8), the
+    runner fills it with ``dataclasses.replace`` and ``run`` must keep its tasks on those
+    addresses (``client.submit/map(..., workers=list(config.workers))``; for collections,
+    ``dask.annotate(workers=..., allow_other_workers=False)``). A config without the field
+    can only run where the cluster size equals the worker count (local sweeps restart the
+    cluster, so that is always so there).
+
+Nothing heavy at module level: ``python -m workloads.run --help`` imports every module
+to show its options, and ``--benchmark images`` must not pay for xgboost.
 """
 from __future__ import annotations
 

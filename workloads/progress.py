@@ -1,14 +1,15 @@
-"""A terminal progress bar over Dask futures (tqdm), quiet when not on a terminal."""
+"""A progress bar over Dask futures: tqdm on a terminal; elsewhere (CI logs, pipes) a
+plain line at every tenth of the work."""
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TextIO
 
 from distributed import Future, as_completed
 
 
 def track(futures: Iterable[Future], description: str, total_units: int | None = None,
-          units_of=None) -> Iterator[Future]:
+          units_of: Callable[[Future], int] | None = None, stream: TextIO | None = None) -> Iterator[Future]:
     """Yield futures as they complete while a bar shows the work done.
 
     ``units_of(future)`` gives the units a finished future stands for (e.g. the images in
@@ -18,8 +19,16 @@ def track(futures: Iterable[Future], description: str, total_units: int | None =
 
     futures = list(futures)
     total = total_units if total_units is not None else len(futures)
-    with tqdm(total=total, desc=description, unit="", disable=not sys.stderr.isatty(),
+    stream = stream or sys.stderr
+    tty = stream.isatty()
+    done, next_tenth = 0, 1
+    with tqdm(total=total, desc=description, unit="", disable=not tty, file=stream,
               dynamic_ncols=True, leave=False) as bar:
         for future in as_completed(futures):
-            bar.update(units_of(future) if units_of else 1)
+            units = units_of(future) if units_of else 1
+            bar.update(units)
+            done += units
+            if not tty and total and done * 10 >= next_tenth * total:
+                print(f"{description}: {done}/{total} ({100 * done // total}%)", file=stream, flush=True)
+                next_tenth = done * 10 // total + 1
             yield future

@@ -2,8 +2,9 @@
 
 A record carries ``benchmark``, ``status`` (succeeded | failed | interrupted),
 ``config``, ``phases`` (seconds per named phase, in the order they ran), ``metrics``,
-``versions``, ``hardware``, ``cluster``, ``started_at`` and, where it applies, ``error``
-and ``artifacts`` (paths of files written beside the results, relative to the results
+``versions``, ``hardware``, ``cluster``, ``started_at`` and, where it applies, ``error``,
+``unfinished_phases`` (seconds spent in phases that raised or were interrupted) and
+``artifacts`` (paths of files written beside the results, relative to the results
 directory). Lines are only ever appended: an earlier result is never overwritten.
 """
 from __future__ import annotations
@@ -62,6 +63,7 @@ def make_record(
     started_at: str,
     error: str | None = None,
     artifacts: dict[str, str] | None = None,
+    unfinished: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
@@ -78,6 +80,8 @@ def make_record(
     }
     if error is not None:
         record["error"] = error
+    if unfinished:
+        record["unfinished_phases"] = {k: round(v, 6) for k, v in unfinished.items()}
     if artifacts:
         record["artifacts"] = artifacts
     return record

@@ -1,0 +1,1 @@
+"""Protocol modules the runner tests register in place of the real benchmarks."""

@@ -1,0 +1,123 @@
+"""Stack outputs from a file (--outputs), TLS credentials, the pulumi CLI, address hygiene."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from contract import ContractError
+from workloads import endpoint, run
+from workloads.exceptions import EndpointError
+
+OUTPUTS = {
+    "schedulerAddress": "tcp://dask-scheduler.dask.svc:8786",
+    "dashboardUrl": "http://10.0.0.5:8787",
+    "jupyterUrl": "",
+    "daskNamespace": "rapidsai",
+    "daskRelease": "dask",
+    "datasetMountPath": "/ml-share",
+    "datasetLayout": {"dogs_images": "dogs/Images", "dogs_labels": "dogs/imagenet1000_clsidx_to_labels.txt",
+                      "models": "models", "taxi": "taxi"},
+    "workerCount": 8,
+    "gpusPerWorker": 1,
+    "threadsPerWorker": 6,
+    "daskImage": "ghcr.io/dask/dask:2026.8.0",
+    "daskVersion": "2026.8.0",
+}
+
+
+def write(tmp_path, outputs) -> str:
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(outputs))
+    return str(path)
+
+
+def test_outputs_file_gives_the_endpoint(tmp_path):
+    found = endpoint.read_outputs_file(write(tmp_path, OUTPUTS))
+    assert (found.kind, found.scheduler_address, found.data_dir, found.expected_workers) == (
+        "outputs", "tcp://dask-scheduler.dask.svc:8786", "/ml-share", 8)
+    assert found.security is None and not found.local
+
+
+def test_missing_key_and_wrong_type_are_named(tmp_path):
+    missing = {k: v for k, v in OUTPUTS.items() if k != "daskNamespace"}
+    with pytest.raises(ContractError, match="missing output 'daskNamespace'"):
+        endpoint.read_outputs_file(write(tmp_path, missing))
+    with pytest.raises(ContractError, match="output 'workerCount' must be int, got str"):
+        endpoint.read_outputs_file(write(tmp_path, {**OUTPUTS, "workerCount": "8"}))
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"daskNamespace": None}, "missing output 'daskNamespace'"),
+    ({"workerCount": "8"}, "output 'workerCount' must be int, got str"),
+])
+def test_cli_reports_bad_outputs_in_one_line_with_exit_2(tmp_path, capsys, change, fragment):
+    outputs = {k: v for k, v in {**OUTPUTS, **change}.items() if v is not None}
+    code = run.main(["--outputs", write(tmp_path, outputs), "--benchmark", "images", "--output", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("error: ") and fragment in err and "outputs.json" in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_unreadable_outputs_file(tmp_path):
+    with pytest.raises(EndpointError, match="no such file"):
+        endpoint.read_outputs_file(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(EndpointError, match="not valid JSON"):
+        endpoint.read_outputs_file(bad)
+
+
+def test_tls_outputs_write_private_files(tmp_path):
+    outputs = {**OUTPUTS, "schedulerAddress": "tls://dask-scheduler:8786", "tlsCaCert": "CA PEM",
+               "tlsClientCert": "CERT PEM", "tlsClientKey": "KEY PEM"}
+    found = endpoint.read_outputs_file(write(tmp_path, outputs))
+    security = found.security
+    assert security.require_encryption
+    folder = os.path.dirname(security.tls_client_key)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    for path, text in ((security.tls_ca_file, "CA PEM"), (security.tls_client_cert, "CERT PEM"),
+                       (security.tls_client_key, "KEY PEM")):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert open(path).read() == text + "\n"
+    assert "KEY PEM" not in repr(found)
+
+
+def test_stack_without_the_pulumi_cli_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(EndpointError, match="pulumi CLI, which is not on PATH.*--outputs"):
+        endpoint.read_stack("dev")
+
+
+def test_stack_uses_the_cli_output(monkeypatch, tmp_path):
+    fake = tmp_path / "pulumi"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/args\ncat {write(tmp_path, OUTPUTS)}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    found = endpoint.read_stack("dev")
+    assert found.kind == "stack" and found.source == "stack dev"
+    assert (tmp_path / "args").read_text().split()[:6] == ["stack", "output", "--json", "--show-secrets",
+                                                          "--stack", "dev"]
+
+
+def test_resolve_precedence(monkeypatch):
+    with pytest.raises(EndpointError, match="choose one of --scheduler-address, --local"):
+        endpoint.resolve(scheduler_address="tcp://a:8786", use_local=True)
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://in-cluster:8786")
+    found = endpoint.resolve()
+    assert (found.kind, found.scheduler_address) == ("environment", "tcp://in-cluster:8786")
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
+    assert endpoint.resolve().local
+    assert endpoint.resolve(scheduler_address="10.0.0.1:8786").scheduler_address == "tcp://10.0.0.1:8786"
+    with pytest.raises(EndpointError, match="needs TLS credentials"):
+        endpoint.resolve(scheduler_address="tls://10.0.0.1:8786")
+
+
+def test_redact_drops_credentials():
+    assert endpoint.redact("tcp://user:secret@host:8786") == "tcp://host:8786"
+    assert endpoint.redact("http://h:8787/status?token=abc") == "http://h:8787/status"
+    assert endpoint.redact("") == ""

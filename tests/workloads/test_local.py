@@ -1,0 +1,55 @@
+"""Local cluster sizing and the worker environment chosen for torch."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from workloads import local
+
+
+def test_plan_sizes_threads_and_environment():
+    plan = local.plan(2, cores=8, gpus=0, allocator="glibc")
+    assert (plan.n_workers, plan.threads_per_worker, plan.allocator) == (2, 4, "glibc")
+    assert plan.environ["MALLOC_TRIM_THRESHOLD_"] is None  # unset: it slows torch
+    assert plan.environ["OMP_NUM_THREADS"] == plan.environ["MKL_NUM_THREADS"] == "4"
+    assert "LD_PRELOAD" not in plan.environ
+    assert local.plan(None, cores=6, gpus=0).n_workers == 6
+    assert local.plan(8, cores=2, gpus=0, cap=True).n_workers == 2  # a profile's size, capped
+    oversubscribed = local.plan(4, cores=2, gpus=0)
+    assert (oversubscribed.n_workers, oversubscribed.threads_per_worker) == (4, 1)
+    with pytest.raises(ValueError, match="allocator"):
+        local.plan(1, allocator="jemalloc")
+
+
+@pytest.mark.skipif(local.find_tcmalloc() is None, reason="libtcmalloc-minimal4 not installed")
+def test_tcmalloc_is_preloaded_when_installed():
+    plan = local.plan(1, cores=2, gpus=0)
+    assert plan.allocator == "tcmalloc" and local.find_tcmalloc() in plan.environ["LD_PRELOAD"]
+
+
+def test_workers_got_the_environment_and_this_process_kept_its_own(client):
+    def read():
+        import os
+
+        with open("/proc/self/maps") as fh:
+            maps = fh.read()
+        return {"trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"), "omp": os.environ.get("OMP_NUM_THREADS"),
+                "tcmalloc": "libtcmalloc" in maps}
+
+    seen = list(client.run(read).values())
+    assert seen and all(s["trim"] is None and s["omp"] == "1" for s in seen)
+    if local.find_tcmalloc():
+        assert all(s["tcmalloc"] for s in seen)
+    assert "libtcmalloc" not in os.environ.get("LD_PRELOAD", "")
+
+
+def test_worker_environ_restores_this_process(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    with local.worker_environ({"OMP_NUM_THREADS": "2", "MALLOC_TRIM_THRESHOLD_": None}):
+        import dask
+
+        assert os.environ["OMP_NUM_THREADS"] == "2" and "MALLOC_TRIM_THRESHOLD_" not in os.environ
+        assert dask.config.get("distributed.nanny.pre-spawn-environ")["OMP_NUM_THREADS"] == "2"
+    assert os.environ["OMP_NUM_THREADS"] == "7" and os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536"

@@ -1,0 +1,82 @@
+"""The preflight names each worker and what it lacks, in one error."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from workloads import preflight
+from workloads.exceptions import PreflightError
+
+
+def test_healthy_cluster_passes_and_auto_resolves_to_cpu(client, workers):
+    checked = preflight.check(client, workers, ("torch", "torchvision"), "auto")
+    assert checked.device == "cpu"
+    assert sorted(checked.workers) == workers
+    assert checked.workers[workers[0]]["versions"]["torch"]
+
+
+def test_cuda_without_a_gpu_names_every_worker(client, workers):
+    with pytest.raises(PreflightError) as caught:
+        preflight.check(client, workers, ("torch",), "cuda")
+    message = str(caught.value)
+    assert message.startswith(f"preflight failed on 2 of 2 workers")
+    for address in workers:
+        assert address in message
+    assert "torch.cuda.is_available() is False" in message
+
+
+def test_version_mismatch_names_the_worker(client, workers):
+    def set_version(value):
+        import distributed
+
+        previous, distributed.__version__ = distributed.__version__, value
+        return previous
+
+    original = client.run(set_version, "0.0.bad", workers=[workers[0]])[workers[0]]
+    try:
+        with pytest.raises(PreflightError) as caught:
+            preflight.check(client, workers, (), "cpu")
+    finally:
+        client.run(set_version, original, workers=[workers[0]])
+    message = str(caught.value)
+    assert "failed on 1 of 2 workers" in message
+    assert f"{workers[0]} (name" in message and workers[1] not in message
+    assert "distributed 0.0.bad != client" in message
+    preflight.check(client, workers, (), "cpu")  # restored
+
+
+def test_package_missing_on_one_worker_names_worker_and_package(client, workers, tmp_path):
+    (tmp_path / "only_on_one_worker.py").write_text("VALUE = 1\n")
+
+    def add_path(path, add):
+        (sys.path.insert(0, path) if add else sys.path.remove(path))
+        sys.modules.pop("only_on_one_worker", None)
+
+    client.run(add_path, str(tmp_path), True, workers=[workers[0]])
+    try:
+        with pytest.raises(PreflightError) as caught:
+            preflight.check(client, workers, ("torch", "only_on_one_worker"), "cpu")
+    finally:
+        client.run(add_path, str(tmp_path), False, workers=[workers[0]])
+    message = str(caught.value)
+    assert "failed on 1 of 2 workers" in message
+    assert workers[1] in message and workers[0] not in message
+    assert "missing package 'only_on_one_worker'" in message and "No module named" in message
+
+
+def test_shipped_archive_imports_without_the_checkout(tmp_path, monkeypatch):
+    uploaded = []
+
+    class FakeClient:
+        def upload_file(self, path):
+            uploaded.append(path)
+
+    preflight.ship_project(FakeClient())
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import workloads.images.benchmark as b, contract;"
+            " import workloads; assert workloads.__file__.startswith(sys.argv[1]); print(b.NAME)")
+    done = subprocess.run([sys.executable, "-c", code, uploaded[0]], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "images"

@@ -1,0 +1,214 @@
+"""Where the cluster is: stack outputs, a scheduler address, or a local cluster, turned
+into one frozen :class:`Endpoint`; connecting to it and waiting for workers.
+
+Nothing here imports pulumi: stack outputs come from the pulumi CLI
+(``pulumi stack output --json --show-secrets``) or from the same JSON in a file, and are
+validated by :func:`contract.parse_outputs`.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit, urlunsplit
+
+from contract import ContractError, StackOutputs, parse_outputs
+from workloads.exceptions import EndpointError
+
+logger = logging.getLogger(__name__)
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]  # where Pulumi.yaml lives
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A cluster to run on. ``kind`` is ``local`` (the runner starts one), ``stack``,
+    ``outputs`` (a file), ``address`` (``--scheduler-address``) or ``environment``
+    (``DASK_SCHEDULER_ADDRESS``, as set in the deployed Jupyter)."""
+
+    kind: str
+    source: str  # for messages: "stack dev", "outputs.json", ...
+    scheduler_address: str | None = None  # None for local until started
+    dashboard_url: str = ""
+    security: Any = None  # distributed.security.Security with TLS, else None
+    data_dir: str | None = None  # dataset root as the workers see it (stack outputs)
+    expected_workers: int | None = None  # what the stack deployed
+
+    @property
+    def local(self) -> bool:
+        return self.kind == "local"
+
+    def describe(self) -> str:
+        where = redact(self.scheduler_address) if self.scheduler_address else "a local cluster"
+        return f"{where} (from {self.source})"
+
+
+def local() -> Endpoint:
+    return Endpoint(kind="local", source="--local")
+
+
+def from_address(address: str, kind: str = "address", source: str = "--scheduler-address") -> Endpoint:
+    if "://" not in address:
+        address = f"tcp://{address}"
+    if not address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
+        raise EndpointError(f"{source}: scheduler address must look like tcp://host:8786, got {address!r}")
+    if address.startswith("tls://"):
+        raise EndpointError(f"{source}: {redact(address)} needs TLS credentials: use --stack or --outputs"
+                            " (the stack outputs carry the CA and client certificate)")
+    return Endpoint(kind=kind, source=source, scheduler_address=address)
+
+
+def from_outputs(raw: Any, source: str, kind: str = "outputs") -> Endpoint:
+    """Validate stack outputs (raises ContractError naming the key) and build the endpoint,
+    with a TLS ``Security`` when the scheduler uses TLS."""
+    outputs = parse_outputs(raw, source)
+    security = security_from_outputs(outputs) if outputs.tls else None
+    return Endpoint(kind=kind, source=source, scheduler_address=outputs.scheduler_address,
+                    dashboard_url=outputs.dashboard_url, security=security,
+                    data_dir=outputs.dataset_mount or None, expected_workers=outputs.workers)
+
+
+def read_outputs_file(path: str | os.PathLike) -> Endpoint:
+    """``--outputs FILE``: the JSON of ``pulumi stack output --json --show-secrets``."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EndpointError(f"--outputs {path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise EndpointError(f"--outputs {path}: not valid JSON ({exc})") from None
+    return from_outputs(raw, str(path))
+
+
+def read_stack(name: str, timeout: float = 120) -> Endpoint:
+    """``--stack NAME``: ask the pulumi CLI for the stack's outputs, secrets included."""
+    command = ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", name, "--non-interactive"]
+    if shutil.which("pulumi") is None:
+        raise EndpointError("--stack needs the pulumi CLI, which is not on PATH: install it, or on a machine"
+                            " that has it run `pulumi stack output --json --show-secrets > outputs.json`"
+                            " and pass --outputs outputs.json")
+    cwd = PROJECT_DIR if (PROJECT_DIR / "Pulumi.yaml").exists() else None
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                              env={**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"})
+    except subprocess.TimeoutExpired:
+        raise EndpointError(f"`{' '.join(command)}` did not answer within {timeout:.0f} s") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise EndpointError(f"`pulumi stack output --stack {name}` failed: {last}")
+    try:
+        raw = json.loads(done.stdout)
+    except json.JSONDecodeError as exc:
+        raise EndpointError(f"`pulumi stack output --stack {name}` did not print JSON ({exc})") from None
+    return from_outputs(raw, f"stack {name}", kind="stack")
+
+
+def from_environment() -> Endpoint | None:
+    """The scheduler named by ``DASK_SCHEDULER_ADDRESS`` (dask config ``scheduler-address``),
+    which the deployed Jupyter sets; None when unset."""
+    import dask
+
+    address = os.environ.get("DASK_SCHEDULER_ADDRESS") or dask.config.get("scheduler-address", None)
+    return from_address(address, kind="environment", source="DASK_SCHEDULER_ADDRESS") if address else None
+
+
+def resolve(stack: str | None = None, outputs: str | None = None, scheduler_address: str | None = None,
+            use_local: bool = False) -> Endpoint:
+    """The endpoint the command line asks for. With none given: ``DASK_SCHEDULER_ADDRESS``
+    if set, else the local cluster. ContractError (bad outputs) passes through."""
+    given = [flag for flag, value in (("--stack", stack), ("--outputs", outputs),
+                                      ("--scheduler-address", scheduler_address), ("--local", use_local))
+             if value]
+    if len(given) > 1:
+        raise EndpointError(f"choose one of {', '.join(given)}")
+    if stack:
+        return read_stack(stack)
+    if outputs:
+        return read_outputs_file(outputs)
+    if scheduler_address:
+        return from_address(scheduler_address)
+    if use_local:
+        return local()
+    found = from_environment()
+    if found is not None:
+        logger.info("no cluster given: using DASK_SCHEDULER_ADDRESS %s", redact(found.scheduler_address))
+        return found
+    return Endpoint(kind="local", source="default (no --stack/--outputs/--scheduler-address)")
+
+
+# ----------------------------------------------------------------------------- TLS
+def security_from_outputs(outputs: StackOutputs):
+    """A ``distributed.security.Security`` for the client, from the PEMs in the outputs,
+    written to a private temporary directory (0700, files 0600) removed at exit."""
+    return security_from_pems(outputs.tls_ca, outputs.tls_client_cert, outputs.tls_client_key)
+
+
+def security_from_pems(ca: str, cert: str, key: str, directory: str | None = None):
+    from distributed.security import Security
+
+    if not (cert and key):
+        raise ContractError("TLS scheduler but no client certificate/key in the outputs")
+    folder = directory or tempfile.mkdtemp(prefix="dask-tkg-tls-")
+    os.chmod(folder, 0o700)
+    if directory is None:
+        atexit.register(shutil.rmtree, folder, True)
+    paths = {}
+    for name, pem in (("ca.pem", ca), ("client.pem", cert), ("client-key.pem", key)):
+        if not pem:
+            continue
+        path = os.path.join(folder, name)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as fh:
+            fh.write(pem if pem.endswith("\n") else pem + "\n")
+        os.chmod(path, 0o600)
+        paths[name] = path
+    return Security(tls_ca_file=paths.get("ca.pem"), tls_client_cert=paths["client.pem"],
+                    tls_client_key=paths["client-key.pem"], require_encryption=True)
+
+
+def redact(address: str | None) -> str:
+    """An address or URL without credentials (``user:pass@``) or query string."""
+    if not address:
+        return ""
+    parts = urlsplit(address)
+    if not parts.netloc:
+        return address
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+# ----------------------------------------------------------------------------- connect
+def connect(address: str, security: Any = None, timeout: float = 60):
+    """A ``distributed.Client`` for ``address``, with a clear error when it does not answer."""
+    from distributed import Client
+
+    try:
+        return Client(address, security=security, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise EndpointError(f"cannot reach the scheduler at {redact(address)} within {timeout:.0f} s: {exc}") from None
+
+
+def wait_for_workers(client, want: int, timeout: float, echo: Callable[[str], None] = print,
+                     poll: float = 1.0) -> list[str]:
+    """Wait until ``want`` workers are connected, saying have/want as it goes; returns the
+    addresses of all connected workers, sorted. Raises EndpointError on timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        if len(workers) != last:
+            echo(f"workers: have {len(workers)}, want {want}")
+            last = len(workers)
+        if len(workers) >= want:
+            return workers
+        if time.monotonic() >= deadline:
+            raise EndpointError(f"only {len(workers)} of {want} workers connected to"
+                                f" {redact(client.scheduler.address)} after {timeout:.0f} s")
+        time.sleep(poll)
