@@ -23,7 +23,7 @@ run: $(VENV)/.installed
 	$(PY) -m workloads.run $(ARGS)
 
 stand-ins:
-	scripts/install_browser.sh
+	scripts/install_system_packages.sh
 	scripts/build_vcsim.sh
 	scripts/build_kube_apiserver.sh
 
