@@ -1,0 +1,181 @@
+"""File discovery and reading, without a cluster: chunk boundaries, both schemas and
+formats, every kind of bad file."""
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from workloads.exceptions import DatasetError
+from workloads.synth import taxi as synth
+from workloads.taxi import io
+from workloads.taxi import schema as s
+
+from .conftest import UNPARSABLE, WRONG_FIELD_COUNT
+
+HEADER_17 = ",".join(s.COLUMNS_2017)
+LINE_17 = "1,2017-01-09 11:13:28,2017-01-09 11:25:45,1,3.30,1,N,263,161,1,12.5,0,0.5,2,0,0.3,15.3"
+
+
+def read_all(path: Path, block_bytes: int) -> tuple[pa.Table, dict[str, int], list[io.FilePlan]]:
+    plans = io.plan(str(path.parent.parent), path.name.rsplit(".", 1)[0], block_bytes)
+    tables, problems = [], dict(plans[0].problems)
+    for chunk in plans[0].chunks:
+        result = io.read_chunk(chunk)
+        tables.append(result.table)
+        for reason, count in result.problems.items():
+            problems[reason] = problems.get(reason, 0) + count
+    table = pa.concat_tables(tables) if tables else s.empty_raw_table()
+    return table, problems, plans
+
+
+def test_chunks_own_every_line_exactly_once(tmp_path):
+    path = tmp_path / "lines.csv"
+    lines = [f"{i}," + "x" * (i % 7) for i in range(60)]
+    path.write_bytes(("header\n" + "\r\n".join(lines) + "\r\n").encode())
+    data_start = len("header\n")
+    size = path.stat().st_size
+    for block in range(1, 40):
+        pieces = [io.read_range(path, start, min(start + block, size))
+                  for start in range(data_start, size, block)]
+        got = b"".join(pieces).decode().split("\r\n")
+        assert got[:-1] == lines, f"block {block}"
+    assert io.read_range(path, size - 1, size) == b""  # inside the last line's ending
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("gen")
+    synth.generate(root, ["2017-06.csv", "2019-01.csv", "2019-05.csv", "2018-03.parquet"], 3000)
+    return root / "taxi"
+
+
+@pytest.mark.parametrize("name, schema", [
+    ("yellow_tripdata_2017-06.csv", "17-column"), ("yellow_tripdata_2019-01.csv", "18-column"),
+    ("yellow_tripdata_2018-03.parquet", "17-column+airport_fee")])
+def test_every_row_read_typed_whatever_the_block_size(generated, name, schema):
+    path = generated / name
+    expected = (pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path))
+    for block in (8_192, 100_000, 1 << 30):
+        table, problems, plans = read_all(path, block)
+        assert table.schema == s.RAW_SCHEMA
+        assert table.num_rows == len(expected) and problems == {}
+        assert plans[0].schema == schema
+    assert len(plans[0].chunks) == 1
+    fares = table.column(s.FARE).to_numpy()
+    assert fares == pytest.approx(expected[s.FARE].to_numpy(), rel=1e-6)
+    flags = table.column(s.STORE_AND_FWD).to_pandas()
+    assert flags.isna().equals(expected[s.STORE_AND_FWD].isna())
+    assert set(flags.dropna()) <= {0.0, 1.0}
+    assert (flags == 1.0).sum() == (expected[s.STORE_AND_FWD] == "Y").sum()
+
+
+def test_datetimes_parse_to_microseconds(generated):
+    table, _, _ = read_all(generated / "yellow_tripdata_2017-06.csv", 1 << 30)
+    expected = pd.read_csv(generated / "yellow_tripdata_2017-06.csv", parse_dates=[s.PICKUP])
+    assert table.schema.field(s.PICKUP).type == pa.timestamp("us")
+    assert (table.column(s.PICKUP).to_pandas() == expected[s.PICKUP]).all()
+
+
+def test_january_2019_has_an_empty_congestion_column(generated):
+    frame = pd.read_csv(generated / "yellow_tripdata_2019-01.csv")
+    assert list(frame.columns) == list(s.COLUMNS_2019) and frame[s.CONGESTION].isna().all()
+    assert pd.read_csv(generated / "yellow_tripdata_2019-05.csv")[s.CONGESTION].notna().all()
+
+
+def test_malformed_lines_are_counted_and_dropped(tmp_path):
+    from .conftest import damage_csv
+
+    synth.generate(tmp_path, ["2019-07.csv"], 12_000)
+    path = tmp_path / "taxi" / "yellow_tripdata_2019-07.csv"
+    damage_csv(path)
+    table, problems, _ = read_all(path, 300_000)  # several chunks, damage in more than one
+    assert problems == {"wrong_field_count": len(WRONG_FIELD_COUNT),
+                        "unparsable_value": len(UNPARSABLE)}
+    assert table.num_rows == 12_000 - len(WRONG_FIELD_COUNT) - len(UNPARSABLE)
+    assert table.schema == s.RAW_SCHEMA
+
+
+def test_a_bad_value_in_a_parquet_text_column_is_unparsable(tmp_path):
+    (tmp_path / "taxi").mkdir()
+    frame = pd.read_csv(StringIO(HEADER_17 + "\n" + LINE_17 + "\n" + LINE_17 + "\n"),
+                        dtype=str)
+    frame.loc[1, s.FARE] = "twelve"
+    frame.to_parquet(tmp_path / "taxi" / "yellow_tripdata_2017-01.parquet")
+    table, problems, _ = read_all(tmp_path / "taxi" / "yellow_tripdata_2017-01.parquet", 1 << 20)
+    assert problems == {"unparsable_value": 1} and table.num_rows == 1
+    assert table.column(s.FARE).to_pylist() == [12.5]
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"", "empty_file"),
+    ((HEADER_17 + "\n").encode(), "header_only"),
+    ((HEADER_17 + "\r\n\r\n").encode(), "header_only"),
+    (b"\xff\xfe\x00garbage\n1,2\n", "unreadable_file"),
+    (("foo,bar\n" + "1,2\n").encode(), "missing_column"),
+])
+def test_file_level_problems(tmp_path, content, reason):
+    (tmp_path / "taxi").mkdir()
+    path = tmp_path / "taxi" / "yellow_tripdata_2017-01.csv"
+    path.write_bytes(content)
+    table, problems, plans = read_all(path, 1 << 20)
+    assert reason in problems and table.num_rows == 0 and plans[0].chunks == []
+
+
+def test_unknown_column_is_reported_and_ignored(tmp_path):
+    (tmp_path / "taxi").mkdir()
+    path = tmp_path / "taxi" / "yellow_tripdata_2017-01.csv"
+    path.write_text(HEADER_17 + ",Surprise\n" + LINE_17 + ",9\n")
+    table, problems, plans = read_all(path, 1 << 20)
+    assert problems == {"unknown_column": 1} and plans[0].unknown_columns == ("Surprise",)
+    assert table.num_rows == 1
+
+
+def test_header_names_are_matched_without_regard_to_case(tmp_path):
+    (tmp_path / "taxi").mkdir()
+    path = tmp_path / "taxi" / "yellow_tripdata_2017-01.csv"
+    path.write_text(HEADER_17.lower().replace("vendorid", '"VendorId"') + ",Airport_fee\n"
+                    + LINE_17 + ",\n")
+    table, problems, plans = read_all(path, 1 << 20)
+    assert problems == {} and table.num_rows == 1
+    assert plans[0].schema == "17-column+airport_fee"
+
+
+def test_unreadable_parquet_is_reported(tmp_path):
+    (tmp_path / "taxi").mkdir()
+    (tmp_path / "taxi" / "yellow_tripdata_2017-01.parquet").write_bytes(b"PAR1 nope PAR1")
+    _, problems, _ = read_all(tmp_path / "taxi" / "yellow_tripdata_2017-01.parquet", 1 << 20)
+    assert problems == {"unreadable_file": 1}
+
+
+def test_the_papers_directory_name_is_accepted(tmp_path):
+    (tmp_path / "taxi-csv").mkdir()
+    (tmp_path / "taxi-csv" / "yellow_tripdata_2017-01.csv").write_text(HEADER_17 + "\n" + LINE_17 + "\n")
+    assert [p.name for p in io.find_files(tmp_path, "yellow_tripdata_*")] == ["yellow_tripdata_2017-01.csv"]
+
+
+def test_taxi_wins_over_taxi_csv(tmp_path):
+    for name in ("taxi", "taxi-csv"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"yellow_tripdata_{name}.csv").write_text(HEADER_17 + "\n")
+    assert [p.parent.name for p in io.find_files(tmp_path, "yellow_tripdata_*")] == ["taxi"]
+
+
+def test_missing_directory_names_both_candidates(tmp_path):
+    with pytest.raises(DatasetError) as caught:
+        io.find_files(tmp_path / "absent", "yellow_tripdata_*")
+    assert str(tmp_path / "absent" / "taxi") in str(caught.value)
+    assert str(tmp_path / "absent" / "taxi-csv") in str(caught.value)
+
+
+def test_no_match_names_the_directory_and_the_patterns(tmp_path):
+    (tmp_path / "taxi").mkdir()
+    (tmp_path / "taxi" / "yellow_tripdata_2017-01.csv.gz").write_bytes(b"")
+    with pytest.raises(DatasetError) as caught:
+        io.find_files(tmp_path, "yellow_tripdata_2018-*")
+    message = str(caught.value)
+    assert str(tmp_path / "taxi") in message
+    assert "yellow_tripdata_2018-*.csv" in message and "yellow_tripdata_2018-*.parquet" in message

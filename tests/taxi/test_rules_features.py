@@ -1,0 +1,117 @@
+"""The cleansing rules and the features, on small pandas frames (no cluster)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workloads.taxi import features, rules
+from workloads.taxi import schema as s
+
+
+def trips(**columns) -> pd.DataFrame:
+    """Valid float32 trips (the typed frame), with ``columns`` overriding the defaults."""
+    n = len(next(iter(columns.values()))) if columns else 1
+    pickup = pd.Series(pd.to_datetime(["2019-03-04 08:15:00"] * n)).astype("datetime64[us]")
+    base = {
+        s.VENDOR: 1.0, s.PICKUP: pickup, s.DROPOFF: pickup + pd.Timedelta(minutes=12),
+        s.PASSENGERS: 1.0, s.DISTANCE: 2.5, s.RATE_CODE: 1.0, s.STORE_AND_FWD: 0.0,
+        s.PICKUP_ZONE: 161.0, s.DROPOFF_ZONE: 237.0, s.FARE: 11.0, s.TOTAL: 15.3,
+    }
+    frame = pd.DataFrame({name: columns.get(name, value) for name, value in base.items()},
+                         index=range(n))
+    for name in s.USED:
+        if name not in s.TIMESTAMPS:
+            frame[name] = frame[name].astype("float32")
+    return frame
+
+
+def first_rule(frame: pd.DataFrame) -> list[str]:
+    names = ("kept",) + rules.RULE_NAMES
+    return [names[label] for label in rules.label(frame, rules.RULES)]
+
+
+@pytest.mark.parametrize("column, values, expected", [
+    (s.FARE, [-3.0, 0.0, 0.5, 1.0, 1.01, 499.99, 500.0],
+     ["fare_not_positive", "fare_not_positive", "fare_out_of_range", "fare_out_of_range",
+      "kept", "short_trip_high_fare", "fare_out_of_range"]),
+    (s.TOTAL, [-1.0, 0.0, 0.01], ["total_not_positive", "total_not_positive", "kept"]),
+    (s.PASSENGERS, [0.0, 1.0, 6.0, 7.0, np.nan],
+     ["passengers_not_positive", "kept", "kept", "passengers_out_of_range", "missing_values"]),
+    (s.DISTANCE, [0.0, 0.01, 499.0, 500.0], ["distance_out_of_range", "kept",
+                                              "long_trip_low_fare", "distance_out_of_range"]),
+])
+def test_each_rule_at_its_boundaries(column, values, expected):
+    assert first_rule(trips(**{column: values})) == expected
+
+
+def test_long_cheap_and_short_expensive_trips():
+    frame = trips(**{s.DISTANCE: [51.0, 51.0, 50.0, 9.9, 9.9, 10.0],
+                     s.FARE: [49.0, 50.0, 20.0, 300.5, 300.0, 400.0]})
+    assert first_rule(frame) == ["long_trip_low_fare", "kept", "kept", "short_trip_high_fare",
+                                 "kept", "kept"]
+
+
+def test_dropoff_must_be_after_pickup():
+    frame = trips(**{s.FARE: [11.0, 11.0, 11.0]})
+    frame.loc[1, s.DROPOFF] = frame.loc[1, s.PICKUP]
+    frame.loc[2, s.DROPOFF] = frame.loc[2, s.PICKUP] - pd.Timedelta(seconds=1)
+    assert first_rule(frame) == ["kept", "dropoff_not_after_pickup", "dropoff_not_after_pickup"]
+
+
+def test_a_row_is_charged_to_the_first_rule_only():
+    frame = trips(**{s.FARE: [-5.0], s.TOTAL: [-5.0], s.PASSENGERS: [0.0]})
+    assert first_rule(frame) == ["fare_not_positive"]
+    later_first = rules.select(["passengers_not_positive", "total_not_positive"])
+    assert [r.name for r in later_first] == ["total_not_positive", "passengers_not_positive"]
+    assert list(rules.label(frame, later_first)) == [1]
+
+
+def test_every_used_column_counts_as_missing():
+    for name in s.USED:
+        frame = trips(**{s.FARE: [11.0]})
+        frame.loc[0, name] = None
+        assert first_rule(frame) == ["missing_values"], name
+
+
+def test_unknown_rule_names_are_refused():
+    with pytest.raises(ValueError, match="no_such_rule"):
+        rules.select(["fare_not_positive", "no_such_rule"])
+
+
+def test_rules_are_plain_records():
+    described = rules.describe(rules.RULES)
+    assert [d["name"] for d in described] == list(rules.RULE_NAMES)
+    assert {d["origin"] for d in described} == {"seed", "rapids"}
+
+
+def test_features_are_float32_and_derived_from_the_pickup_time():
+    frame = trips(**{s.FARE: [11.0, 20.0]})
+    frame.loc[1, s.PICKUP] = pd.Timestamp("2017-12-31 23:59:30")  # a Sunday
+    frame.loc[1, s.DROPOFF] = pd.Timestamp("2018-01-01 00:29:00")
+    out = features.make(frame, s.FARE)
+    assert list(out.columns) == [*features.FEATURES, s.FARE]
+    assert set(out.dtypes.astype(str)) == {"float32"}
+    row = out.iloc[1]
+    assert (row.pickup_hour, row.pickup_weekday, row.pickup_minute, row.pickup_month) == (23, 6, 59, 12)
+    assert row.pickup_weekhour == 6 * 24 + 23
+    assert row.duration_minutes == pytest.approx(29.5)
+    assert out.iloc[0].pickup_weekhour == 0 * 24 + 8  # Monday 08:15
+    assert out[s.FARE].tolist() == [11.0, 20.0]
+
+
+def test_features_refuse_an_unknown_target():
+    with pytest.raises(ValueError, match="tip_amount"):
+        features.make(trips(), "tip_amount")
+
+
+def test_error_sums_pair_rows_by_position():
+    from workloads.taxi.benchmark import _partition_sums
+
+    actual = pd.Series([10.0, 20.0, 0.0], index=[7, 3, 5], dtype="float32")
+    predicted = pd.Series([11.0, 18.0, 1.0], index=[0, 1, 2], dtype="float32")  # other labels
+    sums = _partition_sums(actual, predicted).iloc[0]
+    assert sums.to_dict() == pytest.approx({"n": 3, "sse": 1 + 4 + 1, "sae": 1 + 2 + 1,
+                                            "sape": 0.1 + 0.1, "n_ape": 2, "sy": 30, "syy": 500})
+    with pytest.raises(ValueError, match="out of step"):
+        _partition_sums(actual, predicted.iloc[:2])
