@@ -160,6 +160,7 @@ def load(source: Source) -> Settings:
         driver_version=r("vgpuDriverVersion"),
         feature_type=r.one_of("vgpuFeatureType", 0, 1, 2, 4),
         ngc_registry=r("ngcRegistry"),
+        token_in_configmap=r("licenseTokenInConfigMap"),
         ngc_api_key=r("ngcApiKey"),
         license_token=r("vgpuLicenseToken"),
     )

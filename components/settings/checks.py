@@ -233,4 +233,9 @@ def _secrets(s: Settings) -> list[Problem]:
                            ("vgpuLicenseToken", s.gpu_operator.license_token)):
             if value is None:
                 out.append(Problem(key, f"is required for GPU nodes (set it with `pulumi config set --secret {key}`)"))
+        if s.gpu_operator.version_tuple < (25, 10, 0) and not s.gpu_operator.token_in_configmap:
+            out.append(Problem("licenseTokenInConfigMap", f"gpuOperatorVersion {s.gpu_operator.version} reads the vGPU"
+                                                          " licence token only from a ConfigMap: set"
+                                                          " licenseTokenInConfigMap=true to accept that, or use a"
+                                                          " GPU operator >= 25.10 (Secret)"))
     return out

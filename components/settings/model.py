@@ -169,6 +169,7 @@ class GpuOperatorSpec:
     driver_version: str
     feature_type: int
     ngc_registry: str
+    token_in_configmap: bool
     ngc_api_key: Any = field(repr=False)
     license_token: Any = field(repr=False)
 

@@ -185,3 +185,39 @@ def test_dev_stack_is_the_same_graph_small():
     # Same graph; only the reference exposes scheduler and Jupyter on LoadBalancers.
     assert {r.type for r in ref.resources} - {r.type for r in g.resources} == {"kubernetes:core/v1:Service"}
     assert {r.type for r in g.resources} <= {r.type for r in ref.resources}
+
+
+def test_jupyter_password_is_generated_secret_and_hashed_for_the_chart(graph):
+    from argon2 import PasswordHasher
+
+    password = graph.outputs[contract.JUPYTER_PASSWORD]
+    assert set(password) == {"__secret__"} and password["__secret__"] not in ("rapidsai", "dask", "")
+    (generator,) = graph.of_type("random:index/randomPassword:RandomPassword")
+    assert generator.inputs["length"] >= 16
+    release = graph.named("dask-release")
+    assert "__secret__" in json_dumps(release.raw["inputs"]["values"])  # the hash travels as a secret
+    chart_hash = dask_values(graph)["jupyter"]["password"]
+    assert chart_hash.startswith("argon2:")
+    assert PasswordHasher().verify(chart_hash.removeprefix("argon2:"), password["__secret__"])
+
+
+def test_with_tls_on_the_scheduler_address_is_tls(graph):
+    assert graph.outputs[contract.SCHEDULER_ADDRESS].startswith("tls://")
+    g = run_program("reference", config={"daskTls": False})
+    assert g.outputs[contract.SCHEDULER_ADDRESS].startswith("tcp://")
+    assert not g.of_type("tls:index/privateKey:PrivateKey")
+
+
+def json_dumps(value) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def test_licence_token_goes_to_a_secret_with_a_current_operator():
+    g = run_program("reference", config={"gpuOperatorVersion": "v25.10.0", "licenseTokenInConfigMap": False})
+    assert g.error is None, g.traceback
+    licensing = g.named("gpu-operator-licensing")
+    assert licensing.type == "kubernetes:core/v1:Secret"
+    for config_map in g.of_type("kubernetes:core/v1:ConfigMap"):
+        assert SECRETS["vgpuLicenseToken"] not in json_dumps(config_map.inputs), config_map.name

@@ -14,6 +14,7 @@ SITE = {
     "supervisorServer": "192.168.105.2",
     "ngcApiKey": "ngc-key",
     "vgpuLicenseToken": "token",
+    "licenseTokenInConfigMap": True,
 }
 PROVIDER = {"vsphere:vsphereServer": "vc.example", "vsphere:user": "administrator@vsphere.local",
             "vsphere:password": "secret-pw"}
@@ -141,6 +142,7 @@ def test_short_raid_names_become_spbm_strings():
         ({"jupyterEnabled": "yes"}, "jupyterEnabled", "true or false"),
         ({"supervisorMode": "create"}, "supervisorCreateSpec", "needs managementNetwork"),
         ({"vsphereVersion": 8}, "supervisorId", "required on vSphere 8"),
+        ({"licenseTokenInConfigMap": False}, "licenseTokenInConfigMap", "only from a ConfigMap"),
     ],
 )
 def test_invalid_setting_names_the_key(overrides, key, words):
