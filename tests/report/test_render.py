@@ -90,7 +90,7 @@ def test_default_output_is_beside_the_results(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     shutil.copy(FIXTURES / "results.jsonl", results)
-    assert render(results) == results / "report" / "report.html"
+    assert render(results) == results / "report.html"
 
 
 @pytest.mark.parametrize("content", [None, "", "\n\n", "not json\n"])

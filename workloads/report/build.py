@@ -25,7 +25,7 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
     compare : str or os.PathLike, optional
         Another results directory: adds the ratios this / other per matched configuration.
     output : str or os.PathLike, optional
-        Where ``report.html`` and ``figures/*.png`` go (default ``<results_dir>/report``).
+        Where ``report.html`` and ``figures/*.png`` go (default ``<results_dir>``: ``results/report.html`` beside ``results.jsonl``).
         PNGs already in ``<output>/figures`` are replaced.
     utilization_runs : int
         Draw the utilization of the latest this-many runs that have samples (0: all).
@@ -42,7 +42,7 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
     """
     results = runs.load(results_dir)
     other = runs.load(compare) if compare is not None else None
-    out = Path(output) if output is not None else Path(results_dir) / "report"
+    out = Path(output) if output is not None else Path(results_dir)
     figure_dir = out / FIGURES_DIR
     figure_dir.mkdir(parents=True, exist_ok=True)
     for stale in figure_dir.glob("*.png"):
