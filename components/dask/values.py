@@ -74,6 +74,23 @@ def dashboard_url(release: str, namespace: str) -> str:
     return f"http://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
 
 
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+
+
+def worker_tuning_env(threads: int, tcmalloc: bool) -> list[dict[str, str]]:
+    """The worker settings the runner's local cluster uses too (measured, see README
+    "Benchmarks"): the nanny's default MALLOC_TRIM_THRESHOLD_ slowed torch up to 1.7x, and
+    Dask starts worker processes with one BLAS/OpenMP thread, so torch and XGBoost would run
+    on one core of a six-core worker. Dask reads the nanny's pre-spawn environment from this
+    variable as a Python literal; None unsets a variable."""
+    environ = {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+               "OPENBLAS_NUM_THREADS": threads}
+    env = [{"name": "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON", "value": repr(environ)}]
+    if tcmalloc:
+        env.append({"name": "LD_PRELOAD", "value": TCMALLOC})
+    return env
+
+
 def _resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
     amounts: dict[str, Any] = {"cpu": str(cpu), "memory": memory}
     if gpus:
@@ -129,7 +146,8 @@ def dask_values(inputs: DaskValuesInputs) -> dict[str, Any]:
     d = inputs.dask
     repository, tag = image_parts(d.image)
     image = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
-    worker_env = [{"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT}]
+    worker_env = [{"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
+                  *worker_tuning_env(d.workers.threads, d.workers.tcmalloc)]
     if d.extra_pip_packages:
         worker_env.append({"name": "EXTRA_PIP_PACKAGES", "value": d.extra_pip_packages})
     values: dict[str, Any] = {

@@ -357,6 +357,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
             memory=r.check("workerMemory", _quantity),
             gpus=gpus,
             threads=(threads or worker_cpu) if threads is not None else None,
+            tcmalloc=r("workerTcmalloc"),
         ),
         jupyter=jupyter,
         tls=r("daskTls"),

@@ -214,6 +214,7 @@ class WorkerSpec:
     memory: str
     gpus: int
     threads: int  # resolved: never 0
+    tcmalloc: bool = False
 
 
 @dataclass(frozen=True)
