@@ -14,10 +14,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 from contract import ContractError, StackOutputs, parse_outputs
@@ -212,3 +213,77 @@ def wait_for_workers(client, want: int, timeout: float, echo: Callable[[str], No
             raise EndpointError(f"only {len(workers)} of {want} workers connected to"
                                 f" {redact(client.scheduler.address)} after {timeout:.0f} s")
         time.sleep(poll)
+
+
+# ----------------------------------------------------------------------------- worker loss
+class WorkerWatch:
+    """The workers that leave the scheduler unexpectedly while a run is on, from the
+    scheduler's ``remove-worker``/``add-worker`` events (topic ``all``), and how long
+    each took to be replaced (scheduler clock).
+
+    More than ``allowed`` losses, or the loss of every worker a restricted run may use
+    (``restricted``: nothing could run its tasks any more), sets :attr:`exceeded` to a
+    message naming the lost workers and calls ``on_exceeded(message)`` once, from the
+    client's event-loop thread. Use as a context manager around the run.
+    """
+
+    def __init__(self, client, allowed: int, restricted: Iterable[str] | None = None,
+                 on_exceeded: Callable[[str], None] | None = None):
+        self.client = client
+        self.allowed = allowed
+        self.restricted = frozenset(restricted or ())
+        self.on_exceeded = on_exceeded
+        self.lost: list[tuple[str, float]] = []  # (address, scheduler time), in order
+        self.joined: list[tuple[str, float]] = []
+        self.exceeded: str | None = None
+        self._lock = threading.Lock()
+        self._active = False
+
+    def __enter__(self) -> WorkerWatch:
+        self._active = True
+        self.client.subscribe_topic("all", self._on_event)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with self._lock:  # after this, on_exceeded is never called
+            self._active = False
+        try:
+            self.client.unsubscribe_topic("all")
+        except Exception as exc:  # a lost scheduler: nothing left to unsubscribe from
+            logger.debug("could not unsubscribe from worker events: %s", exc)
+
+    def _on_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        stamp, message = event
+        if not isinstance(message, dict):
+            return
+        action, address = message.get("action"), message.get("worker")
+        if action == "add-worker":
+            self.joined.append((address, stamp))
+            return
+        if action != "remove-worker" or message.get("expected"):
+            return
+        self.lost.append((address, stamp))
+        logger.warning("worker %s lost (%d so far; %d allowed)", redact(address), len(self.lost), self.allowed)
+        names = ", ".join(redact(a) for a, _ in self.lost)
+        reason = None
+        if len(self.lost) > self.allowed:
+            reason = (f"{len(self.lost)} worker(s) lost during the run, more than the {self.allowed}"
+                      f" allowed (--max-lost-workers): {names}")
+        elif self.restricted and self.restricted <= {a for a, _ in self.lost}:
+            reason = f"every worker this run is restricted to was lost: {names}"
+        with self._lock:
+            if reason is None or self.exceeded is not None or not self._active:
+                return
+            self.exceeded = reason
+            if self.on_exceeded is not None:
+                self.on_exceeded(reason)
+
+    def losses(self) -> list[dict[str, Any]]:
+        """Each lost worker and the seconds until a worker joined after it (None if none
+        did before the run ended)."""
+        out = []
+        for address, stamp in self.lost:
+            after = [t for _, t in self.joined if t >= stamp]
+            out.append({"address": redact(address),
+                        "replaced_after_s": round(min(after) - stamp, 3) if after else None})
+        return out

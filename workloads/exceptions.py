@@ -20,3 +20,14 @@ class DatasetError(WorkloadError):
 
 class WorkersLostError(WorkloadError):
     """More workers were lost during a run than the run allows."""
+
+
+class RunStopped(KeyboardInterrupt):
+    """The run was stopped from outside the benchmark, in the runner's main thread: by
+    SIGINT or SIGTERM (``status`` interrupted) or by the worker-loss watch (``status``
+    failed). A KeyboardInterrupt, as Ctrl-C is, so that no ``except Exception`` in a
+    benchmark swallows it and distributed cancels whatever the main thread waits on."""
+
+    def __init__(self, reason: str, status: str = "interrupted", exit_code: int = 130):
+        super().__init__(reason)
+        self.reason, self.status, self.exit_code = reason, status, exit_code

@@ -116,6 +116,26 @@ def read_records(results_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
+def config_key(benchmark: str, config: dict[str, Any]) -> str:
+    """What makes two runs the same configuration (``--resume``): the benchmark, the
+    profile, the device the run used, its worker count, and the benchmark's own options
+    (its config less ``workers``, the addresses a run was restricted to, which differ from
+    one cluster start to the next). Where the cluster came from and the runner's own
+    policies (``max_lost_workers``) are not part of it. ``config`` is a record's
+    ``config``; tuples and lists compare equal (as they do once written)."""
+    options = dict(config.get("benchmark") or {})
+    options.pop("workers", None)
+    return json.dumps([benchmark, config.get("profile"), config.get("device"), config.get("workers"), options],
+                      sort_keys=True, default=_jsonable)
+
+
+def succeeded_configs(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The configurations already recorded as ``succeeded`` in ``results_dir``, by
+    :func:`config_key`, each with its latest succeeded record."""
+    return {config_key(r.get("benchmark", ""), r.get("config") or {}): r
+            for r in read_records(results_dir) if r.get("status") == "succeeded"}
+
+
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
