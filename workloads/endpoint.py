@@ -194,6 +194,10 @@ def connect(address: str, security: Any = None, timeout: float = 60):
         return Client(address, security=security, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise EndpointError(f"cannot reach the scheduler at {redact(address)} within {timeout:.0f} s: {exc}") from None
+    except ValueError:  # distributed's message repeats the address, credentials included
+        shown = redact(address) + (" (credentials not shown)" if "@" in address.split("://", 1)[-1] else "")
+        raise EndpointError(f"{shown} is not an address distributed can connect to: host:port, an IPv6 host in"
+                            " brackets, no user:password@") from None
 
 
 def wait_for_workers(client, want: int, timeout: float, echo: Callable[[str], None] = print,
@@ -203,7 +207,8 @@ def wait_for_workers(client, want: int, timeout: float, echo: Callable[[str], No
     deadline = time.monotonic() + timeout
     last = None
     while True:
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        # asked now: scheduler_info() returns a cache the client's periodic refresh may empty
+        workers = sorted(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
         if len(workers) != last:
             echo(f"workers: have {len(workers)}, want {want}")
             last = len(workers)

@@ -149,6 +149,9 @@ def _start_report(client: Any, path: Path, mode: str, timeout: float, inst: Inst
 
 def _finish_report(client: Any, report: Any, relative: str, timeout: float, inst: Instrumentation) -> None:
     path = inst.results_dir / relative
+    if getattr(client, "status", "running") != "running":  # the scheduler is gone: nobody to ask
+        _note(inst, f"performance report not written: the client is {client.status} (scheduler lost?)")
+        return
     try:
         with client.as_current():
             client.sync(report.__aexit__, None, None, None, code=f"run {inst.run_id}",

@@ -88,13 +88,19 @@ def make_record(
 
 
 def append_record(results_dir: str | os.PathLike, record: dict[str, Any]) -> Path:
-    """Append one record to ``results_dir/results.jsonl`` and flush it to disk."""
+    """Append one record to ``results_dir/results.jsonl`` and flush it to disk. After a
+    torn last line (a process killed mid-write) the record starts a line of its own, so
+    only the torn line is unreadable, never the new record."""
     directory = Path(results_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RESULTS_FILE
     line = json.dumps(record, sort_keys=False, default=_jsonable) + "\n"
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line)
+    with open(path, "a+b") as fh:
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = "\n" + line
+        fh.write(line.encode("utf-8"))
         fh.flush()
         os.fsync(fh.fileno())
     return path

@@ -295,7 +295,7 @@ class Runner:
             logger.debug("run failed", exc_info=True)
             if self.client is not None and not self.endpoint.local and self.client.status != "running":
                 self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.endpoint.scheduler_address)}"
-                error = f"{self.scheduler_lost} ({error})"
+                error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -323,7 +323,7 @@ class Runner:
         probes = checked.workers if checked else {}
         client_facts = checked.client if checked else environment.client_facts()
         cluster: dict[str, Any] = {"kind": "local" if self.endpoint.local else "remote", "workers": count}
-        if self.client is not None and used:
+        if self.client is not None and used and self.client.status == "running":  # a lost scheduler would hang it
             with contextlib.suppress(Exception):
                 cluster = environment.record_cluster(
                     self.client, used, connected, probes, cluster["kind"], self.dashboard(),

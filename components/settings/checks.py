@@ -156,15 +156,18 @@ def _gpu_capacity(s: Settings) -> list[Problem]:
 
 def _placement(s: Settings) -> list[Problem]:
     """The scheduler and a CPU Jupyter go on non-GPU nodes: a pool of their own role or a
-    cpu pool must exist and fit them."""
+    cpu pool must exist and fit them. A GPU Jupyter (topology B) must fit the vGPU node
+    it takes."""
     out = []
     targets = [("scheduler", s.dask.scheduler.cpu, s.dask.scheduler.memory, "schedulerCpu", "schedulerMemory")]
-    if s.dask.jupyter.enabled and not s.dask.jupyter.gpu:
+    if s.dask.jupyter.enabled:
         targets.append(("jupyter", s.dask.jupyter.cpu, s.dask.jupyter.memory, "jupyterCpu", "jupyterMemory"))
     for role, cpu, memory, cpu_key, memory_key in targets:
         pool = placement_pool(s, role)
         if pool is None:
-            out.append(Problem("nodePools", f"the {role} needs a non-GPU node: add a pool with role={role} or role=cpu"))
+            if not (role == "jupyter" and s.dask.jupyter.gpu):  # no GPU pool at all: _gpu_capacity says so
+                out.append(Problem("nodePools", f"the {role} needs a non-GPU node: add a pool with role={role}"
+                                                " or role=cpu"))
             continue
         vm = s.vm_class(pool.vm_class) if pool.vm_class in {c.name for c in s.vm_classes} else None
         if vm is None:

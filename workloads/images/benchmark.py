@@ -6,7 +6,10 @@ shared volume), ``load_model`` (a worker plugin builds the model once per worker
 worker's device, and runs one warm-up forward pass: the warm-up is inside ``load_model``,
 not ``infer``), ``infer`` (end to end: batches of file paths are tasks; each decodes,
 preprocesses and classifies its images; the clock stops when the last result is back on
-the client) and ``score``. A notebook calls :func:`run` the same way the runner does::
+the client), with ``--precision bf16|fp16`` ``agreement`` (a sample classified again in
+fp32: ``top1_agreement_with_fp32``), and ``score``. JPEGs are decoded with torchvision.io
+on the CPU, or with nvJPEG on a CUDA worker (``--decode``, :mod:`workloads.images.jpeg`).
+A notebook calls :func:`run` the same way the runner does::
 
     metrics = run(client, ImagesConfig(dataset_dir="/ml-share/dogs"), PhaseTimer())
 """
@@ -22,7 +25,7 @@ from typing import Any
 
 from distributed import get_worker
 
-from workloads.images import dataset, model, scoring
+from workloads.images import dataset, jpeg, model, scoring
 from workloads.progress import track
 from workloads.results import PhaseTimer
 
@@ -47,6 +50,8 @@ class ImagesConfig:
     forward_batch: int = 32  # images per forward pass inside a task
     limit: int | None = None  # first N files of the sorted walk
     precision: str = "fp32"  # fp32 | bf16 | fp16 (CUDA)
+    agreement_sample: int = 256  # bf16/fp16: images also classified in fp32 to report top-1 agreement
+    decode: str = "auto"  # pil | cpu (torchvision.io) | gpu (nvJPEG) | auto (gpu on CUDA workers, else cpu)
     channels_last: bool = True
     torch_threads: int | None = None  # None: each worker's nthreads
     warmup: bool = True  # one forward pass per worker inside load_model
@@ -62,6 +67,10 @@ class ImagesConfig:
             problems.append(f"preprocess must be one of {tuple(dataset.RECIPES)}, got {self.preprocess!r}")
         if self.precision not in model.PRECISIONS:
             problems.append(f"precision must be one of {model.PRECISIONS}, got {self.precision!r}")
+        if self.decode not in jpeg.DECODES:
+            problems.append(f"decode must be one of {jpeg.DECODES}, got {self.decode!r}")
+        if self.agreement_sample < 0:
+            problems.append(f"agreement_sample must be >= 0, got {self.agreement_sample}")
         for name in ("batch_size", "forward_batch"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -93,6 +102,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--forward-batch", type=int, metavar="N", help="images per forward pass (default: profile)")
     group.add_argument("--image-limit", type=int, metavar="N", help="classify only the first N files")
     group.add_argument("--precision", choices=model.PRECISIONS, help="fp32 (default), bf16 autocast, fp16 (CUDA)")
+    group.add_argument("--decode", choices=jpeg.DECODES,
+                       help="how JPEGs are decoded and preprocessed: cpu (torchvision.io, libjpeg-turbo), gpu"
+                            " (nvJPEG on CUDA workers), pil (PIL for every file), or auto: gpu on CUDA workers,"
+                            " else cpu (default); files these cannot decode fall back to PIL")
+    group.add_argument("--agreement-sample", type=int, metavar="N",
+                       help="with --precision bf16/fp16, also classify up to N of the images in fp32 and report"
+                            " top1_agreement_with_fp32 (default 256; 0: off)")
     group.add_argument("--torch-threads", type=int, metavar="N", help="torch threads per worker (default: its nthreads)")
     group.add_argument("--no-channels-last", action="store_true", help="keep NCHW memory format")
     group.add_argument("--dogs-dir", metavar="PATH", help="the dogs directory, if not <data root>/dogs")
@@ -117,6 +133,8 @@ def make_config(args: argparse.Namespace, profile: dict[str, Any], data_dir: Pat
         forward_batch=pick("forward_batch", "forward_batch", min(batch_size, 64)),
         limit=pick("image_limit", "limit", None),
         precision=pick("precision", "precision", "fp32"),
+        agreement_sample=pick("agreement_sample", "agreement_sample", 256),
+        decode=pick("decode", "decode", "auto"),
         channels_last=not getattr(args, "no_channels_last", False) and profile.get("channels_last", True),
         torch_threads=pick("torch_threads", "torch_threads", None),
         warmup=profile.get("warmup", True),
@@ -146,7 +164,8 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
     spec = model.ModelSpec(model=config.model, weights=config.weights, device=config.device,
                            seed=config.seed, precision=config.precision,
                            channels_last=config.channels_last, torch_threads=config.torch_threads,
-                           warmup=config.warmup, crop=dataset.RECIPES[config.preprocess][1])
+                           warmup=config.warmup, crop=dataset.RECIPES[config.preprocess][1],
+                           warmup_batch=min(config.forward_batch, config.batch_size))
     futures: list = []
     try:
         with timer.phase("load_model"):
@@ -154,31 +173,64 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
         with timer.phase("infer"):
             futures = client.map(classify_batch, batches, images_dir=listing.images_dir,
                                  recipe=config.preprocess, forward_batch=config.forward_batch,
-                                 workers=restrict, pure=False)
+                                 decode=config.decode, workers=restrict, pure=False)
             sizes = {future.key: len(batch) for future, batch in zip(futures, batches)}
             outputs = [future.result() for future in
                        track(futures, NAME, total_units=len(listing.files), units_of=lambda f: sizes[f.key])]
+        agreement = {}
+        if config.precision != "fp32":
+            with timer.phase("agreement"):  # outside "infer": the fp32 reference is not part of the rate
+                agreement = _agreement(client, config, listing.images_dir, outputs, restrict)
     finally:
         _release(client, futures)
     with timer.phase("score"):
-        return _metrics(config, listing, batches, outputs, timer.phases["infer"])
+        return {**_metrics(config, listing, batches, outputs, timer.phases["infer"]), **agreement}
 
 
-def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch: int) -> dict[str, Any]:
-    """One task: decode, preprocess and classify a batch of files on this worker."""
+def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch: int,
+                   decode: str = "pil", precision: str | None = None) -> dict[str, Any]:
+    """One task: decode, preprocess and classify a batch of files on this worker
+    (``precision`` overrides the model's, for the fp32 agreement pass)."""
     plugin = model.worker_model()
+    decoder = jpeg.resolve(decode, plugin.device)
     started = time.perf_counter()
-    batch, kept, failed, converted = dataset.load_batch(images_dir, files, recipe)
+    if decoder == "pil":
+        batch, kept, failed, converted = dataset.load_batch(images_dir, files, recipe)
+    else:
+        batch, kept, failed, converted = jpeg.load_batch(images_dir, files, recipe,
+                                                         "cuda" if decoder == "gpu" else "cpu")
     decode_seconds = time.perf_counter() - started
-    top, wait_seconds, forward_seconds = ([], 0.0, 0.0) if batch is None else plugin.predict(batch, chunk=forward_batch)
+    top, wait_seconds, forward_seconds = ([], 0.0, 0.0) if batch is None else \
+        plugin.predict(batch, chunk=forward_batch, precision=precision)
     return {"worker": get_worker().address, "files": kept, "top": top, "failed": failed,
             "converted": converted, "decode_seconds": decode_seconds, "wait_seconds": wait_seconds,
-            "forward_seconds": forward_seconds, "device": plugin.device, "threads": plugin.threads}
+            "forward_seconds": forward_seconds, "device": plugin.device, "threads": plugin.threads,
+            "decode": decoder}
 
 
 # ----------------------------------------------------------------------------- helpers
+def _agreement(client, config: ImagesConfig, images_dir: str, outputs: list[dict],
+               restrict: list[str] | None) -> dict[str, Any]:
+    """Classify an evenly spaced sample of the scored images again in fp32 and compare top-1."""
+    top1 = {name: top[0] for out in outputs for name, top in zip(out["files"], out["top"])}
+    names = sorted(top1)
+    if not config.agreement_sample or not names:
+        return {"top1_agreement_with_fp32": None, "agreement_images": 0}
+    sample = names[::-(-len(names) // config.agreement_sample)]
+    futures = client.map(classify_batch, dataset.make_batches(sample, config.batch_size), images_dir=images_dir,
+                         recipe=config.preprocess, forward_batch=config.forward_batch, decode=config.decode,
+                         precision="fp32", workers=restrict, pure=False)
+    reference = {name: top[0] for out in client.gather(futures) for name, top in zip(out["files"], out["top"])}
+    same = sum(reference[name] == top1[name] for name in reference)
+    return {"top1_agreement_with_fp32": round(same / len(reference), 6) if reference else None,
+            "agreement_images": len(reference)}
+
+
 def _release(client, futures: list) -> None:
     """Cancel what is still running and drop the model from the workers."""
+    if client.status != "running":  # the scheduler is lost: asking it would wait for its return (60 s)
+        logger.warning("the scheduler is gone: the model plugin is left to the workers")
+        return
     try:
         if futures:
             client.cancel([f for f in futures if not f.done()])
@@ -213,6 +265,7 @@ def _metrics(config: ImagesConfig, listing: dataset.Listing, batches: list, outp
         "ignored_files": listing.ignored,
         "batches": len(batches),
         "devices": sorted({out["device"] for out in outputs}),
+        "decoders": sorted({out["decode"] for out in outputs}),
         "torch_threads": sorted({out["threads"] for out in outputs}),
         "warmup_in_load_model": config.warmup,
         "worker_seconds": {key: round(sum(out[f"{key}_seconds"] for out in outputs), 3)

@@ -12,10 +12,14 @@ read before it can cleanse, so the record lists ``load`` first):
     the features and persist that model-ready frame; the labels give each rule's count.
 ``split``
     75/25 (``test_fraction``), random per row with a fixed seed, rows shuffled within
-    partitions; both halves persisted.
+    partitions; both halves persisted; the training columns placed one group of
+    partitions per XGBoost rank (:mod:`.training`: the model then does not depend on
+    where Dask kept the partitions).
 ``train``
     ``DaskQuantileDMatrix`` + ``xgb.dask.train`` (``tree_method=hist``, ``device`` cpu or
-    cuda), the thread count set to the workers' threads.
+    cuda), the thread count set to the workers' threads. A worker lost mid-training
+    retries the whole training on the same placement once the worker is replaced
+    (``train_attempts``), giving the model an undisturbed run gives.
 ``infer``
     ``inplace_predict`` on the test half, persisted.
 ``evaluate``
@@ -32,7 +36,9 @@ Metrics: ``rows_raw`` (typed rows read), ``rows_clean``, ``rows_train``, ``rows_
 ``files`` (files that gave rows), ``files_skipped``, ``files_by_format``,
 ``files_by_schema``, ``chunks``, ``partitions``, ``rmse``, ``mse``, ``mae``, ``mape``,
 ``r2``, ``load_rows_per_second`` (rows_raw / load), ``train_rows_per_second``
-(rows_train / train), ``backend``, ``xgboost_device``, ``xgboost_nthread``, and
+(rows_train / train), ``train_attempts``, ``train_workers_lost``,
+``train_attempt_seconds``, ``train_recovery_seconds``, ``backend``, ``xgboost_device``,
+``xgboost_nthread``, and
 ``synthetic`` (noise sd and RMSE floor) when the generator wrote every file read.
 """
 from __future__ import annotations
@@ -47,7 +53,7 @@ from distributed import Client, wait
 from ..exceptions import DatasetError
 from ..progress import track
 from ..results import PhaseTimer
-from . import backends, features, io, rules
+from . import backends, features, io, rules, training
 from . import schema as s
 from .settings import Config, add_arguments, load_profile, make_config  # noqa: F401 (protocol)
 
@@ -56,7 +62,6 @@ logger = logging.getLogger(__name__)
 NAME = "taxi"
 REQUIRED_PACKAGES = ("xgboost", "pyarrow", "pandas")
 HEADLINE_METRICS = ("rmse", "rows_clean", "load_rows_per_second", "train_rows_per_second")
-_LABEL = "_dropped_by"
 
 
 def generate(data_dir: Path, profile: dict[str, Any]) -> None:
@@ -101,6 +106,8 @@ def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
         train, test = clean.random_split(fractions, random_state=config.split_seed, shuffle=True)
         train, test = client.persist([train, test], workers=place)
         wait([train, test])
+        placed = training.place(client, train, [*features.FEATURES, config.target],
+                                training.ranked_workers(client, place))
     del clean
     metrics["rows_train"], metrics["rows_test"] = (int(n) for n in client.gather(client.compute(
         [train.map_partitions(len).sum(), test.map_partitions(len).sum()], workers=place)))
@@ -108,10 +115,11 @@ def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
     x_columns = list(features.FEATURES)
     params = _booster_params(config, threads)
     with timer.phase("train"):
-        matrix = dxgb.DaskQuantileDMatrix(client, train[x_columns], train[config.target])
-        booster = dxgb.train(client, params, matrix,
-                             num_boost_round=config.xgboost.num_boost_round)["booster"]
-    del matrix, train
+        booster, attempts = training.train(client, placed, params, config.target,
+                                           config.xgboost.num_boost_round, place,
+                                           config.train_attempts, config.recovery_timeout_s)
+    del placed, train
+    metrics.update(attempts)
     metrics["train_rows_per_second"] = _rate(metrics["rows_train"], timer.phases["train"])
 
     if threads:
@@ -216,20 +224,32 @@ def _tally(values: Any) -> dict[str, int]:
 
 def _cleanse(client: Client, raw: Any, selected: tuple[rules.Rule, ...], target: str,
              place: list[str] | None) -> tuple[Any, dict[int, int]]:
-    """The model-ready frame (persisted) and the row count per label."""
-    labelled = raw.map_partitions(_with_labels, selected, meta=_with_labels(raw._meta, selected))
-    kept = labelled[labelled[_LABEL] == rules.KEPT]
-    clean = kept.map_partitions(features.make, target, meta=features.make(raw._meta, target))
-    counts = labelled[_LABEL].value_counts(split_out=1)  # a handful of labels: tree-reduce
+    """The model-ready frame (persisted) and the row count per label.
+
+    One task per partition labels, filters and derives the features, and one counts
+    the labels (the labelled frame feeding both made seven tasks per partition, each a
+    scheduler round trip, and kept labelled and filtered copies between them)."""
+    clean = raw.map_partitions(_clean_partition, selected, target, meta=features.make(raw._meta, target))
+    counts = raw.map_partitions(_label_counts, selected, meta=_label_counts(raw._meta, selected)).sum()
     clean, counts = client.persist([clean, counts], workers=place)
     wait([clean, counts])
     tally = client.compute(counts, workers=place).result()
-    tally = tally.to_pandas() if hasattr(tally, "to_pandas") else tally  # cuDF
-    return clean, {int(label): int(n) for label, n in tally.to_dict().items()}
+    return clean, {int(label): int(n) for label, n in tally.items()}
 
 
-def _with_labels(frame: Any, selected: tuple[rules.Rule, ...]) -> Any:
-    return frame.assign(**{_LABEL: rules.label(frame, selected)})
+def _clean_partition(frame: Any, selected: tuple[rules.Rule, ...], target: str) -> Any:
+    """The rows every rule keeps, as model features."""
+    return features.make(frame[rules.label(frame, selected) == rules.KEPT], target)
+
+
+def _label_counts(frame: Any, selected: tuple[rules.Rule, ...]) -> Any:
+    """A one-row pandas frame: rows per label (column = label; pandas or cuDF in)."""
+    import pandas as pd
+
+    counts = rules.label(frame, selected).value_counts()
+    counts = counts.to_pandas() if hasattr(counts, "to_pandas") else counts  # cuDF
+    return pd.DataFrame([[int(counts.get(label, 0)) for label in range(len(selected) + 1)]],
+                        columns=[str(label) for label in range(len(selected) + 1)], dtype="int64")
 
 
 def _warm_up() -> None:

@@ -27,7 +27,6 @@ files and are not supported).
 """
 from __future__ import annotations
 
-import io
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,9 +192,10 @@ def read_range(path: str | Path, start: int, end: int) -> bytes:
         begin = fh.tell()
         if begin >= end:
             return b""
-        data = fh.read(end - begin)
-        if data and not data.endswith(b"\n"):
-            data += fh.readline()
+        fh.seek(end - 1)  # find where the last line that starts before `end` ends, then read
+        stop = end if fh.read(1) == b"\n" else end + len(fh.readline())  # once: no 2x copy
+        fh.seek(begin)
+        data = fh.read(stop - begin)
     return data
 
 
@@ -242,7 +242,7 @@ def _parse_csv(data: bytes, columns: tuple[str, ...],
         return "skip"
 
     table = pacsv.read_csv(
-        io.BytesIO(data),
+        pa.BufferReader(pa.py_buffer(data)),  # zero-copy (a Python file object is read by copying)
         read_options=pacsv.ReadOptions(column_names=list(columns), use_threads=False,
                                        block_size=max(1 << 20, len(data) + 1)),
         parse_options=pacsv.ParseOptions(invalid_row_handler=skip),

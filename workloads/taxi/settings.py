@@ -43,6 +43,8 @@ class Config:
     test_fraction: float = 0.25
     split_seed: int = 42
     xgboost: XGBoostSettings = field(default_factory=XGBoostSettings)
+    train_attempts: int = 3  # a worker lost mid-training: retry the whole training (workloads.taxi.training)
+    recovery_timeout_s: float = 300.0  # ... once the cluster has its workers back, within this long
     workers: tuple[str, ...] = ()  # run only on these worker addresses (filled by the runner)
 
     def __post_init__(self) -> None:
@@ -61,6 +63,10 @@ class Config:
         rules.select(self.rules)  # raises on an unknown name
         if self.xgboost.num_boost_round <= 0:
             raise ValueError(f"--xgb-rounds must be positive, got {self.xgboost.num_boost_round}")
+        if self.train_attempts < 1:
+            raise ValueError(f"--train-attempts must be >= 1, got {self.train_attempts}")
+        if self.recovery_timeout_s <= 0:
+            raise ValueError(f"--recovery-timeout must be positive, got {self.recovery_timeout_s}")
 
     @property
     def block_bytes(self) -> int:
@@ -83,6 +89,9 @@ _FLAGS: dict[str, tuple[str, Any, str | None, str]] = {
     "xgb_max_depth": ("xgboost.max_depth", int, "N", "tree depth"),
     "xgb_subsample": ("xgboost.subsample", float, "F", "row subsample per tree"),
     "xgb_gamma": ("xgboost.gamma", float, "F", "minimum loss reduction to split"),
+    "train_attempts": ("train_attempts", int, "N", "training attempts when workers are lost mid-training"),
+    "recovery_timeout": ("recovery_timeout_s", float, "SECONDS",
+                         "how long a retry waits for the lost workers to be replaced"),
 }
 
 

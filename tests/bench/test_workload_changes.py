@@ -1,0 +1,116 @@
+"""What the suite needed from the workloads: torchvision decoding (CPU, and the GPU path's
+fallback without CUDA), the fp32 agreement metric, the warm-up batch, the fused cleanse."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workloads import local
+from workloads.images import dataset, jpeg
+from workloads.synth import images as synth
+
+
+@pytest.fixture(scope="module")
+def dogs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bench-data") / "dogs"
+    synth.generate(root, breeds=3, images_per_breed=4, broken=True, seed=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    plan = local.plan(2, device="cpu", threads_per_worker=1)
+    with local.start(plan, dashboard_address=":0") as cluster, Client(cluster) as connected:
+        connected.wait_for_workers(2)
+        yield connected
+
+
+def test_torchvision_decode_matches_the_pil_path(dogs):
+    listing = dataset.list_dataset(str(dogs))
+    files = list(listing.files)
+    pil, pil_kept, pil_failed, pil_converted = dataset.load_batch(listing.images_dir, files, "imagenet")
+    fast, kept, failed, converted = jpeg.load_batch(listing.images_dir, files, "imagenet", "cpu")
+    assert kept == pil_kept and failed == pil_failed and converted == pil_converted
+    assert fast.shape == pil.shape and fast.dtype == pil.dtype
+    assert (fast - pil).abs().max().item() < 0.05  # one grey level is 1 / (255 * 0.225) = 0.017
+    assert (fast - pil).abs().mean().item() < 1e-3
+
+
+def test_resize_crop_is_torchvisions_recipe():
+    import torch
+    from torchvision.transforms.v2 import functional as F
+
+    image = torch.randint(0, 256, (3, 300, 417), dtype=torch.uint8)
+    expected = F.center_crop(F.resize(image, [256], antialias=True), [224]).float()
+    assert (jpeg.resize_crop(image, 256, 224) - expected).abs().max().item() <= 1.0
+
+
+def test_gpu_decode_falls_back_to_the_cpu_without_cuda(caplog):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with caplog.at_level(logging.WARNING, logger="workloads.images.jpeg"):
+        assert jpeg.resolve("gpu", "cpu") == "cpu"
+    assert "decoding on the CPU" in caplog.text
+    assert jpeg.resolve("auto", "cpu") == "cpu" and jpeg.resolve("pil", "cuda") == "pil"
+    with pytest.raises(ValueError, match="decode must be one of"):
+        jpeg.resolve("nvdec", "cpu")
+
+
+def test_clean_jpeg_test():
+    assert jpeg.is_clean_jpeg(b"\xff\xd8\xff\xe0 data \xff\xd9")
+    assert not jpeg.is_clean_jpeg(b"\xff\xd8\xff\xe0 truncated")
+    assert not jpeg.is_clean_jpeg(b"\x89PNG\r\n\x1a\n")
+
+
+def test_bf16_run_reports_agreement_with_fp32_and_gpu_decode_falls_back(client, dogs):
+    from workloads.images import benchmark
+    from workloads.results import PhaseTimer
+
+    config = benchmark.ImagesConfig(dataset_dir=str(dogs), model="workloads.synth.images:colour_classifier",
+                                    batch_size=4, forward_batch=4, precision="bf16", decode="gpu",
+                                    agreement_sample=5)
+    timer = PhaseTimer()
+    metrics = benchmark.run(client, config, timer)
+    assert "agreement" in timer.phases and metrics["decoders"] == ["cpu"]
+    assert metrics["agreement_images"] == 5
+    assert metrics["top1_agreement_with_fp32"] == 1.0  # the colour classifier's margins are wide
+    fp32 = benchmark.run(client, benchmark.ImagesConfig(dataset_dir=str(dogs), batch_size=4, forward_batch=4,
+                                                        model="workloads.synth.images:colour_classifier"),
+                         PhaseTimer())
+    assert "top1_agreement_with_fp32" not in fp32 and fp32["decoders"] == ["cpu"]
+
+
+def test_warm_up_uses_the_forward_batch():
+    from workloads.images import model
+
+    plugin = model.ModelPlugin(model.ModelSpec(model="workloads.synth.images:colour_classifier", warmup_batch=3))
+    seen = []
+    original = plugin.predict
+    plugin.predict = lambda batch, **kw: seen.append(len(batch)) or original(batch, **kw)
+    plugin._load(1)
+    assert seen == [3]
+
+
+def test_fused_cleanse_keeps_the_rule_counts():
+    from workloads.taxi import benchmark, rules
+    from workloads.taxi import schema as s
+
+    frame = pd.DataFrame({name: pd.Series([1.0, 2.0, 3.0, 4.0], dtype="float32") for name in s.USED
+                          if name not in (s.PICKUP, s.DROPOFF)})
+    frame[s.PICKUP] = pd.to_datetime(["2019-01-01 10:00"] * 4).astype("datetime64[us]")
+    frame[s.DROPOFF] = pd.to_datetime(["2019-01-01 10:30"] * 3 + ["2019-01-01 09:00"]).astype("datetime64[us]")
+    frame.loc[0, s.FARE] = -1.0  # fare_not_positive
+    selected = rules.select(rules.RULE_NAMES)
+    labels = rules.label(frame, selected)
+    counts = benchmark._label_counts(frame, selected)
+    assert list(counts.columns) == [str(i) for i in range(len(selected) + 1)]
+    assert counts.iloc[0].to_dict() == {str(i): int((labels == i).sum()) for i in range(len(selected) + 1)}
+    clean = benchmark._clean_partition(frame, selected, s.TOTAL)
+    assert len(clean) == int((labels == rules.KEPT).sum())

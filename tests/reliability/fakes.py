@@ -1,0 +1,48 @@
+"""A protocol module for the resume tests: one task per run, and a switch (this process:
+``run`` executes in the runner's process) that fails the next runs without changing
+the configuration."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME = "flaky"
+REQUIRED_PACKAGES: tuple[str, ...] = ("numpy",)
+HEADLINE_METRICS = ("value",)
+FAIL_NEXT = 0  # runs left to fail
+RUNS: list[int] = []  # worker counts of the runs made, in order
+
+
+@dataclass(frozen=True)
+class Config:
+    data_dir: str
+    device: str
+    rounds: int
+    workers: tuple[str, ...] = ()
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--flaky-rounds", type=int, default=3)
+
+
+def make_config(args, profile, data_dir: Path, device: str) -> Config:
+    return Config(str(data_dir), device, args.flaky_rounds)
+
+
+def generate(data_dir: Path, profile) -> None:
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+
+
+def _cube(x):
+    return x ** 3
+
+
+def run(client, config: Config, timer) -> dict:
+    global FAIL_NEXT
+    with timer.phase("work"):
+        value = client.submit(_cube, config.rounds, workers=list(config.workers) or None, pure=False).result()
+    RUNS.append(len(config.workers) or len(client.nthreads()))
+    if FAIL_NEXT:
+        FAIL_NEXT -= 1
+        raise RuntimeError("flaky failure")
+    return {"value": value}

@@ -1,0 +1,117 @@
+"""Worker processes killed (SIGKILL; the nanny restarts them) in the middle of each
+benchmark, through the runner: the run completes with the undisturbed run's results;
+more losses than ``--max-lost-workers`` allows fail it, naming the lost workers."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import xgboost.dask
+
+from . import faults
+from .conftest import cli, record_figure, recovery, wait_for_workers, workers_now
+
+IMAGES = ["--benchmark", "images", "--model", "tests.reliability.faults:killing_colour_classifier",
+          "--image-batch", "2", "--forward-batch", "2"]
+TAXI = ["--benchmark", "taxi", "--dataframe", "pandas", "--taxi-block-mib", "1"]
+KILL_ROUND = 30  # of the default 100
+
+# Metrics that measure time or where the work ran; everything else must be equal.
+IMAGES_VOLATILE = {"images_per_second", "worker_seconds", "images_per_worker", "utilization"}
+TAXI_VOLATILE = {"utilization", "load_rows_per_second", "train_rows_per_second", "train_attempts", "train_workers_lost",
+                 "train_attempt_seconds", "train_recovery_seconds"}
+
+
+def stable(metrics: dict, volatile: set[str]) -> dict:
+    return {k: v for k, v in metrics.items() if k not in volatile}
+
+
+@pytest.fixture
+def armed(faults_dir, client):
+    """Arms one fault for a test; afterwards, waits for the cluster to be whole again."""
+    names = []
+
+    def arm(name: str) -> None:
+        faults.reset(name)
+        faults.arm(name)
+        names.append(name)
+
+    yield arm
+    for name in names:
+        faults.reset(name)
+    wait_for_workers(client, 2)
+
+
+def test_images_survive_a_worker_killed_mid_infer(cluster, client, data_root, tmp_path, armed, artifacts_dir):
+    code, (calm,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
+    assert code == 0 and calm["status"] == "succeeded" and calm["cluster"]["workers_lost"] == []
+
+    armed("images-kill")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
+    killed = faults.fired("images-kill")
+    assert killed, "the fault never fired"
+
+    assert code == 0, hit.get("error")
+    assert hit["status"] == "succeeded"
+    assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [killed["address"]]
+    assert killed["address"] not in workers_now(client)
+    assert stable(hit["metrics"], IMAGES_VOLATILE) == stable(calm["metrics"], IMAGES_VOLATILE)
+    metrics = hit["metrics"]
+    assert metrics["images_scored"] + metrics["images_failed"] == metrics["images_total"]  # nothing lost
+    assert sum(metrics["images_per_worker"].values()) == metrics["images_scored"]  # nothing twice
+    record_figure(artifacts_dir, "images_kill", {
+        "infer_s_undisturbed": calm["phases"]["infer"], "infer_s_with_kill": hit["phases"]["infer"],
+        **recovery(client, killed)})
+
+
+def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, client, data_root, tmp_path, armed,
+                                                                   monkeypatch, artifacts_dir):
+    code, (calm,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+    assert calm["metrics"]["train_attempts"] == 1 and calm["metrics"]["train_workers_lost"] == []
+
+    train = xgboost.dask.train
+    monkeypatch.setattr(xgboost.dask, "train", lambda *args, **kwargs: train(
+        *args, callbacks=[faults.kill_rank_callback("1", KILL_ROUND)], **kwargs))
+    armed("taxi-kill")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    killed = faults.fired("taxi-kill")
+    assert killed, "the fault never fired"
+
+    assert code == 0, hit.get("error")
+    metrics = hit["metrics"]
+    assert metrics["train_attempts"] == 2 and metrics["train_workers_lost"] == [killed["address"]]
+    assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [killed["address"]]
+    # The retry trains on the same rows in the same ranks: the very same model.
+    assert stable(metrics, TAXI_VOLATILE) == stable(calm["metrics"], TAXI_VOLATILE)
+    assert metrics["rmse"] == calm["metrics"]["rmse"] and metrics["r2"] == calm["metrics"]["r2"]
+    assert (metrics["rows_raw"], metrics["rows_train"], metrics["rows_test"]) == (
+        calm["metrics"]["rows_raw"], calm["metrics"]["rows_train"], calm["metrics"]["rows_test"])
+    record_figure(artifacts_dir, "taxi_kill", {
+        "train_s_undisturbed": calm["phases"]["train"], "train_s_with_kill": hit["phases"]["train"],
+        "train_attempts": metrics["train_attempts"], "train_attempt_seconds": metrics["train_attempt_seconds"],
+        "train_recovery_seconds": metrics["train_recovery_seconds"], **recovery(client, killed)})
+
+
+def test_more_lost_workers_than_allowed_fail_the_run_naming_them(cluster, data_root, tmp_path, armed):
+    armed("images-kill")
+    started = time.monotonic()
+    code, (record,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2", "--max-lost-workers", "0")
+    killed = faults.fired("images-kill")
+    assert killed and code == 1
+    assert record["status"] == "failed" and record["config"]["max_lost_workers"] == 0
+    assert record["error"] == (f"1 worker(s) lost during the run, more than the 0 allowed (--max-lost-workers):"
+                               f" {killed['address']}")
+    assert list(record["phases"]) == ["list", "load_model"] and "infer" in record["unfinished_phases"]
+    assert time.monotonic() - started < 60  # stopped, not left to finish or hang
+
+
+def test_a_restricted_run_that_loses_all_its_workers_fails_at_once(cluster, data_root, tmp_path, armed):
+    """``--workers 1`` on two workers: the replacement is not the run's, nothing could
+    run its tasks any more, so the watch stops it although one loss is allowed."""
+    armed("images-kill")
+    code, (record,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "1")
+    killed = faults.fired("images-kill")
+    assert killed and code == 1 and record["status"] == "failed"
+    assert record["error"] == f"every worker this run is restricted to was lost: {killed['address']}"
+    assert record["config"]["benchmark"]["workers"] == [killed["address"]]
