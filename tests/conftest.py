@@ -35,6 +35,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+# A nanny writes its pre-spawn environment (LD_PRELOAD, OMP_NUM_THREADS=1, ...) into its own
+# process every time it (re)starts a worker, so a test that kills workers of an in-process
+# cluster leaves them in this process. Restore them after every test.
+_WORKER_ENV = ("LD_PRELOAD", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED")
+
+
+@pytest.fixture(autouse=True)
+def _restore_worker_environment():
+    saved = {name: os.environ.get(name) for name in _WORKER_ENV}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     """Where tests leave files a human may want to look at (screenshots, reports)."""

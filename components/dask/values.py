@@ -86,6 +86,10 @@ def worker_tuning_env(threads: int, tcmalloc: bool) -> list[dict[str, str]]:
     environ = {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
                "OPENBLAS_NUM_THREADS": threads}
     env = [{"name": "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON", "value": repr(environ)}]
+    # The nanny prefers a variable already in the pod's environment over its config, so an
+    # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
+    env += [{"name": name, "value": str(threads)} for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                                 "OPENBLAS_NUM_THREADS")]
     if tcmalloc:
         env.append({"name": "LD_PRELOAD", "value": TCMALLOC})
     return env
