@@ -109,8 +109,7 @@ def test_fused_cleanse_keeps_the_rule_counts():
     frame.loc[0, s.FARE] = -1.0  # fare_not_positive
     selected = rules.select(rules.RULE_NAMES)
     labels = rules.label(frame, selected)
-    counts = benchmark._label_counts(frame, selected)
-    assert list(counts.columns) == [str(i) for i in range(len(selected) + 1)]
-    assert counts.iloc[0].to_dict() == {str(i): int((labels == i).sum()) for i in range(len(selected) + 1)}
-    clean = benchmark._clean_partition(frame, selected, s.TOTAL)
-    assert len(clean) == int((labels == rules.KEPT).sum())
+    clean, counts = benchmark._cleanse_partition((frame, {}), selected, s.TOTAL)
+    assert counts == {i: int((labels == i).sum()) for i in range(len(selected) + 1) if (labels == i).any()}
+    assert counts[rules.RULES.index(rules.select(["fare_not_positive"])[0]) + 1] == 1
+    assert len(clean) == int((labels == rules.KEPT).sum()) == 2

@@ -99,6 +99,23 @@ def test_malformed_lines_are_counted_and_dropped(tmp_path):
     assert table.schema == s.RAW_SCHEMA
 
 
+@pytest.mark.parametrize("parse_block", [4_096, 65_536])
+def test_small_parse_blocks_read_the_same_rows_and_count_the_same_damage(tmp_path, monkeypatch,
+                                                                        parse_block):
+    """The reader parses a chunk a block at a time (memory): lines and damage that
+    straddle those blocks read exactly as with one block per chunk."""
+    from .conftest import damage_csv
+
+    synth.generate(tmp_path, ["2019-07.csv"], 12_000)
+    path = tmp_path / "taxi" / "yellow_tripdata_2019-07.csv"
+    damage_csv(path)
+    whole, whole_problems, _ = read_all(path, 300_000)
+    monkeypatch.setattr(io, "PARSE_BLOCK", parse_block)
+    table, problems, _ = read_all(path, 300_000)
+    assert table.column(s.FARE).num_chunks > 1  # really parsed in blocks
+    assert problems == whole_problems and table.equals(whole)
+
+
 def test_a_bad_value_in_a_parquet_text_column_is_unparsable(tmp_path):
     (tmp_path / "taxi").mkdir()
     frame = pd.read_csv(StringIO(HEADER_17 + "\n" + LINE_17 + "\n" + LINE_17 + "\n"),

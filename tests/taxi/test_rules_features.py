@@ -100,6 +100,26 @@ def test_features_are_float32_and_derived_from_the_pickup_time():
     assert out[s.FARE].tolist() == [11.0, 20.0]
 
 
+def test_time_features_match_the_calendar_over_a_century():
+    """Minute, hour and weekday come from integer division of the microseconds: they
+    must agree with the calendar's own fields, before 1970 included."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    micros = rng.integers(-(10 ** 15), 4 * 10 ** 15, size=5_000)  # 1938 .. 2096
+    pickups = pd.Series(micros.astype("datetime64[us]"))
+    frame = trips(**{s.FARE: [10.0] * len(pickups)})
+    frame[s.PICKUP] = pickups.to_numpy()
+    frame[s.DROPOFF] = (pickups + pd.Timedelta(minutes=5)).to_numpy()
+    out = features.make(frame, s.FARE)
+    calendar = pickups.dt
+    assert (out.pickup_minute.to_numpy() == calendar.minute.to_numpy()).all()
+    assert (out.pickup_hour.to_numpy() == calendar.hour.to_numpy()).all()
+    assert (out.pickup_weekday.to_numpy() == calendar.weekday.to_numpy()).all()
+    assert (out.pickup_month.to_numpy() == calendar.month.to_numpy()).all()
+    assert out.duration_minutes.to_numpy() == pytest.approx(5.0)
+
+
 def test_features_refuse_an_unknown_target():
     with pytest.raises(ValueError, match="tip_amount"):
         features.make(trips(), "tip_amount")

@@ -54,12 +54,15 @@ def resolve(choice: str, device: str, client: Any) -> str:
 
 
 def from_arrow(table: pa.Table, backend: str) -> Any:
-    """A partition of the chosen backend holding ``table``."""
+    """A partition of the chosen backend holding ``table``, which is spent on the pandas
+    path: each column's Arrow memory is freed as soon as it is converted, and columns
+    are not consolidated into 2-D blocks (a second copy), so the conversion never holds
+    the table twice."""
     if backend == CUDF:
         import cudf
 
         return cudf.DataFrame.from_arrow(table)
-    return table.to_pandas(use_threads=False)
+    return table.to_pandas(use_threads=False, split_blocks=True, self_destruct=True)
 
 
 def prepare_client(backend: str) -> None:

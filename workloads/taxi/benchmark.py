@@ -92,9 +92,8 @@ def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
     metrics.update(reading)
     metrics["load_rows_per_second"] = _rate(metrics["rows_raw"], timer.phases["load"])
 
-    with timer.phase("cleanse"):
-        clean, counts = _cleanse(client, raw, selected, config.target, place)
-    del raw
+    with timer.phase("cleanse"):  # takes the raw partitions over: each is freed once cleansed
+        clean, counts = _cleanse(client, raw, selected, config.target, backend, place)
     metrics["rows_clean"] = counts.get(rules.KEPT, 0)
     metrics["dropped_by_rule"] = {r.name: counts.get(i, 0) for i, r in enumerate(selected, 1)}
     if metrics["rows_clean"] == 0:
@@ -137,35 +136,30 @@ def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
 
 
 def _load(client: Client, config: Config, backend: str,
-          place: list[str] | None) -> tuple[Any, dict[str, Any]]:
-    """Plan on a worker, read every chunk into worker memory, build the frame."""
-    import dask.dataframe as dd
-
-    plans: list[io.FilePlan] = client.submit(
-        io.plan, config.data_dir, config.files, config.block_bytes, workers=place,
-        pure=False).result()
+          place: list[str] | None) -> tuple[list[Any], dict[str, Any]]:
+    """Plan on a worker, read every chunk into worker memory; the futures of the
+    partitions that have rows (each a ``(frame, report)`` pair) and the reading metrics."""
+    planned = client.submit(io.plan, config.data_dir, config.files, config.block_bytes,
+                            workers=place, pure=False)
+    manifest = client.submit(_manifest, config.data_dir, workers=place, pure=False)
+    plans: list[io.FilePlan] = planned.result()
     chunks = [chunk for plan in plans for chunk in plan.chunks]
     results = client.map(_read, chunks, backend=backend, workers=place, pure=False)
     reports = client.map(_report_of, results, workers=place, pure=False)
     for _ in track(reports, "reading taxi files"):
         pass
     reports_done = client.gather(reports)
-    frames = [f for f, r in zip(client.map(_frame_of, results, workers=place, pure=False),
-                                reports_done)
-              if r["rows"]]
-    wait(frames)
+    raw = [result for result, report in zip(results, reports_done) if report["rows"]]
     del results, reports
     reading = _reading_metrics(plans, chunks, reports_done)
-    manifest = client.submit(_manifest, config.data_dir, workers=place, pure=False).result()
-    if manifest and set(manifest.get("files", ())) >= {p.name for p in plans if p.chunks}:
-        reading["synthetic"] = {k: manifest[k] for k in ("noise_sd", "rmse_floor", "seed")}
-    if not frames:
+    synthetic = manifest.result()
+    if synthetic and set(synthetic.get("files", ())) >= {p.name for p in plans if p.chunks}:
+        reading["synthetic"] = {k: synthetic[k] for k in ("noise_sd", "rmse_floor", "seed")}
+    if not raw:
         raise DatasetError(f"no rows could be read from the {len(plans)} file(s) matching "
                            f"{config.files!r} under {config.data_dir}: "
                            f"{reading['problems_by_file']}")
-    meta = backends.from_arrow(s.empty_raw_table(), backend)
-    raw = dd.from_delayed(frames, meta=meta, verify_meta=False)
-    reading["partitions"] = len(frames)
+    reading["partitions"] = len(raw)
     return raw, reading
 
 
@@ -222,34 +216,42 @@ def _tally(values: Any) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _cleanse(client: Client, raw: Any, selected: tuple[rules.Rule, ...], target: str,
-             place: list[str] | None) -> tuple[Any, dict[int, int]]:
+def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], target: str,
+             backend: str, place: list[str] | None) -> tuple[Any, dict[int, int]]:
     """The model-ready frame (persisted) and the row count per label.
 
-    One task per partition labels, filters and derives the features, and one counts
-    the labels (the labelled frame feeding both made seven tasks per partition, each a
-    scheduler round trip, and kept labelled and filtered copies between them)."""
-    clean = raw.map_partitions(_clean_partition, selected, target, meta=features.make(raw._meta, target))
-    counts = raw.map_partitions(_label_counts, selected, meta=_label_counts(raw._meta, selected)).sum()
-    clean, counts = client.persist([clean, counts], workers=place)
-    wait([clean, counts])
-    tally = client.compute(counts, workers=place).result()
-    return clean, {int(label): int(n) for label, n in tally.items()}
+    One task per partition labels it once, keeps the rows no rule drops and derives the
+    features. ``raw`` is emptied: once no future holds a raw partition, the scheduler
+    frees it as soon as its cleansed one exists, so the load's frame and the cleansed
+    frame are never both whole in memory (its lineage stays: a lost cleansed partition
+    is still recomputed from the file)."""
+    import dask.dataframe as dd
+
+    cleansed = client.map(_cleanse_partition, raw, selected=selected, target=target,
+                          workers=place, pure=False)
+    raw.clear()
+    frames = client.map(_frame_of, cleansed, workers=place, pure=False)
+    tallies = client.map(_report_of, cleansed, workers=place, pure=False)
+    del cleansed
+    wait(frames)
+    counts: dict[int, int] = {}
+    for tally in client.gather(tallies):
+        for label, n in tally.items():
+            counts[label] = counts.get(label, 0) + n
+    meta = features.make(backends.from_arrow(s.empty_raw_table(), backend), target)
+    return dd.from_delayed(frames, meta=meta, verify_meta=False), counts
 
 
-def _clean_partition(frame: Any, selected: tuple[rules.Rule, ...], target: str) -> Any:
-    """The rows every rule keeps, as model features."""
-    return features.make(frame[rules.label(frame, selected) == rules.KEPT], target)
-
-
-def _label_counts(frame: Any, selected: tuple[rules.Rule, ...]) -> Any:
-    """A one-row pandas frame: rows per label (column = label; pandas or cuDF in)."""
-    import pandas as pd
-
-    counts = rules.label(frame, selected).value_counts()
+def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules.Rule, ...],
+                       target: str) -> tuple[Any, dict[int, int]]:
+    """A raw partition's model features (the rows every rule keeps) and its rows per
+    label."""
+    frame = result[0]
+    labels = rules.label(frame, selected)
+    counts = labels.value_counts()
     counts = counts.to_pandas() if hasattr(counts, "to_pandas") else counts  # cuDF
-    return pd.DataFrame([[int(counts.get(label, 0)) for label in range(len(selected) + 1)]],
-                        columns=[str(label) for label in range(len(selected) + 1)], dtype="int64")
+    return (features.make(frame[labels == rules.KEPT], target),
+            {int(label): int(n) for label, n in counts.items()})
 
 
 def _warm_up() -> None:

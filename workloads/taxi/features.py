@@ -18,26 +18,31 @@ COPIED = (s.DISTANCE, s.PASSENGERS, s.RATE_CODE, s.PICKUP_ZONE, s.DROPOFF_ZONE, 
 FEATURES = DERIVED + COPIED
 
 _MICROSECONDS_PER_MINUTE = 60_000_000
+_EPOCH_WEEKDAY = 3  # 1970-01-01 was a Thursday (Monday = 0)
 
 
 def make(frame: Any, target: str) -> Any:
     """The feature columns and ``target`` of a partition of the typed frame.
 
-    Datetimes are ``timestamp[us]`` (``schema.RAW_TYPES``), so the duration is the
-    difference in microseconds; ``.dt`` and ``astype`` behave the same in cuDF.
+    Datetimes are ``timestamp[us]`` (``schema.RAW_TYPES``): minute, hour and weekday come
+    from the microseconds by integer division (one pass each, where ``.dt`` fields cost
+    several times that), the month from ``.dt``; the duration is the difference in
+    microseconds. Integer arithmetic, ``.dt`` and ``astype`` behave the same in cuDF.
     """
     if target not in s.TARGETS:
         raise ValueError(f"target must be one of {s.TARGETS}, got {target!r}")
-    pickup = frame[s.PICKUP].dt
-    hour = pickup.hour.astype("float32")
-    weekday = pickup.weekday.astype("float32")
-    elapsed = (frame[s.DROPOFF] - frame[s.PICKUP]).astype("int64")
+    pickup = frame[s.PICKUP]
+    minutes = pickup.astype("int64") // _MICROSECONDS_PER_MINUTE  # floor: right before 1970 too
+    hours = minutes // 60
+    hour = (hours % 24).astype("float32")
+    weekday = ((hours // 24 + _EPOCH_WEEKDAY) % 7).astype("float32")
+    elapsed = (frame[s.DROPOFF] - pickup).astype("int64")
     columns = {
         "pickup_hour": hour,
         "pickup_weekday": weekday,
-        "pickup_minute": pickup.minute.astype("float32"),
+        "pickup_minute": (minutes % 60).astype("float32"),
         "pickup_weekhour": weekday * 24 + hour,
-        "pickup_month": pickup.month.astype("float32"),
+        "pickup_month": pickup.dt.month.astype("float32"),
         "duration_minutes": (elapsed / _MICROSECONDS_PER_MINUTE).astype("float32"),
     }
     out = frame[list(COPIED) + [target]].astype("float32")
