@@ -74,7 +74,8 @@ def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, 
             limits = [stack.enter_context(closing(helper.Helper(f"limit-{i}", main_plan.environ)))
                       for i in range(main_plan.n_workers)]
             spec = dict(model=base.model, weights=base.weights, device="cpu", seed=base.seed, precision=base.precision,
-                        channels_last=base.channels_last, crop=dataset.RECIPES[base.preprocess][1])
+                        channels_last=base.channels_last, fold_batchnorm=base.fold_batchnorm,
+                        crop=dataset.RECIPES[base.preprocess][1])
             helper.call_all(limits, plain.load_model, spec=spec, threads=main_plan.threads_per_worker)
             for i, one in enumerate(limits):
                 one.call(plain.preload, images_dir=listing.images_dir, files=list(listing.files[i::len(limits)]),

@@ -113,3 +113,67 @@ def test_fused_cleanse_keeps_the_rule_counts():
     assert counts == {i: int((labels == i).sum()) for i in range(len(selected) + 1) if (labels == i).any()}
     assert counts[rules.RULES.index(rules.select(["fare_not_positive"])[0]) + 1] == 1
     assert len(clean) == int((labels == rules.KEPT).sum()) == 2
+
+
+def test_folded_batchnorm_gives_the_same_outputs_with_fewer_modules():
+    import torch
+
+    from workloads.images import model
+
+    torch.manual_seed(0)
+    net = model.build_model("resnet18")
+    for module in net.modules():  # non-trivial running statistics, as trained weights have
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+    folded, done = model.fold_batchnorm(net)
+    assert done
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in folded.modules())
+    assert any(isinstance(m, torch.nn.BatchNorm2d) for m in net.modules())  # the original is left alone
+    x = torch.randn(2, 3, 224, 224)
+    with torch.inference_mode():
+        expected, got = net(x), folded(x)
+    assert torch.allclose(got, expected, rtol=1e-3, atol=1e-3 * expected.abs().max().item())
+    assert (got.argmax(1) == expected.argmax(1)).all()
+
+
+def test_a_model_torch_fx_cannot_trace_is_kept_unfolded(caplog):
+    import torch
+
+    from workloads.images import model
+
+    class Branchy(torch.nn.Module):  # control flow on a tensor's value: not traceable
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            return self.bn(self.conv(x)) if x.sum() > 0 else x
+
+    net = Branchy().eval()
+    with caplog.at_level(logging.INFO, logger="workloads.images.model"):
+        kept, done = model.fold_batchnorm(net)
+    assert kept is net and not done
+    assert "cannot trace Branchy" in caplog.text
+
+
+def test_a_model_without_batchnorm_is_returned_as_it_is():
+    """Nothing to fold: the model itself comes back, not a trace of it (a trace would
+    drop what its forward does beyond tensor operations)."""
+    from workloads.images import model
+    from workloads.synth.images import colour_classifier
+
+    net = colour_classifier().eval()
+    assert model.fold_batchnorm(net) == (net, False)
+
+
+def test_no_fold_batchnorm_flag_reaches_the_config():
+    import argparse
+
+    from workloads.images import benchmark
+
+    parser = argparse.ArgumentParser()
+    benchmark.add_arguments(parser)
+    folded = benchmark.make_config(parser.parse_args([]), {}, Path("/data"), "cpu")
+    kept = benchmark.make_config(parser.parse_args(["--no-fold-batchnorm"]), {}, Path("/data"), "cpu")
+    assert folded.fold_batchnorm and not kept.fold_batchnorm

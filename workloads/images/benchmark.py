@@ -53,6 +53,7 @@ class ImagesConfig:
     agreement_sample: int = 256  # bf16/fp16: images also classified in fp32 to report top-1 agreement
     decode: str = "auto"  # pil | cpu (torchvision.io) | gpu (nvJPEG) | auto (gpu on CUDA workers, else cpu)
     channels_last: bool = True
+    fold_batchnorm: bool = True  # conv + batch norm merged (model.fold_batchnorm)
     torch_threads: int | None = None  # None: each worker's nthreads
     warmup: bool = True  # one forward pass per worker inside load_model
     seed: int = 0  # random weights' seed
@@ -111,6 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             " top1_agreement_with_fp32 (default 256; 0: off)")
     group.add_argument("--torch-threads", type=int, metavar="N", help="torch threads per worker (default: its nthreads)")
     group.add_argument("--no-channels-last", action="store_true", help="keep NCHW memory format")
+    group.add_argument("--no-fold-batchnorm", action="store_true",
+                       help="run the model as built (default: each conv + batch norm merged into one conv,"
+                            " through a torch.fx trace that keeps tensor operations only)")
     group.add_argument("--dogs-dir", metavar="PATH", help="the dogs directory, if not <data root>/dogs")
 
 
@@ -136,6 +140,7 @@ def make_config(args: argparse.Namespace, profile: dict[str, Any], data_dir: Pat
         agreement_sample=pick("agreement_sample", "agreement_sample", 256),
         decode=pick("decode", "decode", "auto"),
         channels_last=not getattr(args, "no_channels_last", False) and profile.get("channels_last", True),
+        fold_batchnorm=not getattr(args, "no_fold_batchnorm", False) and profile.get("fold_batchnorm", True),
         torch_threads=pick("torch_threads", "torch_threads", None),
         warmup=profile.get("warmup", True),
         seed=profile.get("seed", 0),
@@ -163,7 +168,8 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
     batches = dataset.make_batches(listing.files, config.batch_size)
     spec = model.ModelSpec(model=config.model, weights=config.weights, device=config.device,
                            seed=config.seed, precision=config.precision,
-                           channels_last=config.channels_last, torch_threads=config.torch_threads,
+                           channels_last=config.channels_last, fold_batchnorm=config.fold_batchnorm,
+                           torch_threads=config.torch_threads,
                            warmup=config.warmup, crop=dataset.RECIPES[config.preprocess][1],
                            warmup_batch=min(config.forward_batch, config.batch_size))
     futures: list = []
@@ -205,7 +211,7 @@ def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch
     return {"worker": get_worker().address, "files": kept, "top": top, "failed": failed,
             "converted": converted, "decode_seconds": decode_seconds, "wait_seconds": wait_seconds,
             "forward_seconds": forward_seconds, "device": plugin.device, "threads": plugin.threads,
-            "decode": decoder}
+            "decode": decoder, "batchnorm_folded": plugin.batchnorm_folded}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -267,6 +273,7 @@ def _metrics(config: ImagesConfig, listing: dataset.Listing, batches: list, outp
         "devices": sorted({out["device"] for out in outputs}),
         "decoders": sorted({out["decode"] for out in outputs}),
         "torch_threads": sorted({out["threads"] for out in outputs}),
+        "batchnorm_folded": all(out.get("batchnorm_folded", False) for out in outputs) if outputs else None,
         "warmup_in_load_model": config.warmup,
         "worker_seconds": {key: round(sum(out[f"{key}_seconds"] for out in outputs), 3)
                            for key in ("decode", "wait", "forward")},

@@ -38,6 +38,7 @@ class ModelSpec:
     seed: int = 0  # random weights are drawn with this seed: identical on every worker
     precision: str = "fp32"  # fp32 | bf16 (autocast) | fp16 (autocast, CUDA only)
     channels_last: bool = True
+    fold_batchnorm: bool = True  # merge each eval-mode conv + batch norm into one conv
     torch_threads: int | None = None  # None: the worker's nthreads, capped at its usable cores
     warmup: bool = True
     crop: int = 224  # warm-up input size
@@ -84,6 +85,37 @@ def build_model(name: str, weights: str = "random", seed: int = 0):
     return model.eval()
 
 
+def fold_batchnorm(model) -> tuple[Any, bool]:
+    """``model`` with every convolution + eval-mode batch norm pair merged into one
+    convolution (the same outputs up to float rounding), and whether that was done.
+
+    One pass over the activations instead of two: on CPUs with bf16 matrix units the
+    convolutions get fast enough that the separate batch-norm passes were a large part
+    of a ResNet-50's bf16 time (measured on 2 cores: bf16 vs fp32 2.47x unfolded,
+    2.8-2.9x folded; fp32 itself +5%). The folded model is ``torch.fx``'s trace of the
+    original: a model without batch norm, one whose pairs cannot be merged, or one fx
+    cannot trace (data-dependent control flow) is returned unchanged. A traced model runs
+    the recorded tensor operations only, so Python side effects inside ``forward`` are
+    gone from it: such a model wants ``--no-fold-batchnorm``."""
+    from torch.fx.experimental.optimization import fuse
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    def norms(net) -> int:
+        return sum(isinstance(module, _BatchNorm) for module in net.modules())
+
+    before = norms(model)
+    if not before:
+        return model, False
+    try:
+        folded = fuse(model)
+    except Exception as error:  # torch.fx raises many kinds (TraceError, TypeError, ...)
+        logger.info("batch norm not folded: torch.fx cannot trace %s (%s)", type(model).__name__, error)
+        return model, False
+    if norms(folded) == before:
+        return model, False
+    return folded, True
+
+
 def load_state_dict(path: str) -> dict[str, Any]:
     """A torchvision state dict from ``path`` (also accepts a checkpoint holding one under
     ``state_dict``/``model``, and strips DataParallel's ``module.`` prefixes)."""
@@ -113,6 +145,7 @@ class ModelPlugin(WorkerPlugin):
         self.device = None
         self.threads = None
         self.setup_seconds = None
+        self.batchnorm_folded = False
         self._lock = None
 
     async def setup(self, worker) -> None:
@@ -135,7 +168,10 @@ class ModelPlugin(WorkerPlugin):
         # (the seed gave 8 threads to 6-CPU pods)
         self.threads = spec.torch_threads or max(1, min(nthreads, usable_cores()))
         torch.set_num_threads(self.threads)
-        model = build_model(spec.model, spec.weights, spec.seed).to(self.device)
+        model = build_model(spec.model, spec.weights, spec.seed)
+        if spec.fold_batchnorm:
+            model, self.batchnorm_folded = fold_batchnorm(model)
+        model = model.to(self.device)
         if spec.channels_last:
             model = model.to(memory_format=torch.channels_last)
         self.model = model
