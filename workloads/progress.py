@@ -18,13 +18,18 @@ def track(futures: Iterable[Future], description: str, total_units: int | None =
     from tqdm import tqdm
 
     futures = list(futures)
+    if not futures:
+        return
     total = total_units if total_units is not None else len(futures)
     stream = stream or sys.stderr
     tty = stream.isatty()
     done, next_tenth = 0, 1
     with tqdm(total=total, desc=description, unit="", disable=not tty, file=stream,
               dynamic_ncols=True, leave=False) as bar:
-        for future in as_completed(futures):
+        # on the futures' own client's loop: as_completed defaults to the *default* client's,
+        # and a future first awaited there cannot be awaited again on its own loop (after a
+        # lost worker, future.result() then fails with "bound to a different event loop")
+        for future in as_completed(futures, loop=futures[0].client.loop):
             units = units_of(future) if units_of else 1
             bar.update(units)
             done += units

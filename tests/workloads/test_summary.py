@@ -40,3 +40,17 @@ def test_progress_lines_when_not_on_a_terminal(client):
     lines = stream.getvalue().splitlines()
     assert lines[-1] == "things: 40/40 (100%)"
     assert len(lines) == 10
+
+
+def test_progress_waits_on_the_futures_own_client_loop(client):
+    """A second client in the process (the runner's, beside a notebook's default one):
+    its futures must be awaited on its own loop, or a future.result() that has to wait
+    again (a lost worker) fails with "bound to a different event loop"."""
+    from distributed import Client
+
+    with Client(client.scheduler.address, set_as_default=False) as other:
+        assert other.loop is not client.loop  # the case: two loops in one process
+        futures = other.map(lambda x: x, range(4), pure=False)
+        assert len(list(progress.track(futures, "things", stream=io.StringIO()))) == 4
+        for future in futures:
+            assert future._state._event._loop is other.loop.asyncio_loop
