@@ -132,7 +132,7 @@ def run_facts(ctx: Context) -> dict[str, Any]:
         except Exception:
             versions[package] = None
     return {"profile": ctx.profile_name, "repeats": ctx.repeats, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "host": platform.node(), "cpu": environment.cpu_model(), "cores": local.machine_cores(),
+            "host": platform.node(), "cpu": environment.cpu_model(), "cores": environment.usable_cores(),
             "tcmalloc": local.find_tcmalloc(), "python": platform.python_version(), "versions": versions}
 
 

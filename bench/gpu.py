@@ -134,7 +134,6 @@ def stage_seconds(images_dir: str, files: list[str], device: str) -> dict[str, f
     """One batch through the decode path's stages, each synchronised and timed in this
     process: where the per-batch time goes (diagnostics for the notes)."""
     import torch
-    from torchvision.io import ImageReadMode, decode_jpeg
 
     from workloads.images import jpeg
 
@@ -143,23 +142,10 @@ def stage_seconds(images_dir: str, files: list[str], device: str) -> dict[str, f
             torch.cuda.synchronize()
 
     times, started = {}, time.perf_counter()
-    raw = []
-    for name in files:
-        with open(os.path.join(images_dir, name), "rb") as fh:
-            data = fh.read()
-        if jpeg.is_clean_jpeg(data):
-            raw.append(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    raw = jpeg.read_jpegs(images_dir, files)
     times["read"] = time.perf_counter() - started
     started = time.perf_counter()
-    try:
-        images = decode_jpeg(raw, mode=ImageReadMode.UNCHANGED, device=device)
-    except RuntimeError:
-        images = []
-        for tensor in raw:
-            try:
-                images.append(decode_jpeg(tensor, mode=ImageReadMode.UNCHANGED, device=device))
-            except RuntimeError:
-                pass
+    images = jpeg.decode_jpegs(raw, device).values()
     sync()
     times["decode"] = time.perf_counter() - started
     started = time.perf_counter()

@@ -14,32 +14,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import time
 import traceback
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
+
+from workloads.environment import patched_environ
 
 logger = logging.getLogger(__name__)
-
-
-@contextmanager
-def environ(changes: dict[str, str | None]) -> Iterator[None]:
-    """Apply ``changes`` to this process's environment (None unsets), then restore it."""
-    saved = {name: os.environ.get(name) for name in changes}
-    try:
-        for name, value in changes.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _serve(connection) -> None:
@@ -69,7 +50,7 @@ class Helper:
         context = multiprocessing.get_context("spawn")
         self._connection, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child,), name=name, daemon=True)
-        with environ(self.env):
+        with patched_environ(self.env):
             self._process.start()
         child.close()
 

@@ -44,13 +44,10 @@ _WORKER_ENV = ("LD_PRELOAD", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_N
 
 @pytest.fixture(autouse=True)
 def _restore_worker_environment():
-    saved = {name: os.environ.get(name) for name in _WORKER_ENV}
-    yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    from workloads.environment import patched_environ
+
+    with patched_environ({name: os.environ.get(name) for name in _WORKER_ENV}):  # as it is now
+        yield
 
 
 @pytest.fixture(scope="session")

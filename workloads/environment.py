@@ -13,7 +13,8 @@ import os
 import platform
 import socket
 import sys
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 import cloudpickle
 
@@ -60,7 +61,28 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@contextmanager
+def patched_environ(changes: dict[str, str | None]) -> Iterator[None]:
+    """Apply ``changes`` to this process's environment (None unsets), then restore what
+    was there before."""
+    saved = {name: os.environ.get(name) for name in changes}
+    try:
+        _apply(changes)
+        yield
+    finally:
+        _apply(saved)
+
+
+def _apply(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def usable_cores() -> int:
+    """Cores this process may use: the CPU affinity set, capped by a cgroup v2 quota."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:

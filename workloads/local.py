@@ -26,6 +26,8 @@ from typing import Iterator
 import dask
 import distributed  # noqa: F401  (loads distributed's config defaults, nanny.pre-spawn-environ among them)
 
+from workloads import environment
+
 logger = logging.getLogger(__name__)
 
 TCMALLOC_PATHS = (
@@ -55,21 +57,6 @@ class LocalPlan:
                 "worker_environ": {k: v for k, v in self.environ.items()}}
 
 
-def machine_cores() -> int:
-    """Cores this process may use: the CPU affinity set, capped by a cgroup v2 quota."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    try:
-        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
-        if quota != "max":
-            cores = max(1, min(cores, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return cores
-
-
 def gpu_count() -> int:
     """NVIDIA GPUs visible through NVML (0 without a driver)."""
     try:
@@ -97,7 +84,7 @@ def plan(n_workers: int | None, device: str = "cpu", allocator: str = "auto", ca
     it is honoured even when it oversubscribes (a warning says so)."""
     if allocator not in ALLOCATORS:
         raise ValueError(f"allocator must be one of {ALLOCATORS}, got {allocator!r}")
-    cores = cores or machine_cores()
+    cores = cores or environment.usable_cores()
     gpus = (gpus if gpus is not None else gpu_count()) if device in ("cuda", "auto") else 0
     if gpus and not _dask_cuda_available():
         logger.warning("%d GPU(s) but dask_cuda does not import: starting a plain LocalCluster", gpus)
@@ -141,23 +128,11 @@ def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = T
 @contextlib.contextmanager
 def worker_environ(environ: dict[str, str | None]) -> Iterator[None]:
     """Make ``environ`` what the nanny gives its workers, then restore this process."""
-    saved = {name: os.environ.get(name) for name in environ}
     config = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
     config.update(environ)
-    try:
-        for name, value in environ.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": config}):
-            yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with environment.patched_environ(environ), \
+            dask.config.set({"distributed.nanny.pre-spawn-environ": config}):
+        yield
 
 
 def _dask_cuda_available() -> bool:

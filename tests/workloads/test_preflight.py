@@ -21,7 +21,7 @@ def test_cuda_without_a_gpu_names_every_worker(client, workers):
     with pytest.raises(PreflightError) as caught:
         preflight.check(client, workers, ("torch",), "cuda")
     message = str(caught.value)
-    assert message.startswith(f"preflight failed on 2 of 2 workers")
+    assert message.startswith("preflight failed on 2 of 2 workers")
     for address in workers:
         assert address in message
     assert "torch.cuda.is_available() is False" in message

@@ -81,30 +81,48 @@ def load_batch(images_dir: str, files: Sequence[str], recipe: str, device: str =
         return _load(images_dir, files, resize, crop, normalise, device)
 
 
-def _load(images_dir: str, files: Sequence[str], resize: int, crop: int, normalise: bool, device: str):
+def read_jpegs(images_dir: str, files: Sequence[str]) -> dict:
+    """{index in ``files``: its bytes as a uint8 tensor} for the files that read and look
+    like whole JPEGs; the others are left out (the PIL path reports them)."""
     import torch
-    from torchvision.io import ImageReadMode, decode_jpeg
-    from torchvision.transforms.v2 import functional as F
 
-    raw: dict[int, torch.Tensor] = {}
+    raw = {}
     for i, name in enumerate(files):
         try:
             with open(os.path.join(images_dir, name), "rb") as fh:
                 data = fh.read()
         except OSError:
-            continue  # the PIL path reports it
+            continue
         if is_clean_jpeg(data):
             raw[i] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    decoded: dict[int, torch.Tensor] = {}
-    if raw:
-        try:
-            decoded = dict(zip(raw, decode_jpeg(list(raw.values()), mode=ImageReadMode.UNCHANGED, device=device)))
-        except RuntimeError:  # one file the decoder rejects fails the whole call: one by one
-            for i, tensor in raw.items():
-                try:
-                    decoded[i] = decode_jpeg(tensor, mode=ImageReadMode.UNCHANGED, device=device)
-                except RuntimeError:
-                    pass
+    return raw
+
+
+def decode_jpegs(raw: dict, device: str) -> dict:
+    """{index: decoded image (C,H,W) uint8 on ``device``} for every entry of ``raw`` the
+    decoder accepts, in one call where all of them decode; a file it rejects is left out
+    (the PIL path reports it)."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    if not raw:
+        return {}
+    try:
+        return dict(zip(raw, decode_jpeg(list(raw.values()), mode=ImageReadMode.UNCHANGED, device=device)))
+    except RuntimeError:  # one file the decoder rejects fails the whole call: one by one
+        decoded = {}
+        for i, tensor in raw.items():
+            try:
+                decoded[i] = decode_jpeg(tensor, mode=ImageReadMode.UNCHANGED, device=device)
+            except RuntimeError:
+                continue
+        return decoded
+
+
+def _load(images_dir: str, files: Sequence[str], resize: int, crop: int, normalise: bool, device: str):
+    import torch
+    from torchvision.transforms.v2 import functional as F
+
+    decoded = decode_jpegs(read_jpegs(images_dir, files), device)
     crops, kept, failed, converted = [], [], [], []
     for i, name in enumerate(files):
         image = decoded.get(i)
