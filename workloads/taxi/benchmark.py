@@ -145,7 +145,7 @@ def _load(client: Client, config: Config, backend: str,
     plans: list[io.FilePlan] = planned.result()
     chunks = [chunk for plan in plans for chunk in plan.chunks]
     results = client.map(_read, chunks, backend=backend, workers=place, pure=False)
-    reports = client.map(_report_of, results, workers=place, pure=False)
+    reports = client.map(_dict_of, results, workers=place, pure=False)
     for _ in track(reports, "reading taxi files"):
         pass
     reports_done = client.gather(reports)
@@ -177,11 +177,14 @@ def _manifest(data_dir: str) -> dict[str, Any] | None:
     return synth.read_manifest(io.taxi_directory(data_dir))
 
 
-def _frame_of(result: tuple[Any, dict[str, Any]]) -> Any:
+def _frame_of(result: tuple[Any, dict[Any, int]]) -> Any:
+    """The partition of a ``(frame, small dict)`` task result (read or cleanse)."""
     return result[0]
 
 
-def _report_of(result: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+def _dict_of(result: tuple[Any, dict[Any, Any]]) -> dict[Any, Any]:
+    """The small dict of such a result: a read's report, or a cleanse's rows per label;
+    fetched alone, so the frame stays on its worker."""
     return result[1]
 
 
@@ -231,7 +234,7 @@ def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], t
                           workers=place, pure=False)
     raw.clear()
     frames = client.map(_frame_of, cleansed, workers=place, pure=False)
-    tallies = client.map(_report_of, cleansed, workers=place, pure=False)
+    tallies = client.map(_dict_of, cleansed, workers=place, pure=False)
     del cleansed
     wait(frames)
     counts: dict[int, int] = {}
