@@ -1,0 +1,66 @@
+"""Throw-away certificates and tokens for the test cluster (ECDSA P-256: instant to generate)."""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.apiserver.conftest import _openssl
+
+EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+
+# Identities of the components: user name and groups, as the bootstrap RBAC policy of
+# 1.20 knows them (plugin/pkg/auth/authorizer/rbac/bootstrappolicy: system:kube-scheduler,
+# system:kube-controller-manager, system:kube-proxy -> system:node-proxier; the Node
+# authorizer and NodeRestriction key on system:node:<name> in system:nodes).
+def identities(node_name: str) -> dict[str, tuple[str, str]]:
+    return {
+        "admin": ("admin", "system:masters"),
+        "controller-manager": ("system:kube-controller-manager", ""),
+        "scheduler": ("system:kube-scheduler", ""),
+        "kubelet": (f"system:node:{node_name}", "system:nodes"),
+        "kube-proxy": ("system:kube-proxy", ""),
+    }
+
+
+@dataclass
+class ClusterPKI:
+    dir: Path
+    tokens: dict[str, str]
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+
+def _sign(pki: Path, name: str, subject: str, ext: str) -> None:
+    (pki / f"{name}.ext").write_text(ext)
+    _openssl("req", *EC, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=pki)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", f"{name}.crt", "-days", "3", "-extfile", f"{name}.ext", cwd=pki)
+
+
+def make_cluster_pki(pki: Path, node_name: str, server_ips: list[str]) -> ClusterPKI:
+    """CA, the API server's serving certificate (``server_ips`` + the in-cluster names), its
+    kubelet client certificate, service-account keys, and one bearer token per component."""
+    pki.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", *EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3",
+             "-subj", "/CN=dask-tkg-cluster-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=pki)
+    sans = ",".join([f"IP:{ip}" for ip in server_ips] + [
+        "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc",
+        "DNS:kubernetes.default.svc.cluster.local"])
+    _sign(pki, "apiserver", "/CN=kube-apiserver",
+          f"subjectAltName={sans}\nbasicConstraints=critical,CA:FALSE\n"
+          "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+    # the API server's client certificate towards the kubelet (logs, exec, port-forward)
+    _sign(pki, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client",
+          "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key", cwd=pki)
+    _openssl("ec", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+    tokens = {component: secrets.token_hex(24) for component in identities(node_name)}
+    lines = []
+    for component, (user, groups) in identities(node_name).items():
+        lines.append(f'{tokens[component]},{user},uid-{component}' + (f',"{groups}"' if groups else ""))
+    (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
+    (pki / "tokens.csv").chmod(0o600)
+    return ClusterPKI(pki, tokens)
