@@ -41,6 +41,8 @@ START_TIMEOUT_S = 120.0
 # setupKernelTunables); they are put back on stop.
 KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes")
+REAL_NODE_TAINT = {"key": "dask-tkg.test/real-node", "value": "true", "effect": "NoSchedule"}
+REAL_NODE_TOLERATION = {"key": REAL_NODE_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_NAMES = ("kubepods",)
 
@@ -181,6 +183,7 @@ class KubeCluster:
     pause_ref: str
     containerd_socket: Path
     images: dict[str, str] = field(default_factory=dict)
+    start_s: float = 0.0
     _processes: list[_Process] = field(default_factory=list, repr=False)
     _sysctls: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -284,6 +287,10 @@ def _mount_holder(s: _Starter) -> _Process:
     for d in ("var/lib", "var/log", "run"):
         (root / d).mkdir(parents=True, exist_ok=True)
         binds.append(f'mount --bind "{root / d}" "/{d}"')
+    # name lookups of the runtime (an image pull of a name that is not imported) go to the
+    # bridge, where nothing answers, instead of the host's resolver
+    (s.w / "resolv.conf").write_text(f"nameserver {s.net.bridge_ip}\noptions ndots:5\n")
+    binds.append(f'mount --bind "{s.w / "resolv.conf"}" /etc/resolv.conf')
     ready = s.w / "mounts.ready"
     script = "set -e; " + "; ".join(binds) + f'; touch "{ready}"; exec sleep 2147483647'
     holder = s.start("mount-namespace", ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script])
@@ -348,7 +355,6 @@ def _start_node(s: _Starter, pki: ClusterPKI, holder: _Process, socket: Path, pa
                 node_labels: dict[str, str]) -> None:
     p = pki.path
     local = f"https://127.0.0.1:{API_PORT}"
-    (s.w / "resolv.conf").write_text(f"nameserver {s.net.bridge_ip}\noptions ndots:5\n")
     kubelet_kubeconfig = _kubeconfig(s.w / "kubelet.kubeconfig", local, p("ca.crt"), pki.tokens["kubelet"])
     s.start("kubelet", [
         str(BIN / "kubelet"), f"--kubeconfig={kubelet_kubeconfig}", f"--hostname-override={NODE_NAME}",
@@ -365,6 +371,9 @@ def _start_node(s: _Starter, pki: ClusterPKI, holder: _Process, socket: Path, pa
         "--eviction-hard=memory.available<1Mi,nodefs.available<1%,imagefs.available<1%",
         "--image-gc-high-threshold=100", "--image-gc-low-threshold=99", "--max-pods=60",
         "--node-labels=" + ",".join(f"{k}={v}" for k, v in node_labels.items()),
+        # only pods that say so run here: the program's pods (real images, GPU requests) must
+        # never land on this node by accident and try to pull
+        f"--register-with-taints={REAL_NODE_TAINT['key']}={REAL_NODE_TAINT['value']}:{REAL_NODE_TAINT['effect']}",
         "--logtostderr=true", "--v=0"],
         # kubelet 1.20's in-tree AWS credential provider calls 169.254.169.254 on start otherwise
         env={"AWS_EC2_METADATA_DISABLED": "true"}, holder=holder)

@@ -1,0 +1,138 @@
+"""Small helpers over the API for the cluster tests: what TKG ships, pods, waiting."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import kubernetes.client
+
+from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+
+# What a TKG cluster with Kubernetes up to 1.24 ships for PodSecurityPolicy (VMware,
+# "Using Pod Security Policies with Tanzu Kubernetes Clusters", vSphere with Tanzu 7.0
+# docs): two default policies, vmware-system-privileged ("equivalent to running a cluster
+# without the PSP admission controller enabled") and vmware-system-restricted, each with a
+# ClusterRole psp:<name> granting `use`, and no binding for user workloads: "By default,
+# ... no bindings exist for authenticated users", so a Deployment's pods are refused until
+# the namespace's service accounts are bound to one of the roles.
+PRIVILEGED_PSP = {
+    "apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
+    "metadata": {"name": "vmware-system-privileged"},
+    "spec": {"privileged": True, "allowPrivilegeEscalation": True, "allowedCapabilities": ["*"],
+             "volumes": ["*"], "hostNetwork": True, "hostPorts": [{"min": 0, "max": 65535}],
+             "hostIPC": True, "hostPID": True, "runAsUser": {"rule": "RunAsAny"},
+             "seLinux": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"},
+             "fsGroup": {"rule": "RunAsAny"}},
+}
+RESTRICTED_PSP = {
+    "apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
+    "metadata": {"name": "vmware-system-restricted"},
+    "spec": {"privileged": False, "allowPrivilegeEscalation": False, "requiredDropCapabilities": ["ALL"],
+             "volumes": ["configMap", "emptyDir", "projected", "secret", "downwardAPI", "persistentVolumeClaim"],
+             "hostNetwork": False, "hostIPC": False, "hostPID": False,
+             "runAsUser": {"rule": "MustRunAsNonRoot"}, "seLinux": {"rule": "RunAsAny"},
+             "supplementalGroups": {"rule": "MustRunAs", "ranges": [{"min": 1, "max": 65535}]},
+             "fsGroup": {"rule": "MustRunAs", "ranges": [{"min": 1, "max": 65535}]},
+             "readOnlyRootFilesystem": False},
+}
+
+
+def psp_cluster_role(psp_name: str) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"psp:{psp_name}"},
+            "rules": [{"apiGroups": ["policy"], "resources": ["podsecuritypolicies"], "verbs": ["use"],
+                       "resourceNames": [psp_name]}]}
+
+
+def install_tkg_pod_security(api: kubernetes.client.ApiClient) -> None:
+    for psp in (PRIVILEGED_PSP, RESTRICTED_PSP):
+        apply_manifest(api, psp, update_existing=True)
+        apply_manifest(api, psp_cluster_role(psp["metadata"]["name"]), update_existing=True)
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout_s: float, interval_s: float = 0.5,
+             explain: Callable[[], str] | None = None) -> Any:
+    """Poll ``probe`` until it returns something truthy; TimeoutError naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while True:
+        try:
+            last = probe()
+            if last:
+                return last
+        except KubeApiError as exc:
+            last = exc
+        if time.monotonic() > deadline:
+            detail = explain() if explain else repr(last)
+            raise TimeoutError(f"{what}: not after {timeout_s:.0f} s ({detail})")
+        time.sleep(interval_s)
+
+
+def pods(api: kubernetes.client.ApiClient, namespace: str, selector: str | None = None) -> list[dict]:
+    return api_request(api, "GET", f"/api/v1/namespaces/{namespace}/pods",
+                       query={"labelSelector": selector})["items"]
+
+
+def events(api: kubernetes.client.ApiClient, namespace: str) -> list[dict]:
+    return api_request(api, "GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+
+
+def event_summary(api: kubernetes.client.ApiClient, namespace: str) -> str:
+    return "; ".join(f"{e['involvedObject']['kind']}/{e['involvedObject']['name']} {e['reason']}: {e['message']}"
+                     for e in events(api, namespace))[-3000:]
+
+
+def running(pod: dict) -> bool:
+    status = pod.get("status", {})
+    return status.get("phase") == "Running" and all(c.get("ready") for c in status.get("containerStatuses", []))
+
+
+def wait_running(api: kubernetes.client.ApiClient, namespace: str, selector: str, count: int,
+                 timeout_s: float = 90.0) -> list[dict]:
+    def probe():
+        found = [p for p in pods(api, namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+        return found if len(found) >= count and all(running(p) for p in found) else None
+
+    def explain():
+        states = [(p["metadata"]["name"], p["status"].get("phase"),
+                   [c.get("state") for c in p["status"].get("containerStatuses", [])])
+                  for p in pods(api, namespace, selector)]
+        return f"pods {states}; events: {event_summary(api, namespace)}"
+
+    return wait_for(f"{count} running pod(s) {selector!r} in {namespace}", probe, timeout_s, explain=explain)
+
+
+def wait_default_service_account(api: kubernetes.client.ApiClient, namespace: str, timeout_s: float = 30.0) -> None:
+    """Pods are refused until the controller-manager has made the namespace's default ServiceAccount."""
+    wait_for(f"ServiceAccount default in {namespace}",
+             lambda: api_request(api, "GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+             .get("secrets"), timeout_s)
+
+
+def delete_namespace(api: kubernetes.client.ApiClient, namespace: str, timeout_s: float = 60.0) -> None:
+    """Delete a namespace and wait until it is gone. Pods bound to kubelet-less Nodes never
+    confirm their deletion, so every pod is deleted with grace period 0 first."""
+    try:
+        for pod in pods(api, namespace):
+            api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
+                        body={"gracePeriodSeconds": 0})
+        api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}")
+    except KubeApiError as exc:
+        if exc.status != 404:
+            raise
+
+    def gone():
+        try:
+            api_request(api, "GET", f"/api/v1/namespaces/{namespace}")
+        except KubeApiError as exc:
+            return exc.status == 404
+        for pod in pods(api, namespace):  # created after the first sweep
+            api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
+                        body={"gracePeriodSeconds": 0})
+        return False
+
+    wait_for(f"namespace {namespace} deleted", gone, timeout_s, interval_s=1.0)
+
+
+def in_namespace(objects: list[dict], kind: str, namespace: str | None) -> list[dict]:
+    return [o for o in objects if o["kind"] == kind and o["metadata"].get("namespace") == namespace]

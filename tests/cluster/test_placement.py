@@ -1,0 +1,133 @@
+"""The real kube-scheduler places every pod of a stack on Nodes shaped like the stack's VM classes.
+
+Besides the real node, Node objects with the vCPUs, memory and vGPU of each pool's VM class
+and the pool's role label (tests.cluster.program.vm_class_nodes) are created, with no
+kubelet behind them; the program's guest objects for the Dask namespace and its Helm release
+(values unchanged) are applied, and the scheduler binds each pod or reports why not. The
+shared claims are bound to PersistentVolumes standing in for the NFS share (static PVs,
+pre-bound by claimRef: the scheduler needs bound claims, not a share that works).
+
+The pods covered: the Dask release (scheduler, workers, Jupyter) and the data Job. The GPU
+operator's and the NFS provisioner's pods are DaemonSets/Deployments of other charts and
+are not part of this check.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.artifacts import DASK_CHART, artifact_path
+from tests.cluster import helm
+from tests.cluster.kube import (delete_namespace, in_namespace, install_tkg_pod_security, pods,
+                                wait_default_service_account, wait_for)
+from tests.cluster.program import DeclaredStack, declared_stack, vm_class_nodes
+
+READY = [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "VM-class-shaped stand-in",
+          "lastHeartbeatTime": "2026-12-01T00:00:00Z", "lastTransitionTime": "2026-12-01T00:00:00Z"}]
+
+
+def shared_volume_stand_ins(stack: DeclaredStack, root) -> list[dict]:
+    """A PersistentVolume pre-bound to each of the program's claims in the Dask namespace."""
+    volumes = []
+    for claim in in_namespace(stack.objects, "PersistentVolumeClaim", stack.dask_namespace):
+        name = f"stand-in-{stack.dask_namespace}-{claim['metadata']['name']}"
+        path = root / claim["metadata"]["name"]
+        path.mkdir(parents=True, exist_ok=True)
+        volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+                        "spec": {"capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
+                                 "accessModes": claim["spec"]["accessModes"],
+                                 "storageClassName": claim["spec"].get("storageClassName", ""),
+                                 "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(path)},
+                                 "claimRef": {"namespace": stack.dask_namespace,
+                                              "name": claim["metadata"]["name"]}}})
+    return volumes
+
+
+def apply_guest_half(api, stack: DeclaredStack, kinds=("Namespace", "RoleBinding", "Secret", "ConfigMap",
+                                                         "PersistentVolumeClaim")) -> None:
+    ns = stack.dask_namespace
+    apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
+    wait_default_service_account(api, ns)
+    for kind in kinds[1:]:
+        for obj in in_namespace(stack.objects, kind, ns):
+            apply_manifest(api, obj)
+
+
+def placement(api, namespace: str) -> dict[str, str]:
+    """pod name -> the node it was bound to, or "unschedulable: <the scheduler's message>"."""
+    out = {}
+    for pod in pods(api, namespace):
+        node = pod["spec"].get("nodeName")
+        if node:
+            out[pod["metadata"]["name"]] = node
+            continue
+        condition = next((c for c in pod["status"].get("conditions", []) if c["type"] == "PodScheduled"), None)
+        if condition and condition.get("reason") == "Unschedulable":
+            out[pod["metadata"]["name"]] = f"unschedulable: {condition['message']}"
+    return out
+
+
+def place_stack(kube_cluster, stack: DeclaredStack, tmp_path) -> dict[str, str]:
+    api = kube_cluster.api_client
+    ns = stack.dask_namespace
+    nodes = vm_class_nodes(stack.settings)
+    volumes = shared_volume_stand_ins(stack, tmp_path)
+    install_tkg_pod_security(api)
+    try:
+        for node in nodes:
+            apply_manifest(api, {**node, "status": {**node["status"], "conditions": READY}})
+        for volume in volumes:
+            apply_manifest(api, volume)
+        apply_guest_half(api, stack)
+        helm.install(kube_cluster, "dask", artifact_path(DASK_CHART), ns, stack.dask_release["values"])
+        for job in in_namespace(stack.objects, "Job", ns):
+            apply_manifest(api, job)
+        deployments = api_request(api, "GET", f"/apis/apps/v1/namespaces/{ns}/deployments")["items"]
+        expected = sum(d["spec"]["replicas"] for d in deployments) + len(in_namespace(stack.objects, "Job", ns))
+
+        def decided():
+            found = placement(api, ns)
+            return found if len(found) >= expected else None
+
+        return wait_for(f"the scheduler's decision on {expected} pods", decided, 90,
+                        explain=lambda: repr(placement(api, ns)))
+    finally:
+        delete_namespace(api, ns)
+        for obj in [*nodes, *volumes]:
+            try:
+                api_request(api, "DELETE", f"/api/v1/{obj['kind'].lower()}s/{obj['metadata']['name']}")
+            except KubeApiError as exc:
+                if exc.status != 404:
+                    raise
+
+
+def by_pool(decisions: dict[str, str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for pod, node in sorted(decisions.items()):
+        grouped.setdefault(pod.rsplit("-", 2)[0] if "unschedulable" not in node else "UNPLACED", []).append(
+            f"{pod} -> {node}")
+    return grouped
+
+
+@pytest.mark.parametrize("stack_name", ["reference", "topology-b"])
+def test_every_pod_of_the_stack_is_placed_on_vm_class_nodes(kube_cluster, stack_name, tmp_path):
+    stack = declared_stack(stack_name)
+    decisions = place_stack(kube_cluster, stack, tmp_path)
+    print(f"{stack_name}: " + repr(by_pool(decisions)))
+    unplaced = {p: n for p, n in decisions.items() if n.startswith("unschedulable")}
+    assert unplaced == {}, f"{stack_name}: the scheduler could not place {unplaced}"
+    assert all(n.startswith("vmc-") for n in decisions.values()), decisions
+    workers = [n for p, n in decisions.items() if p.startswith("dask-worker")]
+    gpu_workers = stack.dask_release["values"]["worker"]["replicas"]
+    assert len(workers) == gpu_workers and len(set(workers)) == gpu_workers  # one GPU each: one per node
+    assert all(n.startswith("vmc-gpu-worker") for n in workers)
+
+
+def test_the_dev_stacks_placement_is_reported_with_the_schedulers_reason(kube_cluster, tmp_path):
+    stack = declared_stack("dev")
+    decisions = place_stack(kube_cluster, stack, tmp_path)
+    print("dev: " + repr(by_pool(decisions)))
+    unplaced = {p: n for p, n in decisions.items() if n.startswith("unschedulable")}
+    for pod, reason in unplaced.items():
+        assert "0/" in reason and "nodes are available" in reason, (pod, reason)
+    assert len(decisions) >= 3
