@@ -8,6 +8,8 @@ that ``ctr -n k8s.io images import`` loads into containerd.
 
   pause         the pod sandbox: ``images/pause/pause.c`` built with ``gcc -static``;
                 the image holds that one file.
+  dask-runtime  a minimal Debian bookworm rootfs (debootstrap) for the Dask pods; the
+                Python environment is mounted read-only from the node (see below).
 
 Each archive is cached under ``$DASK_TKG__CACHE/images`` by the hash of what went into it
 (the source file, the compiler's version, this script), so a cached run only hashes.
@@ -120,7 +122,52 @@ def build_pause() -> dict:
     return result
 
 
-BUILDERS = {"pause": build_pause}
+# The Dask runtime stand-in: a Debian bookworm rootfs (debootstrap --variant=minbase from
+# Debian's mirror) with the shared libraries CPython 3.11 and the project's wheels load, and
+# no Python of its own: the tests mount the prepared environment (the base interpreter's
+# prefix and the project's virtual environment) read-only from the node, at the same paths,
+# because the torch wheel installed here is a ~5 GB CUDA build (too big for a CI image).
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+RUNTIME_PACKAGES = ("ca-certificates", "libssl3", "libffi8", "zlib1g", "libbz2-1.0", "liblzma5", "libsqlite3-0",
+                    "libreadline8", "libncursesw6", "libuuid1", "libgdbm6", "libexpat1", "libgomp1",
+                    "libtcmalloc-minimal4", "procps", "iproute2", "netcat-openbsd")
+
+
+def _rootfs_layer(root: Path) -> bytes:
+    """The rootfs as one layer tar (numeric owners, device nodes left out: runc makes /dev)."""
+    result = subprocess.run(["tar", "--numeric-owner", "--exclude=./dev/*", "--exclude=./proc/*",
+                             "--exclude=./sys/*", "--exclude=./var/cache/apt/archives/*.deb",
+                             "-C", str(root), "-cf", "-", "."], capture_output=True, check=True)
+    return result.stdout
+
+
+def build_dask_runtime() -> dict:
+    key = _sha256("\0".join([RECIPE, DEBIAN_SUITE, DEBIAN_MIRROR, *RUNTIME_PACKAGES]).encode()
+                  + Path(__file__).read_bytes())[:16]
+    ref = f"{REGISTRY}/dask-runtime-base:{key}"
+    archive = cache_root() / f"dask-runtime-base-{key}.oci.tar"
+    result = {"name": "dask-runtime", "ref": ref, "archive": str(archive), "cached": archive.is_file()}
+    if archive.is_file():
+        return result
+    started = time.monotonic()
+    work = cache_root() / f"work-dask-runtime-{key}"
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    work.mkdir(parents=True)
+    try:
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(RUNTIME_PACKAGES)}",
+                        DEBIAN_SUITE, str(work / "root"), DEBIAN_MIRROR],
+                       check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        layer = _rootfs_layer(work / "root")
+        write_oci_archive(archive, ref, [layer], {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                                                  "WorkingDir": "/"})
+    finally:
+        subprocess.run(["rm", "-rf", str(work)], check=False)
+    result["build_s"] = round(time.monotonic() - started, 1)
+    return result
+
+
+BUILDERS = {"pause": build_pause, "dask-runtime": build_dask_runtime}
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from workloads.config import cache_dir
@@ -33,14 +34,28 @@ def helm(cluster, *args: str, timeout_s: float = 300.0) -> str:
     return result.stdout
 
 
-def install(cluster, release: str, chart: Path, namespace: str, values: dict) -> dict:
-    """``helm install`` (no --wait: the tests watch the pods themselves); returns Helm's status."""
+POST_RENDER = Path(__file__).resolve().with_name("post_render.py")
+
+
+def install(cluster, release: str, chart: Path, namespace: str, values: dict,
+            differences: dict | None = None) -> dict:
+    """``helm install`` (no --wait: the tests watch the pods themselves); returns Helm's status.
+
+    With ``differences``, the rendered objects go through tests/cluster/post_render.py
+    (every way the test's release differs from the program's lives there)."""
     values_file = cluster.workdir / f"values-{namespace}-{release}.json"
     values_file.write_text(json.dumps(values))
     values_file.chmod(0o600)  # the values hold the Jupyter password hash
-    out = helm(cluster, "install", release, str(chart), "--namespace", namespace, "--values", str(values_file),
-               "--output", "json")
-    return json.loads(out)
+    args = ["install", release, str(chart), "--namespace", namespace, "--values", str(values_file),
+            "--output", "json"]
+    if differences is not None:
+        diff_file = cluster.workdir / f"differences-{namespace}-{release}.json"
+        diff_file.write_text(json.dumps(differences))
+        wrapper = cluster.workdir / f"post-render-{namespace}-{release}.sh"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{POST_RENDER}" "{diff_file}"\n')
+        wrapper.chmod(0o700)
+        args += ["--post-renderer", str(wrapper)]
+    return json.loads(helm(cluster, *args))
 
 
 def uninstall(cluster, release: str, namespace: str) -> None:

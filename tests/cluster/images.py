@@ -9,7 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_images.py"
-IMAGES = ("pause",)
+IMAGES = ("pause", "dask-runtime")
 
 
 @dataclass(frozen=True)

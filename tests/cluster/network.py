@@ -27,6 +27,7 @@ from pathlib import Path
 
 GUARD_CHAIN = "DTKG-GUARD"
 METADATA_ADDRESS = "169.254.169.254"
+LINK_LOCAL_MULTICAST = "224.0.0.0/24"
 NETNS_DIR = Path("/run/netns")
 SLOTS = range(16)  # cluster networks this machine can hold at once
 
@@ -158,18 +159,23 @@ class ClusterNetwork:
         self.ns(*ipt, "-A", GUARD_CHAIN, "-o", "lo", "-j", "RETURN")
         for network in self.allowed_networks:
             self.ns(*ipt, "-A", GUARD_CHAIN, "-d", str(network), "-j", "RETURN")
+        # the local network control block (IGMP reports to 224.0.0.22 when a pod's veth joins
+        # the bridge): never forwarded beyond the link (RFC 5771); counted, so it shows
+        self.ns(*ipt, "-A", GUARD_CHAIN, "-d", LINK_LOCAL_MULTICAST, "-m", "comment", "--comment",
+                "link-local-multicast", "-j", "RETURN")
         self.ns(*ipt, "-A", GUARD_CHAIN, "-m", "comment", "--comment", "outside", "-j", "DROP")
         self.ns(*ipt, "-I", "POSTROUTING", "1", "-j", GUARD_CHAIN)
 
     def guard_drops(self) -> dict[str, int]:
-        """Packets the guard dropped so far: {"cloud-metadata": n, "outside": n}."""
+        """Packets the guard counted so far: dropped ("cloud-metadata", "outside") and the
+        link-local multicast it lets pass ("link-local-multicast")."""
         listing = self.ns("iptables", "-w", "5", "-t", "mangle", "-L", GUARD_CHAIN, "-v", "-n", "-x").stdout
         drops = {}
         for line in listing.splitlines():
-            match = re.match(r"\s*(\d+)\s+\d+\s+DROP\b.*/\*\s*(\S+)\s*\*/", line)
+            match = re.match(r"\s*(\d+)\s+\d+\s+(DROP|RETURN)\b.*/\*\s*(\S+)\s*\*/", line)
             if match:
-                drops[match.group(2)] = int(match.group(1))
-        if set(drops) != {"cloud-metadata", "outside"}:
+                drops[match.group(3)] = int(match.group(1))
+        if set(drops) != {"cloud-metadata", "outside", "link-local-multicast"}:
             raise RuntimeError(f"guard chain {GUARD_CHAIN} is not as created:\n{listing}")
         return drops
 

@@ -64,3 +64,22 @@ def make_cluster_pki(pki: Path, node_name: str, server_ips: list[str]) -> Cluste
     (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
     (pki / "tokens.csv").chmod(0o600)
     return ClusterPKI(pki, tokens)
+
+
+def dask_tls_material(directory: Path, scheduler_dns_names: list[str]) -> dict[str, str]:
+    """Real certificates with the shape components/dask/tls.py declares (ECDSA P-256, a
+    "dask-tkg CA", dask-scheduler/-worker/-client leaves usable for server and client auth,
+    the scheduler's DNS names), keyed as the program's Secret is. Needed because under
+    Pulumi's mocks the pulumi-tls resources return placeholder text, not certificates."""
+    directory.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", *EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3",
+             "-subj", "/O=dask-tkg/CN=dask-tkg CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
+    uses = ("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+            "extendedKeyUsage=serverAuth,clientAuth\n")
+    for role in ("scheduler", "worker", "client"):
+        sans = ",".join(f"DNS:{n}" for n in scheduler_dns_names) if role == "scheduler" else ""
+        _sign(directory, role, f"/O=dask-tkg/CN=dask-{role}", (f"subjectAltName={sans}\n" if sans else "") + uses)
+    return {name: (directory / name).read_text()
+            for name in ("ca.crt", "scheduler.crt", "scheduler.key", "worker.crt", "worker.key",
+                         "client.crt", "client.key")}

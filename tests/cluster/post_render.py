@@ -1,0 +1,93 @@
+"""A Helm post-renderer holding every way the test cluster's Dask release differs from the program's.
+
+Helm renders the chart with the values the program builds, unchanged; this script (run by
+``helm install --post-renderer``) then applies the differences below to the rendered
+Deployments, and nothing else. The differences, and why each one is needed here:
+
+1. image: the locally built ``dask-runtime`` stand-in (a minimal Debian rootfs, imported
+   into containerd, ``imagePullPolicy: Never``) instead of RAPIDS from nvcr.io (no
+   registry is reachable);
+2. the Python environment: the base interpreter's prefix, the project's virtual
+   environment and its ``workloads``/``contract.py`` (at ``/opt/dask-tkg``, where
+   ``images/dask-runtime/Dockerfile`` copies them) are mounted read-only from the node at
+   the same paths, with ``PATH``/``PYTHONPATH`` set to them (the torch wheel here is a
+   ~5 GB CUDA build: too big to bake into an image in CI);
+3. workers run ``dask-worker`` (``dask-cuda-worker`` needs a GPU and NVML) and request no
+   ``nvidia.com/gpu`` (a CPU node has none);
+4. smaller requests and limits, and fewer workers: the program's 6 CPUs / 48 GiB per worker
+   do not fit this machine;
+5. no node selectors (the one real node carries no pool-role label) and a toleration of
+   the real node's taint;
+6. workers reach the scheduler by its Service's address from the environment kubelet
+   gives every pod (``$(DASK_SCHEDULER_SERVICE_HOST)``) instead of by DNS name: there is
+   no cluster DNS add-on here (CoreDNS is not packaged in Debian bookworm);
+7. Jupyter's Deployment is scaled to ``jupyter_replicas`` (0 where the prepared environment
+   holds no JupyterLab).
+
+Usage (by Helm): post_render.py DIFFERENCES.json < rendered.yaml > changed.yaml
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import yaml
+
+
+def _mounts(spec: dict, container: dict, paths: list[dict]) -> None:
+    volumes = spec.setdefault("volumes", [])
+    mounts = container.setdefault("volumeMounts", [])
+    for i, path in enumerate(paths):
+        name = f"prepared-env-{i}"
+        volumes.append({"name": name, "hostPath": {"path": path["host"], "type": "Directory"
+                                                   if path.get("directory", True) else "File"}})
+        mounts.append({"name": name, "mountPath": path["container"], "readOnly": True})
+
+
+def _env(container: dict, env: dict[str, str]) -> None:
+    entries = [e for e in container.get("env", []) if e["name"] not in env]
+    container["env"] = entries + [{"name": k, "value": v} for k, v in env.items()]
+
+
+def change_deployment(obj: dict, d: dict[str, Any]) -> dict:
+    component = obj["metadata"]["labels"].get("component")
+    spec = obj["spec"]["template"]["spec"]
+    spec.pop("nodeSelector", None)
+    spec["tolerations"] = [*spec.get("tolerations", []), d["toleration"]]
+    if component == "worker":
+        obj["spec"]["replicas"] = d["worker_replicas"]
+    if component == "jupyter":
+        obj["spec"]["replicas"] = d["jupyter_replicas"]
+    for container in spec["containers"]:
+        container["image"] = d["image"]
+        container["imagePullPolicy"] = "Never"
+        container["resources"] = d["resources"][component]
+        _mounts(spec, container, d["mounts"])
+        _env(container, d["env"])
+        args = container.get("args") or []
+        if component == "worker" and args:
+            args[0] = "dask-worker"
+            args[1] = args[1].replace(f"{d['scheduler_service']}:", "$(DASK_SCHEDULER_SERVICE_HOST):", 1)
+            for flag, value in (("--nthreads", d["worker_threads"]), ("--memory-limit", d["worker_memory"])):
+                if flag in args:
+                    args[args.index(flag) + 1] = value
+    return obj
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[0]) as f:
+        differences = json.load(f)
+    out = []
+    for obj in yaml.safe_load_all(sys.stdin):
+        if not obj:
+            continue
+        if obj.get("kind") == "Deployment":
+            obj = change_deployment(obj, differences)
+        out.append(obj)
+    yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,139 @@
+"""The program's Dask release running on the real node: pods Running, workers on the scheduler
+over mutual TLS, a client without the certificate refused, no unintended listening port.
+
+What differs from the program's output is one list, in tests/cluster/post_render.py (the
+image stand-in with the Python environment mounted read-only from the node, CPU instead of
+GPU workers, smaller requests, no node selectors, the scheduler by its Service's address
+since there is no cluster DNS, Jupyter scaled to 0), plus, here:
+- the ``dask-tls`` Secret's values: real certificates made like components/dask/tls.py
+  declares them (under Pulumi's mocks pulumi-tls returns placeholder text);
+- the shared claims bound to hostPath PersistentVolumes on the one node, standing in for the
+  NFS share (no NFS server runs in this machine's kernel).
+"""
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from distributed import Client
+from distributed.security import Security
+
+from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
+from tests.artifacts import DASK_CHART, artifact_path
+from tests.cluster import helm
+from tests.cluster.kube import delete_namespace, install_tkg_pod_security, pods, wait_for, wait_running
+from tests.cluster.node import REAL_NODE_TOLERATION
+from tests.cluster.pki import dask_tls_material
+from tests.cluster.program import declared_stack
+from tests.cluster.test_placement import apply_guest_half, shared_volume_stand_ins
+
+REPO = Path(__file__).resolve().parents[2]
+WORKERS = 2
+SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
+
+
+def runtime_differences(kube_cluster) -> dict:
+    venv, base = Path(sys.prefix), Path(sys.base_prefix)
+    mounts = [{"host": str(base), "container": str(base)}, {"host": str(venv), "container": str(venv)},
+              {"host": str(REPO / "workloads"), "container": "/opt/dask-tkg/workloads"},
+              {"host": str(REPO / "contract.py"), "container": "/opt/dask-tkg/contract.py", "directory": False}]
+    return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts,
+            "env": {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": "/opt/dask-tkg",
+                    "HOME": "/tmp"},
+            "resources": {"scheduler": SMALL, "worker": SMALL, "jupyter": SMALL},
+            "worker_replicas": WORKERS, "worker_threads": "1", "worker_memory": "2Gi", "jupyter_replicas": 0,
+            "toleration": REAL_NODE_TOLERATION, "scheduler_service": "dask-scheduler"}
+
+
+class Release:
+    def __init__(self, namespace: str, tls_dir: Path, scheduler_ip: str):
+        self.namespace, self.tls_dir, self.scheduler_ip = namespace, tls_dir, scheduler_ip
+
+    @property
+    def address(self) -> str:
+        return f"tls://{self.scheduler_ip}:8786"
+
+    def security(self) -> Security:
+        d = self.tls_dir
+        return Security(tls_ca_file=str(d / "ca.crt"), tls_client_cert=str(d / "client.crt"),
+                        tls_client_key=str(d / "client.key"), require_encryption=True)
+
+
+@pytest.fixture(scope="module")
+def dask_release(kube_cluster, tmp_path_factory):
+    api = kube_cluster.api_client
+    stack = declared_stack("reference")
+    ns = stack.dask_namespace
+    tmp = tmp_path_factory.mktemp("dask-release")
+    volumes = shared_volume_stand_ins(stack, tmp / "share")
+    install_tkg_pod_security(api)
+    try:
+        for volume in volumes:
+            apply_manifest(api, volume)
+        apply_guest_half(api, stack, kinds=("Namespace", "RoleBinding", "ConfigMap", "PersistentVolumeClaim"))
+        tls = dask_tls_material(tmp / "tls", ["dask-scheduler", f"dask-scheduler.{ns}",
+                                              f"dask-scheduler.{ns}.svc.cluster.local"])
+        for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns):
+            if secret["metadata"]["name"] == "dask-tls":
+                assert set(secret["stringData"]) == set(tls), "the program's TLS Secret has other keys"
+                secret = {**secret, "stringData": tls}
+            apply_manifest(api, secret)
+        helm.install(kube_cluster, "dask", artifact_path(DASK_CHART), ns, stack.dask_release["values"],
+                     differences=runtime_differences(kube_cluster))
+        wait_running(api, ns, "component=scheduler", 1, timeout_s=180)
+        wait_running(api, ns, "component=worker", WORKERS, timeout_s=180)
+        service = api_request(api, "GET", f"/api/v1/namespaces/{ns}/services/dask-scheduler")
+        yield Release(ns, tmp / "tls", service["spec"]["clusterIP"])
+    finally:
+        delete_namespace(api, ns, timeout_s=120)
+        for volume in volumes:
+            try:
+                api_request(api, "DELETE", f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
+            except KubeApiError as exc:
+                if exc.status != 404:
+                    raise
+
+
+def test_workers_join_the_scheduler_over_tls(dask_release):
+    with Client(dask_release.address, security=dask_release.security(), timeout="30s") as client:
+        client.wait_for_workers(WORKERS, timeout=60)
+        workers = client.scheduler_info()["workers"]
+        assert len(workers) == WORKERS and all(a.startswith("tls://") for a in workers)
+        assert client.submit(sum, [1, 2, 3]).result(timeout=30) == 6
+
+
+def test_a_client_without_the_certificate_is_refused(dask_release):
+    context = ssl.create_default_context(cafile=str(dask_release.tls_dir / "ca.crt"))
+    context.check_hostname = False  # Dask checks the chain, not names
+    with socket.create_connection((dask_release.scheduler_ip, 8786), timeout=10) as raw:
+        with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|certificate required|HANDSHAKE_FAILURE"):
+            with context.wrap_socket(raw) as tls:
+                tls.recv(1)  # TLS 1.3: the server's refusal arrives after the client's Finished
+
+
+def listening_ports(kube_cluster, namespace: str, pod: str) -> set[int]:
+    out = subprocess.run([str(KUBE_CACHE / "bin" / "kubectl"), f"--kubeconfig={kube_cluster.kubeconfig}",
+                          "-n", namespace, "exec", pod, "--", "ss", "-H", "-ltn"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in out.stdout.splitlines() if line.strip()}
+
+
+def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, dask_release):
+    api = kube_cluster.api_client
+    with Client(dask_release.address, security=dask_release.security(), timeout="30s") as client:
+        info = client.scheduler_info()["workers"]
+    meant_by_ip: dict[str, set[int]] = {}
+    for address, worker in info.items():  # each worker's comm port and its nanny's
+        host = address.split("://")[1].rsplit(":", 1)[0]
+        meant_by_ip.setdefault(host, set()).update(
+            {int(address.rsplit(":", 1)[1]), int(worker["nanny"].rsplit(":", 1)[1])})
+    for pod in pods(api, dask_release.namespace):
+        name, component = pod["metadata"]["name"], pod["metadata"]["labels"]["component"]
+        ports = listening_ports(kube_cluster, dask_release.namespace, name)
+        meant = {8786, 8787} if component == "scheduler" else meant_by_ip[pod["status"]["podIP"]]
+        assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
