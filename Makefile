@@ -28,6 +28,7 @@ stand-ins:
 	scripts/install_system_packages.sh
 	scripts/build_vcsim.sh
 	scripts/build_kube_apiserver.sh
+	scripts/build_kube_node.sh
 
 test: $(VENV)/.test-installed stand-ins
 	$(PY) -m pytest $(ARGS)
