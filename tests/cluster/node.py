@@ -419,7 +419,8 @@ def wait_node_ready(api: kubernetes.client.ApiClient, s: _Starter, name: str) ->
 def untaint_ready_node(api: kubernetes.client.ApiClient, node: dict) -> None:
     """Remove ``node.kubernetes.io/not-ready`` from a node whose kubelet reports Ready.
 
-    That is the node lifecycle controller's job, but it is disabled here (it would mark the
+    Every new Node gets it from the TaintNodesByCondition admission plugin; lifting it is the
+    node lifecycle controller's job, but that is disabled here (it would mark the
     kubelet-less, VM-class-shaped Nodes unreachable), so the fixture does that one step."""
     taints = [t for t in node["spec"].get("taints", []) if t["key"] != "node.kubernetes.io/not-ready"]
     api_request(api, "PATCH", f"/api/v1/nodes/{node['metadata']['name']}", body={"spec": {"taints": taints}},

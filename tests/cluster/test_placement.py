@@ -20,6 +20,7 @@ from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import helm
 from tests.cluster.kube import (delete_namespace, in_namespace, install_tkg_pod_security, pods,
                                 wait_default_service_account, wait_for)
+from tests.cluster.node import untaint_ready_node
 from tests.cluster.program import DeclaredStack, declared_stack, vm_class_nodes
 
 READY = [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "VM-class-shaped stand-in",
@@ -75,7 +76,8 @@ def place_stack(kube_cluster, stack: DeclaredStack, tmp_path) -> dict[str, str]:
     install_tkg_pod_security(api)
     try:
         for node in nodes:
-            apply_manifest(api, {**node, "status": {**node["status"], "conditions": READY}})
+            created = apply_manifest(api, {**node, "status": {**node["status"], "conditions": READY}})
+            untaint_ready_node(api, created)  # the TaintNodesByCondition admission plugin's not-ready taint
         for volume in volumes:
             apply_manifest(api, volume)
         apply_guest_half(api, stack)
