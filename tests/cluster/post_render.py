@@ -12,7 +12,7 @@ Deployments, and nothing else. The differences, and why each one is needed here:
    ``images/dask-runtime/Dockerfile`` copies them) are mounted read-only from the node at
    the same paths, with ``PATH``/``PYTHONPATH`` set to them (the torch wheel here is a
    ~5 GB CUDA build: too big to bake into an image in CI);
-3. workers run ``dask-worker`` (``dask-cuda-worker`` needs a GPU and NVML) and request no
+3. workers run ``dask worker`` (``dask-cuda-worker`` needs a GPU and NVML) and request no
    ``nvidia.com/gpu`` (a CPU node has none);
 4. smaller requests and limits, and fewer workers: the program's 6 CPUs / 48 GiB per worker
    do not fit this machine;
@@ -21,6 +21,11 @@ Deployments, and nothing else. The differences, and why each one is needed here:
 6. workers reach the scheduler by its Service's address from the environment kubelet
    gives every pod (``$(DASK_SCHEDULER_SERVICE_HOST)``) instead of by DNS name: there is
    no cluster DNS add-on here (CoreDNS is not packaged in Debian bookworm);
+8. the scheduler and workers start as ``dask scheduler`` / ``dask worker``: distributed
+   2026.7.1 (requirements.txt, images/dask-runtime/Dockerfile) no longer installs the
+   ``dask-scheduler``/``dask-worker`` executables the chart (2024.1.1) runs (its entry
+   points are ``dask_cli`` scheduler/worker only), so the chart's commands fail there with
+   ``exec: "dask-scheduler": executable file not found in $PATH`` (seen on this cluster);
 7. Jupyter's Deployment is scaled to ``jupyter_replicas`` (0 where the prepared environment
    holds no JupyterLab).
 
@@ -66,9 +71,10 @@ def change_deployment(obj: dict, d: dict[str, Any]) -> dict:
         _mounts(spec, container, d["mounts"])
         _env(container, d["env"])
         args = container.get("args") or []
+        if component in ("scheduler", "worker") and args:
+            args[0:1] = ["dask", component]  # 3. and 8.
         if component == "worker" and args:
-            args[0] = "dask-worker"
-            args[1] = args[1].replace(f"{d['scheduler_service']}:", "$(DASK_SCHEDULER_SERVICE_HOST):", 1)
+            args[2] = args[2].replace(f"{d['scheduler_service']}:", "$(DASK_SCHEDULER_SERVICE_HOST):", 1)
             for flag, value in (("--nthreads", d["worker_threads"]), ("--memory-limit", d["worker_memory"])):
                 if flag in args:
                     args[args.index(flag) + 1] = value
