@@ -70,7 +70,13 @@ def kube_cluster(tmp_path_factory) -> Iterator[KubeCluster]:
         cluster.start_s = time.monotonic() - started
         yield cluster
     finally:
-        problems = cluster.stop() if cluster is not None else []
+        problems = []
+        if cluster is not None:
+            # the isolation test looks at one moment; this covers the whole session
+            counted = net.guard_drops()
+            if counted["cloud-metadata"] or counted["outside"]:
+                problems.append(f"the guard chain dropped packets bound outside during the session: {counted}")
+            problems += cluster.stop()
         net.destroy()
         problems += net.leftovers() + [f"mount {m}" for m in _host_mounts_under(workdir)]
         if problems:

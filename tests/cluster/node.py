@@ -285,7 +285,8 @@ class _Starter:
 
 
 def _mount_holder(s: _Starter) -> _Process:
-    """A process that owns the runtime's private mount namespace, with /var/lib, /var/log, /run bound."""
+    """A process that owns the cluster's private mount namespace, with /var/lib, /var/log, /run
+    and /etc/resolv.conf bound over; every component runs in it (and in the network namespace)."""
     root = s.w / "root"
     binds = []
     for d in ("var/lib", "var/log", "run"):
@@ -311,11 +312,11 @@ def _start_containerd(s: _Starter, holder: _Process, pause_ref: str) -> Path:
     return socket
 
 
-def _start_control_plane(s: _Starter, pki: ClusterPKI) -> None:
+def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: _Process) -> None:
     etcd_url = "http://127.0.0.1:2379"
     s.start("etcd", [str(BIN / "etcd"), "--name=dtkg", f"--data-dir={s.w / 'etcd-data'}",
                      f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-                     "--listen-peer-urls=http://127.0.0.1:2380", "--log-level=warn", "--logger=zap"])
+                     "--listen-peer-urls=http://127.0.0.1:2380", "--log-level=warn", "--logger=zap"], holder=holder)
     p = pki.path
     s.start("kube-apiserver", [
         str(BIN / "kube-apiserver"), f"--etcd-servers={etcd_url}",
@@ -331,7 +332,9 @@ def _start_control_plane(s: _Starter, pki: ClusterPKI) -> None:
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         "--api-audiences=https://kubernetes.default.svc.cluster.local",
         f"--service-cluster-ip-range={s.net.service_cidr}", "--allow-privileged=true",
-        f"--cert-dir={s.w / 'apiserver-certs'}", "--profiling=false", "--logtostderr=true", "--v=0"])
+        # reach kubelets by their address, never by a name looked up in a resolver
+        "--kubelet-preferred-address-types=InternalIP",
+        f"--cert-dir={s.w / 'apiserver-certs'}", "--profiling=false", "--logtostderr=true", "--v=0"], holder=holder)
     ctx = ssl.create_default_context(cafile=str(p("ca.crt")))
     _wait_http(f"https://{s.net.node_link_ip}:{API_PORT}/readyz", lambda st, b: st == 200, s.deadline, s.procs,
                "kube-apiserver /readyz", context=ctx, headers={"Authorization": f"Bearer {pki.tokens['admin']}"})
@@ -347,12 +350,13 @@ def _start_control_plane(s: _Starter, pki: ClusterPKI) -> None:
         "--controllers=*,-nodelifecycle,-nodeipam", "--leader-elect=false",
         "--bind-address=127.0.0.1", "--port=0",
         # without it the controller-manager creates /usr/libexec/kubernetes/... on the host
-        f"--flex-volume-plugin-dir={s.w / 'flexvolume'}", "--logtostderr=true", "--v=0"])
+        f"--flex-volume-plugin-dir={s.w / 'flexvolume'}", "--logtostderr=true", "--v=0"], holder=holder)
     sched_kubeconfig = _kubeconfig(s.w / "scheduler.kubeconfig", local, p("ca.crt"), pki.tokens["scheduler"])
     s.start("kube-scheduler", [
         str(BIN / "kube-scheduler"), f"--kubeconfig={sched_kubeconfig}",
         f"--authentication-kubeconfig={sched_kubeconfig}", f"--authorization-kubeconfig={sched_kubeconfig}",
-        "--leader-elect=false", "--bind-address=127.0.0.1", "--port=0", "--logtostderr=true", "--v=0"])
+        "--leader-elect=false", "--bind-address=127.0.0.1", "--port=0", "--logtostderr=true", "--v=0"],
+        holder=holder)
 
 
 def _start_node(s: _Starter, pki: ClusterPKI, holder: _Process, socket: Path, pause_ref: str,
@@ -391,7 +395,7 @@ def _start_node(s: _Starter, pki: ClusterPKI, holder: _Process, socket: Path, pa
         "--conntrack-max-per-core=0", "--conntrack-min=0",
         "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
         # a pod reaching a Service backed by a pod on the same bridge gets its answer back
-        "--masquerade-all", "--logtostderr=true", "--v=0"])
+        "--masquerade-all", "--logtostderr=true", "--v=0"], holder=holder)
 
 
 def wait_node_ready(api: kubernetes.client.ApiClient, s: _Starter, name: str) -> dict:
@@ -442,7 +446,7 @@ def start_cluster(workdir: Path, net: ClusterNetwork, node_labels: dict[str, str
         socket = _start_containerd(s, holder, built["pause"].ref)
         for image in built.values():
             run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "import", str(image.archive))
-        _start_control_plane(s, pki)
+        _start_control_plane(s, pki, holder)
         _start_node(s, pki, holder, socket, built["pause"].ref, node_labels)
         url = f"https://{net.node_link_ip}:{API_PORT}"
         api = _api_client(url, pki.path("ca.crt"), pki.tokens["admin"])

@@ -133,7 +133,10 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
         meant_by_ip.setdefault(host, set()).update(
             {int(address.rsplit(":", 1)[1]), int(worker["nanny"].rsplit(":", 1)[1])})
     for pod in pods(api, dask_release.namespace):
-        name, component = pod["metadata"]["name"], pod["metadata"]["labels"]["component"]
+        name = pod["metadata"]["name"]
         ports = listening_ports(kube_cluster, dask_release.namespace, name)
-        meant = {8786, 8787} if component == "scheduler" else meant_by_ip[pod["status"]["podIP"]]
+        # what the pod spec declares (the chart's containerPorts: scheduler 8786 + dashboard 8787,
+        # the worker's HTTP server 8790), plus each worker's and nanny's comm port (TLS)
+        declared = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
+        meant = declared | meant_by_ip.get(pod["status"]["podIP"], set())
         assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
