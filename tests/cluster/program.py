@@ -41,6 +41,7 @@ class DeclaredStack:
     settings: Settings
     objects: list[dict]
     releases: dict[str, dict]  # release name -> the Release resource's inputs
+    outputs: dict  # the stack's exports (secrets as {"__secret__": value})
 
     def of_kind(self, kind: str) -> list[dict]:
         return [o for o in self.objects if o["kind"] == kind]
@@ -61,7 +62,7 @@ def declared_stack(name: str) -> DeclaredStack:
         raise RuntimeError(f"the program failed for stack {name}: {graph.traceback}")
     objects = [r.manifest() for r in graph.kubernetes_objects()]
     releases = {r.inputs.get("name"): r.inputs for r in graph.of_type("Release")}
-    return DeclaredStack(name, stack_settings(stack, overrides), objects, releases)
+    return DeclaredStack(name, stack_settings(stack, overrides), objects, releases, dict(graph.outputs))
 
 
 def vm_class_nodes(settings: Settings) -> list[dict]:

@@ -12,6 +12,7 @@ since there is no cluster DNS, Jupyter scaled to 0), plus, here:
 """
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import subprocess
@@ -50,8 +51,9 @@ def runtime_differences(kube_cluster) -> dict:
 
 
 class Release:
-    def __init__(self, namespace: str, tls_dir: Path, scheduler_ip: str):
+    def __init__(self, namespace: str, tls_dir: Path, scheduler_ip: str, share: Path, outputs: dict):
         self.namespace, self.tls_dir, self.scheduler_ip = namespace, tls_dir, scheduler_ip
+        self.share, self.program_outputs = share, outputs
 
     @property
     def address(self) -> str:
@@ -87,7 +89,9 @@ def dask_release(kube_cluster, tmp_path_factory):
         wait_running(api, ns, "component=scheduler", 1, timeout_s=180)
         wait_running(api, ns, "component=worker", WORKERS, timeout_s=180)
         service = api_request(api, "GET", f"/api/v1/namespaces/{ns}/services/dask-scheduler")
-        yield Release(ns, tmp / "tls", service["spec"]["clusterIP"])
+        dataset_claim = stack.dask_release["values"]["worker"]["mounts"]["volumes"][0]["persistentVolumeClaim"]
+        yield Release(ns, tmp / "tls", service["spec"]["clusterIP"], tmp / "share" / dataset_claim["claimName"],
+                      stack.outputs)
     finally:
         delete_namespace(api, ns, timeout_s=120)
         for volume in volumes:
@@ -140,3 +144,51 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
         declared = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
         meant = declared | meant_by_ip.get(pod["status"]["podIP"], set())
         assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
+
+
+def stack_outputs(release: Release) -> dict:
+    """``pulumi stack output --json --show-secrets`` of the program's run, with the differences
+    this cluster needs: the scheduler by its Service's ClusterIP (the program's address is the
+    in-cluster DNS name; the host reaches the Service through its route onto the cluster
+    network), the real TLS material, and the stand-in's workers, image and Dask version."""
+    import distributed
+
+    def plain(value):
+        return value["__secret__"] if isinstance(value, dict) and "__secret__" in value else value
+
+    outputs = {k: plain(v) for k, v in release.program_outputs.items()}
+    tls = release.tls_dir
+    outputs.update({"schedulerAddress": release.address, "dashboardUrl": f"http://{release.scheduler_ip}:8787",
+                    "tlsCaCert": (tls / "ca.crt").read_text(), "tlsClientCert": (tls / "client.crt").read_text(),
+                    "tlsClientKey": (tls / "client.key").read_text(), "workerCount": WORKERS,
+                    "gpusPerWorker": 0, "threadsPerWorker": 1, "daskVersion": distributed.__version__})
+    return outputs
+
+
+def prepare_dataset(share: Path) -> None:
+    """The data the Job would prepare, generated into the share the workers mount at /ml-share
+    by the benchmarks' own generators (smoke profile; the downloader needs the internet)."""
+    from workloads import benchmarks
+    from workloads.run import benchmark_profile
+
+    for name in benchmarks.BENCHMARKS:
+        module = benchmarks.load(name)
+        module.generate(share, benchmark_profile(module, "smoke"))
+
+
+def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(dask_release, tmp_path):
+    outputs_file = tmp_path / "outputs.json"
+    outputs_file.write_text(json.dumps(stack_outputs(dask_release)))
+    outputs_file.chmod(0o600)
+    prepare_dataset(dask_release.share)
+    out = tmp_path / "results"
+    run = subprocess.run([sys.executable, "-m", "workloads.run", "--outputs", str(outputs_file), "--benchmark", "all",
+                          "--profile", "smoke", "--device", "cpu", "--output", str(out)],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["benchmark"] for r in records} == {"images", "taxi"}
+    assert all(r["status"] == "succeeded" for r in records), records
+    assert (out / "report" / "report.html").is_file()
+    for r in records:
+        print(r["benchmark"], json.dumps(r.get("metrics"))[:1500], [k for k in r])
