@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -49,6 +50,10 @@ def _build() -> None:
                         pytrace=False)
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _host_mounts_under(path: Path) -> list[str]:
     return [line for line in Path("/proc/self/mounts").read_text().splitlines() if f" {path}" in line]
 
@@ -61,6 +66,9 @@ def kube_cluster(tmp_path_factory) -> Iterator[KubeCluster]:
     missing = _binaries_missing()
     if missing:
         pytest.fail(f"not built into {KUBE_CACHE / 'bin'}: {missing}", pytrace=False)
+    # a SIGTERM (a CI timeout) must still run the teardown below: the pods' shims, kubelet's
+    # cgroups and sysctls outlive the components otherwise
+    previous = signal.signal(signal.SIGTERM, _terminated)
     net = network.allocate()
     workdir = tmp_path_factory.mktemp("kube-cluster")
     cluster = None
@@ -79,6 +87,7 @@ def kube_cluster(tmp_path_factory) -> Iterator[KubeCluster]:
             problems += cluster.stop()
         net.destroy()
         problems += net.leftovers() + [f"mount {m}" for m in _host_mounts_under(workdir)]
+        signal.signal(signal.SIGTERM, previous)
         if problems:
             raise AssertionError("the cluster left things behind:\n" + "\n".join(problems))
 
