@@ -9,7 +9,7 @@ import re
 import pytest
 
 from . import faults
-from .conftest import cli
+from .conftest import cli, record_figure, recovery_cost, warm_then_calm
 
 TAXI = ["--benchmark", "taxi", "--dataframe", "pandas", "--taxi-block-mib", "1"]
 FILE = "yellow_tripdata_2017-06.csv"  # the CSV of the folder's dataset
@@ -32,9 +32,8 @@ def failing_reads(client, faults_dir):
     faults.reset_read_failures()
 
 
-def test_a_few_io_errors_are_retried_and_no_row_is_lost(cluster, data_root, tmp_path, failing_reads):
-    code, (calm,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
-    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+def test_a_few_io_errors_are_retried_and_no_row_is_lost(cluster, data_root, tmp_path, failing_reads, artifacts_dir):
+    calm = warm_then_calm(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
 
     failing_reads(2)
     code, (hit,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
@@ -42,6 +41,9 @@ def test_a_few_io_errors_are_retried_and_no_row_is_lost(cluster, data_root, tmp_
     assert code == 0 and hit["status"] == "succeeded", hit.get("error")
     assert {k: hit["metrics"][k] for k in ROWS} == {k: calm["metrics"][k] for k in ROWS}
     assert "unreadable_chunk" not in hit["metrics"]["dropped_by_reason"]
+    record_figure(artifacts_dir, "taxi_read_errors", {
+        "failures_injected": 2, "load_s_undisturbed": calm["phases"]["load"], "load_s_with_errors": hit["phases"]["load"],
+        "recovery_s": recovery_cost(calm, hit, "load")})
 
 
 def test_io_errors_that_do_not_stop_fail_the_run_naming_the_file_and_byte_range(

@@ -9,7 +9,7 @@ import pytest
 import xgboost.dask
 
 from . import faults
-from .conftest import cli, record_figure, recovery, wait_for_workers, workers_now
+from .conftest import cli, record_figure, recovery, recovery_cost, wait_for_workers, warm_then_calm, workers_now
 
 IMAGES = ["--benchmark", "images", "--model", "tests.reliability.faults:killing_colour_classifier",
           "--image-batch", "2", "--forward-batch", "2"]
@@ -43,8 +43,7 @@ def armed(faults_dir, client):
 
 
 def test_images_survive_a_worker_killed_mid_infer(cluster, client, data_root, tmp_path, armed, artifacts_dir):
-    code, (calm,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
-    assert code == 0 and calm["status"] == "succeeded" and calm["cluster"]["workers_lost"] == []
+    calm = warm_then_calm(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
 
     armed("images-kill")
     code, (hit,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
@@ -61,13 +60,12 @@ def test_images_survive_a_worker_killed_mid_infer(cluster, client, data_root, tm
     assert sum(metrics["images_per_worker"].values()) == metrics["images_scored"]  # nothing twice
     record_figure(artifacts_dir, "images_kill", {
         "infer_s_undisturbed": calm["phases"]["infer"], "infer_s_with_kill": hit["phases"]["infer"],
-        **recovery(client, killed)})
+        "recovery_s": recovery_cost(calm, hit, "infer"), **recovery(client, killed)})
 
 
 def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, client, data_root, tmp_path, armed,
                                                                    monkeypatch, artifacts_dir):
-    code, (calm,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
-    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+    calm = warm_then_calm(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
     assert calm["metrics"]["train_attempts"] == 1 and calm["metrics"]["train_workers_lost"] == []
 
     train = xgboost.dask.train
@@ -90,7 +88,8 @@ def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, clien
     record_figure(artifacts_dir, "taxi_kill", {
         "train_s_undisturbed": calm["phases"]["train"], "train_s_with_kill": hit["phases"]["train"],
         "train_attempts": metrics["train_attempts"], "train_attempt_seconds": metrics["train_attempt_seconds"],
-        "train_recovery_seconds": metrics["train_recovery_seconds"], **recovery(client, killed)})
+        "train_recovery_seconds": metrics["train_recovery_seconds"], "recovery_s": recovery_cost(calm, hit, "train"),
+        **recovery(client, killed)})
 
 
 def test_more_lost_workers_than_allowed_fail_the_run_naming_them(cluster, data_root, tmp_path, armed):
