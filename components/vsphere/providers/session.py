@@ -198,7 +198,20 @@ def vcenter(conn: VCenterConnection, action: str = "vCenter call") -> Iterator[A
             disconnect(si)
 
 
-def _sibling_stub(si, path: str, version: str):
+def session_id(cookie: str) -> str:
+    """The ``vmware_soap_session`` value of the vim stub's cookie (quoted on vCenter)."""
+    from http.cookies import CookieError, SimpleCookie
+
+    try:
+        morsel = SimpleCookie(cookie or "").get("vmware_soap_session")
+    except CookieError:
+        morsel = None
+    if morsel is None or not morsel.value:
+        raise VCenterError("the vim session has no vmware_soap_session cookie to hand to SPBM")
+    return morsel.value
+
+
+def _sibling_stub(si, path: str, version: str, request_context: Mapping[str, str] | None = None):
     """A SOAP stub for another endpoint of the same vCenter, sharing the vim session."""
     from pyVmomi import SoapStubAdapter
 
@@ -207,9 +220,9 @@ def _sibling_stub(si, path: str, version: str):
         url=f"https://{stub.host}{path}",
         version=version,
         sslContext=stub.schemeArgs.get("context"),
+        requestContext=dict(request_context or {}),
     )
-    # vCenter accepts the vim session cookie on its other SOAP endpoints; the
-    # vcSessionCookie request-context header alone is not enough for SPBM.
+    # /vsanHealth takes the vim session's HTTP cookie (VMware's vsanapiutils does the same).
     sibling.cookie = stub.cookie
     # Remembered on the vim stub so that disconnect() closes their connections too.
     stub.sibling_stubs = [*getattr(stub, "sibling_stubs", ()), sibling]
@@ -217,10 +230,16 @@ def _sibling_stub(si, path: str, version: str):
 
 
 def pbm_service(si):
-    """SPBM ``ServiceInstanceContent`` (``/pbm/sdk``) authenticated with ``si``'s session."""
+    """SPBM ``ServiceInstanceContent`` (``/pbm/sdk``) authenticated with ``si``'s session.
+
+    SPBM reads the session from the ``vcSessionCookie`` SOAP header, not from the HTTP
+    cookie: pyVmomi's SPBM samples put the vim session id in the stub's request
+    context, and govmomi's ``pbm/client_test.go`` (TestClientCookie) shows the server
+    answering NotAuthenticated when only the cookie is sent.
+    """
     from pyVmomi import pbm
 
-    stub = _sibling_stub(si, "/pbm/sdk", PBM_VERSION)
+    stub = _sibling_stub(si, "/pbm/sdk", PBM_VERSION, {"vcSessionCookie": session_id(si._stub.cookie)})
     return pbm.ServiceInstance("ServiceInstance", stub).RetrieveContent()
 
 
