@@ -386,12 +386,11 @@ class FakeShare:
     quota: str
     policy_id: Optional[str]
     permissions: list[dict[str, Any]]
-    domain: str = "fs-domain"
-    pending: int = 0  # queries before it becomes visible (create) or disappears (remove)
-    removing: bool = False
+    domain: str = "fs.vsan.example"
+    visible: bool = True  # False until the task creating it has finished
     labels: dict[str, str] = field(default_factory=dict)
 
-    def xml(self, nfs_host: str) -> str:
+    def xml(self, fqdn: str, ip: str) -> str:
         e = escape
         policy = (
             '<storagePolicy xmlns:vim25="urn:vim25" xsi:type="vim25:VirtualMachineDefinedProfileSpec">'
@@ -404,15 +403,63 @@ class FakeShare:
             f"<allowRoot>{'true' if p['allow_root'] else 'false'}</allowRoot></permission>"
             for p in self.permissions
         )
+        # FileShareRuntimeInfo: hostname is the file server's FQDN, address its IP, the
+        # access points "<fqdn>:/vsanfs/<share>" per protocol (vSAN Management API 7.0).
         return (
             f"<fileShares><uuid>{e(self.uuid)}</uuid>"
             f"<config><name>{e(self.name)}</name><domainName>{e(self.domain)}</domainName>"
             f"<quota>{e(self.quota)}</quota>{policy}{permissions}</config>"
-            f"<runtime><usedCapacity>0</usedCapacity><hostname>{e(nfs_host)}</hostname><address>{e(nfs_host)}</address>"
-            f"<accessPoints><key>NFSv3</key><value>{e(nfs_host)}:/vsanfs/{e(self.name)}</value></accessPoints>"
-            f"<accessPoints><key>NFSv4.1</key><value>{e(nfs_host)}:/vsanfs/{e(self.name)}</value></accessPoints>"
+            f"<runtime><usedCapacity>0</usedCapacity><hostname>{e(fqdn)}</hostname><address>{e(ip)}</address>"
+            f"<accessPoints><key>NFSv3</key><value>{e(fqdn)}:/vsanfs/{e(self.name)}</value></accessPoints>"
+            f"<accessPoints><key>NFSv4.1</key><value>{e(fqdn)}:/vsanfs/{e(self.name)}</value></accessPoints>"
             f"<managedBy>user</managedBy></runtime></fileShares>"
         )
+
+
+@dataclass
+class FakeTask:
+    """A vim Task the file service returned: ``running`` for ``ticks`` requests, then
+    ``success`` (its effect applied) or ``error`` (nothing changed), as vSAN runs
+    ``VsanCreateFileShare``/``VsanReconfigureFileShare``/``VsanClusterRemoveShare``."""
+
+    key: str
+    method: str
+    ticks: int
+    effect: Any  # callable run on success
+    error: Optional[str] = None  # the fault message when the task fails
+    rollback: Any = None  # callable run on failure
+    state: str = "running"
+
+    def advance(self) -> None:
+        if self.state != "running":
+            return
+        if self.ticks > 0:
+            self.ticks -= 1
+            return
+        if self.error is None:
+            self.effect()
+            self.state = "success"
+        else:
+            self.rollback()
+            self.state = "error"
+
+    def info_xml(self) -> str:
+        error = ""
+        if self.state == "error":
+            # LocalizedMethodFault as vCenter reports a failed task (TaskInfo.error).
+            error = (f'<error><fault xsi:type="SystemError"><reason>{escape(self.error)}</reason></fault>'
+                     f"<localizedMessage>{escape(self.error)}</localizedMessage></error>")
+        return (
+            f'<returnval xsi:type="TaskInfo"><key>{self.key}</key><task type="Task">{self.key}</task>'
+            f"<name>{self.method}</name><descriptionId>vsan.fileservice.{self.method}</descriptionId>"
+            f"<state>{self.state}</state><cancelled>false</cancelled><cancelable>false</cancelable>{error}"
+            f"<queueTime>2026-01-01T00:00:00Z</queueTime><eventChainId>1</eventChainId></returnval>"
+        )
+
+
+# vSAN Management API 7.0, vim.vsan.FileShareConfig.name: at most 80 characters, letters,
+# digits and '-', each '-' preceded and followed by a letter or digit.
+_SHARE_NAME = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$")
 
 
 class _VsanHandler(_Handler):
@@ -425,10 +472,32 @@ class _VsanHandler(_Handler):
         else:
             self._proxy("POST")
 
+    def _task_fetch(self, body: bytes) -> bool:
+        """Answer ``Fetch`` of a task's ``info`` (pyVmomi's property read) for the fake's own
+        tasks; every other /sdk call goes to vcsim."""
+        fake: FakeVsanFileService = self.fake
+        if b"<Fetch" not in body:
+            return False
+        request = ET.fromstring(body).find(f"{{{_SOAP}}}Body")[0]
+        this = request.find("{urn:vim25}_this")
+        with fake.lock:
+            task = fake.tasks.get(this.text if this is not None else "")
+            if task is None or this.get("type") != "Task":
+                return False
+            if _soap_session(self.headers.get("Cookie") or "") not in fake.sessions:
+                self._fault("NotAuthenticated", "The session is not authenticated.")
+                return True
+            fake.tick()
+            body = f'<FetchResponse xmlns="urn:vim25">{task.info_xml()}</FetchResponse>'
+        self.send(200, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+        return True
+
     def _proxy(self, method: str) -> None:
         """Forward to vcsim, remembering the session cookies it hands out."""
         fake: FakeVsanFileService = self.fake
         body = self.body()
+        if method == "POST" and self._task_fetch(body):
+            return
         conn = http.client.HTTPSConnection("127.0.0.1", fake.vcsim_port, context=fake.client_context, timeout=30)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() in ("cookie", "soapaction", "content-type")}
@@ -447,12 +516,17 @@ class _VsanHandler(_Handler):
         finally:
             conn.close()
 
-    def _fault(self, fault_type: str, message: str, status: int = 500) -> None:
+    def _fault(self, fault_type: str, message: str, status: int = 500, detail: str = "") -> None:
         body = (
             f"<soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>{escape(message)}</faultstring>"
-            f'<detail><{fault_type}Fault xmlns="urn:vim25" xsi:type="{fault_type}"/></detail></soapenv:Fault>'
+            f'<detail><{fault_type}Fault xmlns="urn:vim25" xsi:type="{fault_type}">{detail}'
+            f"</{fault_type}Fault></detail></soapenv:Fault>"
         )
         self.send(status, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+
+    def _invalid(self, prop: str, message: str) -> None:
+        """vmodl.fault.InvalidArgument naming the property, as the file service methods declare."""
+        self._fault("InvalidArgument", message, detail=f"<invalidProperty>{escape(prop)}</invalidProperty>")
 
     def _ok(self, method: str, returnval: str = "") -> None:
         body = f'<{method}Response xmlns="{_VSAN}">{returnval}</{method}Response>'
@@ -472,6 +546,7 @@ class _VsanHandler(_Handler):
             method = request.tag.split("}", 1)[1]
             this = request.find(f"{{{_VSAN}}}_this")
             fake.calls.append((method, action, raw.decode()))
+            fake.tick()
             if this is None or this.text != "vsan-cluster-file-service-system":
                 return self._fault(
                     "ManagedObjectNotFound",
@@ -502,10 +577,13 @@ class _VsanHandler(_Handler):
             ],
         }
 
-    def _task(self, method: str) -> None:
+    def _task(self, method: str, effect, rollback=None) -> None:
         fake: FakeVsanFileService = self.fake
         fake.task_counter += 1
-        self._ok(method, f'<returnval type="Task">task-{900 + fake.task_counter}</returnval>')
+        key = f"task-{900 + fake.task_counter}"
+        fake.tasks[key] = FakeTask(key, method, fake.task_ticks, effect, fake.fail_tasks.get(method),
+                                   rollback or (lambda: None))
+        self._ok(method, f'<returnval type="Task">{key}</returnval>')
 
     def _cluster(self, request: ET.Element) -> Optional[str]:
         cluster = request.find(f"{{{_VSAN}}}cluster")
@@ -514,42 +592,69 @@ class _VsanHandler(_Handler):
             return None
         return cluster.text
 
+    def _VsanClusterQueryFsDomains(self, method: str, request: ET.Element) -> None:
+        fake: FakeVsanFileService = self.fake
+        if self._cluster(request) is None:
+            return None
+        domains = "".join(
+            f"<returnval><uuid>{escape(uuid_)}</uuid><config><name>{escape(name)}</name></config></returnval>"
+            for uuid_, name in fake.domains.items()
+        )
+        return self._ok(method, domains)
+
     def _VsanCreateFileShare(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
         cluster = self._cluster(request)
         if cluster is None:
             return None
         config = self._config(request)
-        if any(s.name == config["name"] for s in fake.shares.values()):
-            return self._fault("InvalidArgument", f"File share {config['name']} already exists.")
+        # vSAN Management API 7.0 FileShareConfig: domainName "is required for file share
+        # creation"; name: the share-name rule, unique within the domain.
+        if not config["domain"]:
+            return self._invalid("config.domainName", "The file service domain name is required to create a share.")
+        if config["domain"] not in fake.domains.values():
+            return self._invalid("config.domainName", f"File service domain {config['domain']} does not exist.")
+        name = config["name"] or ""
+        if len(name) > 80 or not _SHARE_NAME.match(name):
+            return self._invalid("config.name", f"Invalid file share name {name}.")
+        if any(s.name == name and s.domain == config["domain"] for s in fake.shares.values()):
+            return self._invalid("config.name", f"File share {name} already exists.")
         share = FakeShare(
             uuid=str(uuid.uuid4()),
-            name=config["name"],
+            name=name,
             cluster=cluster,
             quota=config["quota"],
             policy_id=config["policy_id"],
             permissions=config["permissions"],
-            pending=fake.settle_queries,
+            domain=config["domain"],
+            visible=False,
         )
         fake.shares[share.uuid] = share
-        return self._task(method)
+
+        def done():
+            share.visible = True
+
+        # A failed create leaves no share behind.
+        return self._task(method, done, rollback=lambda: fake.shares.pop(share.uuid, None))
 
     def _VsanReconfigureFileShare(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
         share = fake.shares.get(_text(request, "v:shareUuid") or "")
-        if share is None:
+        if share is None or not share.visible:
             return self._fault("NotFound", "The file share does not exist.")
         config = self._config(request)
-        share.quota, share.policy_id, share.permissions = config["quota"], config["policy_id"], config["permissions"]
-        return self._task(method)
+
+        def done():
+            share.quota, share.policy_id, share.permissions = config["quota"], config["policy_id"], config["permissions"]
+
+        return self._task(method, done)
 
     def _VsanClusterRemoveShare(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
         share = fake.shares.get(_text(request, "v:shareUuid") or "")
-        if share is None:
+        if share is None or not share.visible:
             return self._fault("NotFound", "The file share does not exist.")
-        share.removing, share.pending = True, fake.settle_queries
-        return self._task(method)
+        return self._task(method, lambda: fake.shares.pop(share.uuid, None))
 
     def _VsanClusterQueryFileShares(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
@@ -559,18 +664,12 @@ class _VsanHandler(_Handler):
         spec = request.find(f"{{{_VSAN}}}querySpec")
         names = {n.text for n in spec.findall(f"{{{_VSAN}}}names")} if spec is not None else set()
         uuids = {n.text for n in spec.findall(f"{{{_VSAN}}}uuids")} if spec is not None else set()
-        visible = []
-        for share in list(fake.shares.values()):
-            if share.pending > 0:
-                share.pending -= 1
-                if not share.removing:
-                    continue
-            elif share.removing:
-                del fake.shares[share.uuid]
-                continue
-            if share.cluster == cluster and (not names or share.name in names) and (not uuids or share.uuid in uuids):
-                visible.append(share)
-        shares = "".join(s.xml(fake.nfs_host) for s in visible)
+        visible = [
+            share for share in fake.shares.values()
+            if share.visible and share.cluster == cluster
+            and (not names or share.name in names) and (not uuids or share.uuid in uuids)
+        ]
+        shares = "".join(s.xml(fake.nfs_fqdn, fake.nfs_ip) for s in visible)
         return self._ok(method, f"<returnval>{shares}<totalShareCount>{len(visible)}</totalShareCount></returnval>")
 
 
@@ -578,8 +677,11 @@ class FakeVsanFileService(_Server):
     """FAKE of vCenter's vSAN file service on ``/vsanHealth`` (vcsim serves none).
 
     Every other path is forwarded to the vcsim listening on ``vcsim_port``, so login
-    and inventory are real. ``settle_queries``: how many queries a new share stays
-    invisible (and a removed one stays visible), like the asynchronous vSAN tasks.
+    and inventory are real; only ``Fetch`` of the fake's own tasks is answered here.
+    Create, reconfigure and remove return a Task that runs for ``task_ticks`` requests
+    (any call to the fake is a tick) and then succeeds, or fails with the message in
+    ``fail_tasks[method]`` leaving the share as it was. ``domains``: the cluster's file
+    service domains (uuid -> name).
     """
 
     def __init__(
@@ -588,20 +690,30 @@ class FakeVsanFileService(_Server):
         key_file: str,
         *,
         vcsim_port: int,
-        nfs_host: str = "192.168.100.20",
-        settle_queries: int = 1,
+        nfs_fqdn: str = "fs1.vsan.example",
+        nfs_ip: str = "192.168.100.20",
+        task_ticks: int = 1,
+        domains: Optional[dict[str, str]] = None,
     ):
         super().__init__(_VsanHandler, cert_file, key_file)
         self.vcsim_port = vcsim_port
         self.client_context = ssl.create_default_context(cafile=cert_file)
-        self.nfs_host = nfs_host
-        self.settle_queries = settle_queries
+        self.nfs_fqdn, self.nfs_ip = nfs_fqdn, nfs_ip
+        self.task_ticks = task_ticks
+        self.domains = dict(domains if domains is not None else {"52 1a-domain": "fs.vsan.example"})
+        self.fail_tasks: dict[str, str] = {}
         self.sessions: set[str] = set()
         self.shares: dict[str, FakeShare] = {}
+        self.tasks: dict[str, FakeTask] = {}
         self.calls: list[tuple[str, str, str]] = []
         self.task_counter = 0
 
-    def seed(self, name: str, cluster: str, quota: str = "2T", policy_id: Optional[str] = None) -> FakeShare:
+    def tick(self) -> None:
+        """One request's worth of server time: running tasks move on."""
+        for task in list(self.tasks.values()):
+            task.advance()
+
+    def seed(self, name: str, cluster: str, quota: str = "2048G", policy_id: Optional[str] = None) -> FakeShare:
         """Put a share in place as if someone created it in the vSphere Client."""
         with self.lock:
             share = FakeShare(
