@@ -8,7 +8,14 @@ the providers' real HTTP and SOAP code runs unchanged against them:
 - :class:`FakeNamespaceApi`: ``POST/DELETE /api/session`` and the namespace
   instances endpoints. It enforces the ``vmware-api-session-id`` header, rejects
   unknown or missing fields with HTTP 400 ``INVALID_ARGUMENT`` as vCenter does,
-  and moves namespaces through ``CONFIGURING``/``REMOVING`` before they settle.
+  and moves namespaces through ``CONFIGURING``/``REMOVING`` before they settle,
+  to ``RUNNING`` or, where told, to ``ERROR`` with an ERROR message (vSphere
+  Automation API 7.0 ``vcenter.namespaces.Instances.ConfigStatus``: CONFIGURING,
+  REMOVING, RUNNING, ERROR; ``Instances.Info.messages``: ``Instances.Message``
+  with ``severity`` and ``details``, a LocalizableMessage). A PATCH sets only the
+  fields it carries and a list replaces the server's (``Instances.UpdateSpec``: "If
+  unset, access controls on the namespace will not be modified"). Namespace names
+  follow the API's rule (a DNS label of at most 63 characters).
 - :class:`FakeVsanFileService`: answers the ``urn:vsan`` SOAP calls pyVmomi sends
   to ``/vsanHealth`` (``VsanCreateFileShare``, ``VsanClusterQueryFileShares``,
   ``VsanReconfigureFileShare``, ``VsanClusterRemoveShare``), parsed from the request
@@ -123,6 +130,7 @@ _ACCESS_FIELDS = {"subject_type", "subject", "domain", "role", "identity_provide
 _STORAGE_FIELDS = {"policy", "limit"}
 _VM_SERVICE_FIELDS = {"content_libraries", "vm_classes"}
 _PATH = re.compile(r"^/api/vcenter/namespaces/instances(?:/([^/?]+))?$")
+_NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _error(error_type: str, message: str) -> bytes:
@@ -240,6 +248,9 @@ class _NamespaceHandler(_Handler):
             return self._reply(
                 400, error=("INVALID_ARGUMENT", f"Cluster {body['cluster']} is not enabled for Workload Management.")
             )
+        if len(body["namespace"]) > 63 or not _NAMESPACE_NAME.match(body["namespace"]):
+            return self._reply(400, error=("INVALID_ARGUMENT", f"Namespace name {body['namespace']} is invalid:"
+                                           " it must be a DNS label (a-z, 0-9, '-') of at most 63 characters."))
         if body["namespace"] in fake.namespaces:
             return self._reply(400, error=("ALREADY_EXISTS", f"Namespace {body['namespace']} already exists."))
         fake.namespaces[body["namespace"]] = fake.make_info(body)
@@ -303,6 +314,7 @@ class FakeNamespaceApi(_Server):
         self.known_policies = known_policies
         self.settle_gets = settle_gets
         self.tokens: set[str] = set()
+        self.fail_config: dict[str, str] = {}  # namespace -> message it goes to ERROR with
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.settling: dict[str, int] = {}
         self.requests: list[tuple[str, str, dict, bytes]] = []
@@ -338,10 +350,16 @@ class FakeNamespaceApi(_Server):
             self.settling[name] = left - 1
             return
         del self.settling[name]
-        if self.namespaces[name]["config_status"] == "REMOVING":
+        info = self.namespaces[name]
+        if info["config_status"] == "REMOVING":
             del self.namespaces[name]
+        elif name in self.fail_config:
+            info["config_status"] = "ERROR"
+            info["messages"] = [{"severity": "ERROR", "details": {
+                "id": "vcenter.wcp.namespace.config.error", "default_message": self.fail_config[name], "args": []}}]
         else:
-            self.namespaces[name]["config_status"] = "RUNNING"
+            info["config_status"] = "RUNNING"
+            info["messages"] = []
 
     def summary(self, name: str) -> dict[str, Any]:
         info = self.namespaces[name]

@@ -233,3 +233,73 @@ def test_rest_session_against_vcsim_falls_back_to_the_rest_login(vcsim, monkeypa
         assert libraries.status_code == 200, libraries.text
     finally:
         http.close()
+
+
+ALICE = {"subject_type": "USER", "subject": "alice", "domain": "corp.example", "role": "OWNER"}
+DEVS = {"subject_type": "GROUP", "subject": "devs", "domain": "vsphere.local", "role": "EDIT"}
+
+
+def test_adopting_keeps_the_namespaces_own_owner_policies_and_classes(api, vcsim, provider):
+    """UpdateSpec: an unset field is not modified and a list replaces the server's, so
+    the PATCH carries the server's entries plus the program's (item 9)."""
+    api.seed("dask", CLUSTER, access_list=[ALICE], storage_specs=[{"policy": "pbm-gold", "limit": 100}],
+             vm_service_spec={"vm_classes": ["guaranteed-small"], "content_libraries": ["vm-images"]})
+    api.known_policies.add("pbm-gold")
+
+    created = provider.create(props(api, vcsim))
+
+    info = api.namespaces["dask"]
+    assert ALICE in info["access_list"] and DEVS in info["access_list"]
+    assert {"policy": "pbm-gold", "limit": 100} in info["storage_specs"]
+    assert {"policy": R5, "limit": 512000} in info["storage_specs"] and {"policy": R1} in info["storage_specs"]
+    assert sorted(info["vm_service_spec"]["vm_classes"]) == [
+        "best-effort-medium", "best-effort-xlarge", "guaranteed-small"]
+    assert info["vm_service_spec"]["content_libraries"] == ["vm-images", "lib-1"]
+    # What the program owns is what it reports; a refresh does not take the owner's entries in.
+    assert created.outs["access_list"] == [DEVS]
+    refreshed = provider.read("dask", created.outs).outs
+    assert refreshed["access_list"] == [DEVS] and refreshed["vm_classes"] == ["best-effort-medium", "best-effort-xlarge"]
+
+    # Dropping one of the program's classes and its group removes those, nothing else.
+    news = props(api, vcsim, access_list=[], vm_classes=["best-effort-medium"])
+    provider.update("dask", refreshed, news)
+    info = api.namespaces["dask"]
+    assert info["access_list"] == [ALICE]
+    assert sorted(info["vm_service_spec"]["vm_classes"]) == ["best-effort-medium", "guaranteed-small"]
+    assert {"policy": "pbm-gold", "limit": 100} in info["storage_specs"]
+
+
+def test_a_patch_carries_only_fields_that_change_something(api, vcsim, provider):
+    api.seed("dask", CLUSTER, access_list=[ALICE])
+    provider.create(props(api, vcsim, access_list=[], vm_classes=[], content_libraries=[]))
+    [patch] = bodies(api, "PATCH")
+    assert "access_list" not in patch and "vm_service_spec" not in patch  # unset: not modified
+    assert api.namespaces["dask"]["access_list"] == [ALICE]
+
+
+def test_a_namespace_that_goes_to_error_fails_with_the_servers_message(api, vcsim, provider):
+    api.fail_config["dask"] = "Storage policy aa6d5a82 is not compatible with the Supervisor's datastores."
+    with pytest.raises(VCenterError) as failed:
+        provider.create(props(api, vcsim))
+    assert ("namespace 'dask' is ERROR: Storage policy aa6d5a82 is not compatible with the Supervisor's"
+            " datastores." in str(failed.value))
+    assert api.password not in str(failed.value)
+
+    del api.fail_config["dask"]
+    api.seed("dask", CLUSTER)
+    created = provider.create(props(api, vcsim))  # adopts and patches it to RUNNING
+    api.fail_config["dask"] = "VM class best-effort-2xlarge is not available on the Supervisor."
+    with pytest.raises(VCenterError, match="namespace 'dask' is ERROR: VM class best-effort-2xlarge is not available"):
+        provider.update("dask", created.outs, props(api, vcsim, vm_classes=["best-effort-2xlarge"]))
+
+
+def test_the_fake_refuses_namespace_names_vcenter_refuses(api, vcsim):
+    from components.vsphere.providers.session import VCenterConnection
+
+    conn = VCenterConnection.from_props(props(api, vcsim))
+    with rest_api(conn) as http:
+        for bad in ("Dask_NS", "-dask", "d" * 64):
+            resp = http.post(f"{conn.base_url}/api/vcenter/namespaces/instances", json={"cluster": CLUSTER, "namespace": bad})
+            assert resp.status_code == 400 and resp.json()["error_type"] == "INVALID_ARGUMENT", bad
+            assert "must be a DNS label" in resp.json()["messages"][0]["default_message"]
+    assert api.namespaces == {}
