@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
+from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
 
@@ -131,6 +132,11 @@ _STORAGE_FIELDS = {"policy", "limit"}
 _VM_SERVICE_FIELDS = {"content_libraries", "vm_classes"}
 _PATH = re.compile(r"^/api/vcenter/namespaces/instances(?:/([^/?]+))?$")
 _NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUPERVISOR_PATH = re.compile(r"^/api/vcenter/namespace-management/clusters/([^/?]+)$")
+_CLUSTER_UPDATE_FIELDS = {"default_kubernetes_service_content_library", "master_DNS", "worker_DNS",
+                          "master_NTP_servers", "size_hint", "ephemeral_storage_policy", "image_storage",
+                          "default_image_registry", "default_image_repository", "tls_endpoint_certificate"}
+_ITEM_PATH = "/api/content/library/item"
 
 
 def _error(error_type: str, message: str) -> bytes:
@@ -159,13 +165,18 @@ class _NamespaceHandler(_Handler):
             token = self.headers.get("vmware-api-session-id")
             if token is None or token not in fake.tokens:
                 return self._reply(401, error=("UNAUTHENTICATED", "This method requires authentication."))
-            match = _PATH.match(self.path)
-            if not match:
-                return self._reply(404, error=("NOT_FOUND", f"No handler for {method} {self.path}"))
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 return self._reply(400, error=("INVALID_ARGUMENT", "Unable to parse the request body as JSON."))
+            supervisor = _SUPERVISOR_PATH.match(self.path)
+            if supervisor:
+                return self._supervisor(method, supervisor.group(1), body)
+            if self.path.startswith(_ITEM_PATH):
+                return self._library_items(method)
+            match = _PATH.match(self.path)
+            if not match:
+                return self._reply(404, error=("NOT_FOUND", f"No handler for {method} {self.path}"))
             name = match.group(1)
             if name is None:
                 if method == "GET":
@@ -184,6 +195,46 @@ class _NamespaceHandler(_Handler):
     do_POST = lambda self: self._route("POST")  # noqa: E731
     do_PATCH = lambda self: self._route("PATCH")  # noqa: E731
     do_DELETE = lambda self: self._route("DELETE")  # noqa: E731
+
+    def _supervisor(self, method: str, cluster: str, body: Any) -> None:
+        """``GET``/``PATCH /api/vcenter/namespace-management/clusters/{cluster}`` (Clusters.Info /
+        Clusters.UpdateSpec): the Supervisor's ``default_kubernetes_service_content_library``."""
+        fake: FakeNamespaceApi = self.fake
+        if cluster not in fake.supervisor_libraries:
+            return self._reply(404, error=("NOT_FOUND", f"Cluster {cluster} does not have vSphere Namespaces enabled."))
+        if method == "GET":
+            return self._reply(200, {"config_status": "RUNNING", "kubernetes_status": "READY",
+                                     "default_kubernetes_service_content_library": fake.supervisor_libraries[cluster]})
+        if method != "PATCH":
+            return self._reply(405, error=("OPERATION_NOT_FOUND", f"{method} is not supported on {self.path}"))
+        if not isinstance(body, dict) or set(body) - _CLUSTER_UPDATE_FIELDS:
+            unexpected = sorted(set(body or {}) - _CLUSTER_UPDATE_FIELDS)
+            return self._reply(400, error=("INVALID_ARGUMENT", f"Unexpected field(s) {unexpected} in structure"
+                                           " 'com.vmware.vcenter.namespace_management.clusters.update_spec'."))
+        library = body.get("default_kubernetes_service_content_library")
+        if library is not None:
+            if library not in fake.library_items:
+                return self._reply(400, error=("INVALID_ARGUMENT", f"Content library {library} does not exist."))
+            fake.supervisor_libraries[cluster] = library
+        return self._reply(204)
+
+    def _library_items(self, method: str) -> None:
+        """``GET /api/content/library/item?library_id=`` (item ids) and ``.../item/{id}`` (Info)."""
+        fake: FakeNamespaceApi = self.fake
+        url = urlsplit(self.path)
+        if method != "GET":
+            return self._reply(405, error=("OPERATION_NOT_FOUND", f"{method} is not supported on {self.path}"))
+        if url.path == _ITEM_PATH:
+            library = (parse_qs(url.query).get("library_id") or [""])[0]
+            if library not in fake.library_items:
+                return self._reply(404, error=("NOT_FOUND", f"Library {library} not found."))
+            return self._reply(200, [f"{library}-item-{i}" for i in range(len(fake.library_items[library]))])
+        item = url.path[len(_ITEM_PATH) + 1:]
+        for library, names in fake.library_items.items():
+            for i, name in enumerate(names):
+                if item == f"{library}-item-{i}":
+                    return self._reply(200, {"id": item, "library_id": library, "name": name, "type": "ovf"})
+        return self._reply(404, error=("NOT_FOUND", f"Library item {item} not found."))
 
     def _session(self, method: str) -> None:
         fake: FakeNamespaceApi = self.fake
@@ -315,6 +366,9 @@ class FakeNamespaceApi(_Server):
         self.settle_gets = settle_gets
         self.tokens: set[str] = set()
         self.fail_config: dict[str, str] = {}  # namespace -> message it goes to ERROR with
+        # Supervisors (cluster -> its TKR library id) and content libraries (id -> item names).
+        self.supervisor_libraries: dict[str, str] = {}
+        self.library_items: dict[str, list[str]] = {}
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.settling: dict[str, int] = {}
         self.requests: list[tuple[str, str, dict, bytes]] = []
