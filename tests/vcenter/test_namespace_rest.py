@@ -221,18 +221,16 @@ def test_spec_validation_names_the_setting():
         build_spec({"namespace": "d", "cluster": CLUSTER, "storage_specs": [{"policy": R5, "limit": -1}]})
 
 
-def test_rest_session_against_vcsim_falls_back_to_the_rest_login(vcsim, monkeypatch):
+def test_a_vcenter_without_the_api_session_endpoint_is_refused_naming_the_version(vcsim, monkeypatch):
+    """vcsim 0.24.2 serves only the old ``/rest`` session, like a vCenter before 7.0 U2: the
+    providers' ``/api`` calls would fail there, so the login says what is needed (item 12)."""
     import certifi
 
-    # The environment's CA bundle must not override the per-connection CA.
+    # The environment's CA bundle must not override the per-connection CA (a TLS error would hide this).
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", certifi.where())
-    http = rest_session(vcsim.connection())
-    try:
-        assert http.headers["vmware-api-session-id"]
-        libraries = http.get(f"https://127.0.0.1:{vcsim.port}/rest/com/vmware/content/library")
-        assert libraries.status_code == 200, libraries.text
-    finally:
-        http.close()
+    with pytest.raises(VCenterError, match=r"does not serve POST /api/session \(HTTP 404\): the program needs"
+                                           r" vCenter 7.0 U2 or later"):
+        rest_session(vcsim.connection())
 
 
 ALICE = {"subject_type": "USER", "subject": "alice", "domain": "corp.example", "role": "OWNER"}

@@ -273,44 +273,47 @@ class _VCenterHTTP(requests.Session):
         self._cleanup.clear()
 
 
-def rest_session(conn: VCenterConnection) -> requests.Session:
-    """A ``requests.Session`` carrying a ``vmware-api-session-id`` header.
+#: The REST API the providers call (``/api/...``) arrived with vCenter 7.0 U2; an older
+#: vCenter serves only ``/rest/...``, whose session would not open these paths anyway.
+MIN_REST_VERSION = "vCenter 7.0 U2"
 
-    Logs in with ``POST /api/session`` (vSphere 7.0 U2+) and falls back to
-    ``POST /rest/com/vmware/cis/session`` where the former is not served. Close
-    the session when done (:func:`rest_api` does).
-    """
-    cleanup: list[str] = []
+
+def _verify(conn: VCenterConnection) -> tuple[bool | str, list[str]]:
+    """``requests``' ``verify`` for ``conn`` (a temporary CA file when one is given)."""
     if conn.insecure:
-        verify: bool | str = False
-    elif conn.ca_pem:
+        return False, []
+    if conn.ca_pem:
         fd, path = tempfile.mkstemp(prefix="vcenter-ca-", suffix=".pem")
         with os.fdopen(fd, "w") as fh:
             fh.write(conn.ca_pem)
-        verify, cleanup = path, [path]
-    else:
-        verify = True
+        return path, [path]
+    return True, []
+
+
+def rest_session(conn: VCenterConnection) -> requests.Session:
+    """A ``requests.Session`` carrying a ``vmware-api-session-id`` header.
+
+    Logs in with ``POST /api/session``. Every REST call of the providers is under
+    ``/api`` (7.0 U2+), so there is no ``/rest`` fallback: an older vCenter gets an
+    error saying so. Close the session when done (:func:`rest_api` does).
+    """
+    verify, cleanup = _verify(conn)
     http = _VCenterHTTP(verify, cleanup)
+    url = conn.base_url + "/api/session"
     try:
-        token = None
-        for path, unwrap in (
-            ("/api/session", lambda body: body),
-            ("/rest/com/vmware/cis/session", lambda body: body["value"]),
-        ):
-            url = conn.base_url + path
-            resp = http.post(url, auth=(conn.user, conn.password))
-            if resp.status_code in (404, 405):
-                continue
-            if resp.status_code in (401, 403):
-                raise VCenterError(f"login to vCenter {conn.describe()} refused: POST {url} -> HTTP {resp.status_code}")
-            if not resp.ok:
-                raise VCenterError(f"POST {url} failed: HTTP {resp.status_code}: {conn.scrub(resp.text[:500])}")
-            token = unwrap(resp.json())
-            break
-        if not token:
+        resp = http.post(url, auth=(conn.user, conn.password))
+        if resp.status_code in (404, 405):
             raise VCenterError(
-                f"vCenter {conn.server}:{conn.port} serves neither /api/session nor /rest/com/vmware/cis/session"
+                f"vCenter {conn.server}:{conn.port} does not serve POST /api/session (HTTP {resp.status_code}):"
+                f" the program needs {MIN_REST_VERSION} or later"
             )
+        if resp.status_code in (401, 403):
+            raise VCenterError(f"login to vCenter {conn.describe()} refused: POST {url} -> HTTP {resp.status_code}")
+        if not resp.ok:
+            raise VCenterError(f"POST {url} failed: HTTP {resp.status_code}: {conn.scrub(resp.text[:500])}")
+        token = resp.json()
+        if not isinstance(token, str) or not token:
+            raise VCenterError(f"POST {url} returned no session id")
     except VCenterError as exc:
         http.close()
         raise VCenterError(conn.scrub(exc)) from None
@@ -329,10 +332,8 @@ def rest_api(conn: VCenterConnection, action: str = "vCenter REST call") -> Iter
         try:
             yield http
         finally:
-            for path in ("/api/session", "/rest/com/vmware/cis/session"):
-                with contextlib.suppress(requests.RequestException):
-                    if http.delete(conn.base_url + path).status_code not in (404, 405):
-                        break
+            with contextlib.suppress(requests.RequestException):
+                http.delete(conn.base_url + "/api/session")
             http.close()
 
 
