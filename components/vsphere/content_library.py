@@ -34,6 +34,12 @@ class ContentLibrary(pulumi.ComponentResource):
             found = vsphere.get_content_library(name=args.spec.name, opts=pulumi.InvokeOptions(parent=self))
             self.id = pulumi.Output.from_input(found.id)
         else:
+            if args.spec.url.startswith("https://"):
+                pulumi.log.warn(
+                    f"content library {args.spec.name!r}: vCenter syncs {args.spec.url} only if it trusts that"
+                    " server's certificate, and pulumi-vsphere cannot pass its thumbprint"
+                    " (terraform-provider-vsphere#1879). If the sync fails, subscribe the library in the vSphere"
+                    " Client (accepting the thumbprint) and set contentLibraryExisting=true (README).", self)
             self.library = vsphere.ContentLibrary(
                 f"{name}-library",
                 name=args.spec.name,
