@@ -119,3 +119,10 @@ def test_invalid_setting_fails_the_program_naming_the_key():
     g = run_program("reference", config={"gpuWorkers": 12})
     assert g.error and "SettingsError" in g.error and "dask-tkg:gpuWorkers" in g.error
     assert not g.resources
+
+
+def test_file_share_domain_and_nfs_address_reach_the_share():
+    g = run_program("reference", config={"fileShareDomain": "fs.corp.example", "fileShareNfsAddress": "ip"})
+    assert g.error is None, g.traceback
+    (share,) = g.of_type("dynamic/vsphere:VsanFileShare")
+    assert (share.inputs["domain_name"], share.inputs["nfs_address"]) == ("fs.corp.example", "ip")
