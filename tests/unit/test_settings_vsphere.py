@@ -82,3 +82,14 @@ def test_the_same_settings_done_right_load():
     assert load_with(fileShareName="m" * 80).file_share.name == "m" * 80
     # v1alpha2 (vSphere 7U3) keeps the paper's 1.20 TKR
     assert load_with().cluster.tkr == "v1.20.8---vmware.1-tkg.2"
+
+
+def test_the_docs_do_not_promise_a_supervisor_creation_validation_refuses():
+    """Item 12: Pulumi.yaml said create used SupervisorV2 on vSphere 8, which validation refuses."""
+    from components.settings.schema import project
+
+    _, decls = project()
+    docs = decls["supervisorMode"].description + decls["vsphereVersion"].description
+    assert "SupervisorV2" not in docs and "vSphere 7 with NSX only" in docs
+    problems, _ = problems_of(vsphereVersion=8, supervisorId="sv-1", supervisorMode="create")
+    assert any(p.startswith("supervisorMode: create is supported on vSphere 7") for p in problems)
