@@ -99,7 +99,16 @@ def supervisor_kubeconfig(settings) -> "pulumi.Output[str]":
     if settings.supervisor.kubeconfig is not None:
         return pulumi.Output.secret(settings.supervisor.kubeconfig)
     server, user, insecure = settings.supervisor.server, settings.vsphere.user, settings.vsphere.insecure
-    namespace = settings.namespace.name
+    namespace, ca_pem = settings.namespace.name, settings.supervisor.ca_pem or None
     return pulumi.Output.secret(pulumi.Output.from_input(settings.vsphere.password).apply(
-        lambda password: kubeconfig(server, login(server, user, password, insecure=insecure), namespace,
-                                    insecure=insecure)))
+        lambda password: login_kubeconfig(server, user, password, namespace, insecure=insecure, ca_pem=ca_pem)))
+
+
+def login_kubeconfig(server: str, user: str, password: str, namespace: str, *, insecure: bool = False,
+                     ca_pem: str | None = None) -> str:
+    """Log in and return the token's kubeconfig. With ``ca_pem`` (supervisorCaPem) the
+    Supervisor's certificate is verified against it, for the login and in the kubeconfig,
+    whatever ``insecure`` says. The token lasts about 10 hours (see supervisorKubeconfig)."""
+    verify_off = insecure and not ca_pem
+    token = login(server, user, password, insecure=verify_off, ca_pem=ca_pem)
+    return kubeconfig(server, token, namespace, insecure=verify_off, ca_pem=ca_pem)
