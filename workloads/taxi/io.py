@@ -128,17 +128,24 @@ def plan(data_dir: str, pattern: str, block_bytes: int) -> list[FilePlan]:
         raise ValueError(f"block_bytes must be positive, got {block_bytes}")
     plans = []
     for path in find_files(data_dir, pattern):
-        fmt = FORMATS[path.suffix]
-        file_plan = FilePlan(name=path.name, format=fmt, bytes=path.stat().st_size)
-        if file_plan.bytes == 0:
-            file_plan.problems["empty_file"] = 1
-        else:
-            planner = _plan_csv if fmt == "csv" else _plan_parquet
-            with_retries(f"{path} (header)", planner, path, file_plan, block_bytes)
+        file_plan = with_retries(f"{path} (header)", _plan_file, path, block_bytes)
         if file_plan.problems:
             logger.warning("%s: %s", path, file_plan.problems)
         plans.append(file_plan)
     return plans
+
+
+def _plan_file(path: Path, block_bytes: int) -> FilePlan:
+    """One file's plan, made afresh by each attempt (a failed one leaves nothing behind)."""
+    fmt = FORMATS[path.suffix]
+    file_plan = FilePlan(name=path.name, format=fmt, bytes=path.stat().st_size)
+    if file_plan.bytes == 0:
+        file_plan.problems["empty_file"] = 1
+    elif fmt == "csv":
+        _plan_csv(path, file_plan, block_bytes)
+    else:
+        _plan_parquet(path, file_plan, block_bytes)
+    return file_plan
 
 
 def _check_columns(columns: tuple[str, ...], file_plan: FilePlan) -> bool:
@@ -298,8 +305,11 @@ def _rows_in(chunk: Chunk) -> int:
         metadata = pq.ParquetFile(chunk.path).metadata
         return sum(metadata.row_group(index).num_rows for index in chunk.row_groups)
     begin, stop = line_range(chunk.path, chunk.start, chunk.end)
-    text = read_range(chunk.path, chunk.start, chunk.end)
-    return text.count(b"\n") + (1 if stop > begin and not text.endswith(b"\n") else 0)
+    lines, last = 0, b"\n"
+    with _RangeStream(chunk.path, begin, stop) as stream:  # a parse block at a time, as the reader
+        for block in iter(lambda: stream.read(PARSE_BLOCK), b""):
+            lines, last = lines + block.count(b"\n"), block[-1:]
+    return lines + (last != b"\n")  # a last line without its newline
 
 
 def _where(chunk: Chunk) -> str:
