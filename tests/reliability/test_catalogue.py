@@ -90,3 +90,13 @@ def test_the_generated_parts_are_up_to_date():
     (the figures table depends on the last measured run and is not compared)."""
     text = DOC.read_text(encoding="utf-8")
     assert catalogue.render(text, None) == text, "run: python -m tests.reliability.catalogue"
+
+
+def test_a_row_with_a_missing_column_is_named():
+    """A row appended with the old four columns under the five of a bad-input table (no
+    code path) is an error naming its line and the columns, not a row silently misread."""
+    text = "## Bad inputs tried\n\n### X\n\n| # | bad input | expected | code path | test |\n|---|---|---|---|---|\n" \
+           "| X1 | something | `message` | `tests/a.py::test_b` |\n"
+    with pytest.raises(ValueError, match=r"^RELIABILITY.md:7: 4 cells under 5 columns \(#, bad input, expected, "
+                                         r"code path, test\)$"):
+        catalogue.rows(text)
