@@ -321,11 +321,11 @@ def pool(device: str, only: str | None = None, size: int = 4) -> DecoderPool:
         return _pools[key]
 
 
-def probe(device: str = "cuda") -> dict:
+def probe(device: str = "cuda", found: Availability | None = None) -> dict:
     """For a preflight on each worker (``client.run(probe, "cuda")``): the chain this
     worker would decode with, nvImageCodec's version, and why each missing backend is
     missing. ``ok`` is False on a CUDA worker that can decode on the CPU alone."""
-    found = availability(device)
+    found = found if found is not None else availability(device)
     chain = choose_chain(device, found)
     return {"device": device, "chain": list(chain), "nvimgcodec": found.nvimgcodec_version,
             "hardware_decoder": found.has("nvimgcodec-hw"),
