@@ -24,16 +24,17 @@ def profile_pipeline(plugin, images_dir: str, tasks: Sequence[Sequence[str]], fo
                                       precision)
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    config, all_threads = _all_threads_config()
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(one, [tasks[0][:forward_batch]] * threads))  # warm-up outside the profile
-        with profile(activities=activities) as prof:
+        with profile(activities=activities, experimental_config=config) as prof:
             started = time.perf_counter()
             outcomes = list(pool.map(one, tasks))
             if device == "cuda":
                 torch.cuda.synchronize()
             wall = time.perf_counter() - started
     events = prof.key_averages()
-    device_key = _device_key(events)
+    device_key = _device_key(events) if device == "cuda" else None
     tables = []
     if device_key:
         tables.append(f"# top {rows} by {device_key}\n" + events.table(sort_by=device_key, row_limit=rows))
@@ -53,7 +54,20 @@ def profile_pipeline(plugin, images_dir: str, tasks: Sequence[Sequence[str]], fo
         "top_device_ops": _top(events, device_key, rows) if device_key else [],
         "top_host_ops": _top(events, "self_cpu_time_total", rows),
         "tables": str(table_path),
+        "host_ops_of_all_threads": all_threads,
     }
+
+
+def _all_threads_config():
+    """The profiler records host operators of the thread that starts it only, unless told
+    to record all threads (``_ExperimentalConfig(profile_all_threads=True)``, torch 2.7+):
+    the tasks and decoder threads here are other threads."""
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return _ExperimentalConfig(profile_all_threads=True), True
+    except (ImportError, TypeError):
+        return None, False
 
 
 def _device_key(events) -> str | None:

@@ -203,3 +203,36 @@ def test_on_a_gpu_the_chain_starts_on_the_gpu_and_matches_the_cpu(dogs):
     cpu, cpu_kept, cpu_failed, _ = jpeg.load_batch(listing.images_dir, files, "imagenet", "cpu")
     assert kept == cpu_kept and failed == cpu_failed
     assert (gpu.cpu() - cpu).abs().mean().item() < 0.02
+
+
+# ----------------------------------------------------------------------------- the real nvImageCodec, on the CPU
+def test_the_nvimgcodec_adapter_with_the_real_library_on_the_cpu(dogs):
+    """``nvidia-nvimgcodec-cu13``'s CPU_ONLY backend runs without a GPU: the same adapter
+    the GPU kinds use (CodeStreams, the batched decode with None for what it cannot
+    decode, DLPack to torch), with the real library."""
+    pytest.importorskip("nvidia.nvimgcodec")
+    found = decoders.detect("cpu")
+    assert found.has("nvimgcodec-cpu"), found.reasons
+    assert choose_chain("cpu", found) == ("torchvision-cpu",)  # never in the CPU path's own chain
+    listing = dataset.list_dataset(str(dogs))
+    files = list(listing.files)
+    raw = jpeg.read_batch(listing.images_dir, files)
+    garbage = len(files)
+    raw.raw[garbage] = b"\xff\xd8\xff\xe0" + b"\x00" * 64 + b"\xff\xd9"
+    decoder = BatchDecoder(choose_chain("cpu", found, only="nvimgcodec-cpu"))
+    images, used = decoder.decode(raw.raw)
+    assert garbage not in images  # None from nvImageCodec, rejected by torchvision too: left to the caller
+    kinds = {i: synth_kind(dogs, name) for i, name in enumerate(files)}
+    assert {i for i, name in used.items() if name == "nvimgcodec-cpu"} == {i for i, k in kinds.items() if k == "rgb"}
+    # one channel, and four (CMYK: the batch loader sends those to PIL, which reports them)
+    assert {kinds[i] for i, name in used.items() if name == "torchvision-cpu"} == {"grayscale", "cmyk"}
+    reference, _ = BatchDecoder(["torchvision-cpu"]).decode({i: raw.raw[i] for i in used})
+    for i, name in used.items():
+        assert images[i].shape == reference[i].shape and images[i].dtype == reference[i].dtype
+        assert (images[i].int() - reference[i].int()).abs().float().mean().item() < 1.0  # both libjpeg-turbo
+
+
+def synth_kind(dogs: Path, name: str) -> str:
+    import json
+
+    return json.loads((dogs / synth.MANIFEST).read_text())["files"][name]["kind"]

@@ -12,7 +12,10 @@ Backends (:data:`BACKENDS`), in the order a CUDA worker tries them (:data:`GPU_C
 * ``torchvision-cuda``: ``torchvision.io.decode_jpeg(list, device="cuda")`` (nvJPEG
   through torchvision: for a worker without nvImageCodec);
 * ``torchvision-cpu``: ``decode_jpeg`` on the CPU (libjpeg-turbo), the last resort and
-  the only backend of a CPU worker.
+  the only backend of a CPU worker;
+* ``nvimgcodec-cpu``: ``BackendKind.CPU_ONLY`` (nvImageCodec's libjpeg-turbo extension
+  on its own CPU threads), in no default chain: measured on its own (``only``), and what
+  the tests run the nvImageCodec adapter with on a machine without a GPU.
 
 What nvImageCodec reports, and how this module reads it (nvImageCodec Python API
 reference, https://docs.nvidia.com/cuda/nvimagecodec/py_api.html, classes ``Backend``,
@@ -44,9 +47,11 @@ from typing import Callable, Iterator, Sequence
 logger = logging.getLogger(__name__)
 
 NVIMGCODEC_KINDS = {"nvimgcodec-hw": "HW_GPU_ONLY", "nvimgcodec-cuda": "GPU_ONLY",
-                    "nvimgcodec-hybrid": "HYBRID_CPU_GPU"}
-BACKENDS = (*NVIMGCODEC_KINDS, "torchvision-cuda", "torchvision-cpu")
-GPU_CHAIN = BACKENDS
+                    "nvimgcodec-hybrid": "HYBRID_CPU_GPU", "nvimgcodec-cpu": "CPU_ONLY"}
+BACKENDS = ("nvimgcodec-hw", "nvimgcodec-cuda", "nvimgcodec-hybrid", "torchvision-cuda", "nvimgcodec-cpu",
+            "torchvision-cpu")
+GPU_BACKENDS = ("nvimgcodec-hw", "nvimgcodec-cuda", "nvimgcodec-hybrid", "torchvision-cuda")
+GPU_CHAIN = (*GPU_BACKENDS, "torchvision-cpu")
 CPU_CHAIN = ("torchvision-cpu",)
 # nvImageCodec's default is ":fancy_upsampling=0"; libjpeg-turbo (torchvision on the CPU,
 # PIL) upsamples chroma the fancy way, so this keeps the GPU path's pixels next to the CPU's
@@ -71,6 +76,8 @@ class Availability:
             return True
         if backend == "torchvision-cuda":
             return self.cuda and self.torchvision_cuda
+        if backend == "nvimgcodec-cpu":
+            return backend in self.nvimgcodec_kinds
         return self.cuda and backend in self.nvimgcodec_kinds
 
 
@@ -78,16 +85,15 @@ def choose_chain(device: str, availability: Availability, only: str | None = Non
     """The backends a worker whose model runs on ``device`` tries, best first; always
     ending with ``torchvision-cpu``. ``only`` keeps one backend (and the CPU after it):
     how the decode-only rate of each backend is measured."""
-    if only is not None and only not in BACKENDS:
-        raise ValueError(f"decoder backend must be one of {BACKENDS}, got {only!r}")
-    candidates = CPU_CHAIN if device != "cuda" else GPU_CHAIN
     if only is not None:
+        if only not in BACKENDS:
+            raise ValueError(f"decoder backend must be one of {BACKENDS}, got {only!r}")
         if not availability.has(only):
             why = availability.reasons.get(only, "not available on this worker")
             raise ValueError(f"decoder backend {only!r} is not available: {why}")
-        candidates = (only,)
-    chain = tuple(name for name in candidates if availability.has(name))
-    return chain if chain[-1:] == ("torchvision-cpu",) else (*chain, "torchvision-cpu")
+        return (only,) if only == "torchvision-cpu" else (only, "torchvision-cpu")
+    candidates = CPU_CHAIN if device != "cuda" else GPU_CHAIN
+    return tuple(name for name in candidates if availability.has(name))
 
 
 class BatchDecoder:
@@ -155,27 +161,51 @@ def _nvimgcodec_backend(kind: str) -> Backend:
     import torch
     from nvidia import nvimgcodec
 
-    decoder = nvimgcodec.Decoder(backends=[nvimgcodec.Backend(getattr(nvimgcodec.BackendKind, kind))],
+    on_cpu = kind == "CPU_ONLY"
+    device_id = nvimgcodec.NVIMGCODEC_DEVICE_CPU_ONLY if on_cpu else nvimgcodec.NVIMGCODEC_DEVICE_CURRENT
+    decoder = nvimgcodec.Decoder(device_id=device_id, backends=[nvimgcodec.Backend(getattr(nvimgcodec.BackendKind, kind))],
                                  options=NVIMGCODEC_OPTIONS)
     # what the CPU path does: no EXIF rotation (torchvision's decode_jpeg default, PIL's open)
     params = nvimgcodec.DecodeParams(apply_exif_orientation=False, color_spec=nvimgcodec.ColorSpec.SRGB)
 
     def decode(batch: Sequence[bytes]) -> list:
-        streams = [nvimgcodec.CodeStream(data) for data in batch]
-        # three-channel streams only: grayscale and CMYK files go on to a backend that
-        # reports them as converted (nvImageCodec would turn them into RGB silently)
-        usable = [i for i, stream in enumerate(streams) if stream.num_channels == 3]
+        streams = [_rgb_code_stream(nvimgcodec, data) for data in batch]
+        usable = [i for i, stream in enumerate(streams) if stream is not None]
         outputs: list = [None] * len(batch)
         if not usable:
             return outputs
-        stream = torch.cuda.current_stream().cuda_stream
-        decoded = decoder.decode([streams[i] for i in usable], params=params, cuda_stream=stream)
+        cuda_stream = 0 if on_cpu else torch.cuda.current_stream().cuda_stream
+        decoded = decoder.decode([streams[i] for i in usable], params=params, cuda_stream=cuda_stream)
         for i, image in zip(usable, decoded):
-            if image is not None:  # HWC interleaved RGB on the device -> CHW view
-                outputs[i] = torch.from_dlpack(image).permute(2, 0, 1)
+            if image is not None:  # HWC interleaved RGB -> a CHW view
+                outputs[i] = _as_tensor(torch, image).permute(2, 0, 1)
         return outputs
 
     return decode
+
+
+def _as_tensor(torch, image):
+    """The decoded image as a tensor without a copy: DLPack for device buffers (it also
+    orders the consumer's stream after the decode), the array interface for host ones
+    (nvImageCodec's DLPack export calls the CUDA runtime even for those)."""
+    if image.buffer_kind.name == "STRIDED_HOST":
+        import numpy as np
+
+        return torch.from_numpy(np.asarray(image))
+    return torch.from_dlpack(image)
+
+
+def _rgb_code_stream(nvimgcodec, data: bytes):
+    """A ``CodeStream`` of ``data`` if it holds a three-channel image, else None:
+    grayscale and CMYK files go on to a backend that reports them as converted
+    (nvImageCodec would turn them into RGB silently), and a header nvImageCodec cannot
+    parse raises on first use (``num_channels``: "Failed to get image info"), which must
+    not fail the batch."""
+    try:
+        stream = nvimgcodec.CodeStream(data)
+        return stream if stream.num_channels == 3 else None
+    except RuntimeError:
+        return None
 
 
 def _torchvision_decode(batch: Sequence[bytes], device: str) -> list:
@@ -217,9 +247,9 @@ def detect(device: str = "cuda") -> Availability:
     cuda = device == "cuda" and torch.cuda.is_available()
     if not cuda:
         why = "the model runs on the CPU" if device != "cuda" else "torch.cuda.is_available() is False"
-        return Availability(reasons={name: why for name in BACKENDS[:-1]})
+        reasons.update({name: why for name in GPU_BACKENDS})
     sample = probe_jpeg()
-    torchvision_cuda = _probe(make_backend, "torchvision-cuda", sample, reasons)
+    torchvision_cuda = cuda and _probe(make_backend, "torchvision-cuda", sample, reasons)
     version, kinds = None, set()
     try:
         from nvidia import nvimgcodec
@@ -227,10 +257,11 @@ def detect(device: str = "cuda") -> Availability:
         version = getattr(nvimgcodec, "__version__", "unknown")
     except Exception as exc:  # ImportError, or its CUDA libraries failing to load
         for name in NVIMGCODEC_KINDS:
-            reasons[name] = f"nvidia.nvimgcodec does not import ({type(exc).__name__}: {exc})"
+            reasons.setdefault(name, f"nvidia.nvimgcodec does not import ({type(exc).__name__}: {exc})")
     else:
-        kinds = {name for name in NVIMGCODEC_KINDS if _probe(make_backend, name, sample, reasons)}
-    return Availability(True, torchvision_cuda, version, frozenset(kinds), reasons)
+        wanted = NVIMGCODEC_KINDS if cuda else ("nvimgcodec-cpu",)
+        kinds = {name for name in wanted if _probe(make_backend, name, sample, reasons)}
+    return Availability(cuda, torchvision_cuda, version, frozenset(kinds), reasons)
 
 
 def _probe(factory: Callable[[str], Backend], name: str, sample: bytes, reasons: dict[str, str]) -> bool:

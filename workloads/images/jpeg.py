@@ -207,7 +207,9 @@ def _decode(raw: RawBatch, resize: int, crop: int, normalise: bool, device: str,
             if result.converted_from:
                 loaded.converted.append((name, result.converted_from))
             loaded.backends["pil"] += 1
-            image = F.pil_to_tensor(result.image).to(device)
+            image = F.pil_to_tensor(result.image)
+        if image.device.type != device:  # a CPU backend in a GPU chain, or PIL
+            image = image.to(device, non_blocking=True)
         images.append(image)
         loaded.kept.append(name)
     loaded.backends = +loaded.backends  # drop zero counts
