@@ -214,12 +214,10 @@ def main(argv: list[str] | None = None) -> int:
           + "".join(f"\n  {name} not available: {why}" for name, why in found.reasons.items()), flush=True)
     if args.self_check:
         return 0
-    import distributed  # noqa: F401  (configures its loggers on import: quieten them after that)
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("distributed", "tornado", "bokeh"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
     from bench import gpu_sections
+    from workloads.common import setup_logging
+
+    setup_logging()
 
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     run = Run(Path(args.output) / f"gpu-{stamp}.json", run_facts(args), time.monotonic() + args.budget_s)

@@ -178,3 +178,11 @@ def test_dry_run_of_the_whole_flow_on_the_cpu(tmp_path):
     scaling = figures["cpu_figure9_2x1_vs_linear"]
     assert scaling["goal"] == ">= 0.9" and len(scaling["denominator"]["samples"]) == 1
     assert ratio["run"]["decoders"]["device"] == "cpu" and ratio["run"]["dry_run"] is True
+
+
+def test_the_runtime_image_installs_the_pinned_nvimgcodec():
+    """The deployed workers decode with what the GPU benchmark measured: the Dockerfile
+    installs requirements-gpu.txt's nvImageCodec pin (CUDA 12 build, nvJPEG extra)."""
+    pin = next(line.split("#", 1)[0].strip() for line in (REPO / "requirements-gpu.txt").read_text().splitlines()
+               if line.startswith("nvidia-nvimgcodec-cu12"))
+    assert f'"{pin}"' in (REPO / "images" / "dask-runtime" / "Dockerfile").read_text()

@@ -236,3 +236,17 @@ def synth_kind(dogs: Path, name: str) -> str:
     import json
 
     return json.loads((dogs / synth.MANIFEST).read_text())["files"][name]["kind"]
+
+
+def test_the_preflight_flags_a_gpu_worker_that_would_decode_on_its_cpu():
+    no_gpu_decoding = Availability(cuda=True, reasons={name: "nvidia.nvimgcodec does not import"
+                                                       for name in decoders.NVIMGCODEC_KINDS} |
+                                   {"torchvision-cuda": "RuntimeError: nvjpeg not built"})
+    reports = {"tcp://10.0.0.1:1": decoders.probe("cuda", ALL_GPU),
+               "tcp://10.0.0.2:1": decoders.probe("cuda", no_gpu_decoding),
+               "tcp://10.0.0.3:1": decoders.probe("cpu", Availability())}
+    problems = decoders.preflight_problems(reports)
+    assert list(problems) == ["tcp://10.0.0.2:1"]
+    [problem] = problems["tcp://10.0.0.2:1"]
+    assert problem.startswith("GPU worker would decode JPEGs on its CPU only (nvimgcodec-hw: nvidia.nvimgcodec")
+    assert "torchvision-cuda: RuntimeError: nvjpeg not built" in problem

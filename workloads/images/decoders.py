@@ -362,3 +362,16 @@ def probe(device: str = "cuda", found: Availability | None = None) -> dict:
             "hardware_decoder": found.has("nvimgcodec-hw"),
             "missing": {name: found.reasons[name] for name in BACKENDS if name in found.reasons},
             "ok": device != "cuda" or chain[0] != "torchvision-cpu"}
+
+
+def preflight_problems(reports: dict[str, dict]) -> dict[str, list[str]]:
+    """{worker: [problem]} from :func:`probe` reports gathered with ``client.run``: a GPU
+    worker that would decode on its CPU alone is a problem (the GPU path would be bound
+    by a few cores); a GPU without JPEG engines is not (it decodes on its CUDA cores)."""
+    problems: dict[str, list[str]] = {}
+    for worker, report in sorted(reports.items()):
+        if not report["ok"]:
+            why = "; ".join(f"{name}: {reason}" for name, reason in report["missing"].items()
+                            if name in GPU_BACKENDS)
+            problems[worker] = [f"GPU worker would decode JPEGs on its CPU only ({why})"]
+    return problems

@@ -18,7 +18,7 @@ import logging
 logger = logging.getLogger(__name__)
 
 GRAPHS = ("eager", "cudagraph", "compile", "compile-cudagraphs")
-MAX_CAPTURED_SHAPES = 4  # a task's last, smaller batch gets its own graph; more shapes run eagerly
+MAX_CAPTURED_SHAPES = 4  # input kinds captured (precision, crop); batch sizes above them run eagerly
 
 
 def accelerate(model, graph: str, device: str):
@@ -48,17 +48,20 @@ class CapturedModel:
         import torch
 
         autocast = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else None
-        key = (tuple(batch.shape), batch.dtype, autocast,
-               batch.is_contiguous(memory_format=torch.channels_last))
-        entry = self.graphs.get(key)
-        if entry is None:
+        kind = (tuple(batch.shape[1:]), batch.dtype, autocast, batch.is_contiguous(memory_format=torch.channels_last))
+        size = batch.shape[0]
+        # a smaller batch (a task's last) replays the smallest graph that holds it, padded:
+        # no capture while other threads decode (their CUDA calls would break a capture)
+        fits = [n for (n, other) in self.graphs if other == kind and n >= size]
+        if not fits:
             if len(self.graphs) >= self.max_shapes:
                 return self.model(batch)
-            entry = self.graphs[key] = self._capture(batch)
-        static_input, static_output, graph = entry
-        static_input.copy_(batch)
+            self.graphs[(size, kind)] = self._capture(batch)
+            fits = [size]
+        static_input, static_output, graph = self.graphs[(min(fits), kind)]
+        static_input[:size].copy_(batch)
         graph.replay()
-        return static_output
+        return static_output[:size]
 
     def _capture(self, batch):
         import torch
@@ -71,7 +74,8 @@ class CapturedModel:
                 self.model(static_input)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: CUDA calls of the decoding threads meanwhile do not fail the capture
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             static_output = self.model(static_input)
         logger.info("captured a CUDA graph for input %s %s", tuple(batch.shape), batch.dtype)
         return static_input, static_output, graph
