@@ -51,22 +51,37 @@ if [ "$dry_run" = 0 ]; then
         || fail "torch.cuda.is_available() is False with $python"
 fi
 
-# offline install of the wheels folder into a venv over the machine's own packages
-if [ -f "$wheels/requirements.txt" ] && compgen -G "$wheels/*.whl" >/dev/null; then
+# offline install of the wheels folder into a venv over the machine's own packages; where
+# that venv does not see the machine's torch (its python is itself a venv), into a --target
+# folder put first on PYTHONPATH instead
+offline_pip() {
+    "$1" -m pip install --quiet --disable-pip-version-check --no-index --no-cache-dir \
+        --find-links "$wheels" -r "$wheels/requirements.txt" "${@:2}" \
+        || fail "the offline install from $wheels failed (a wheel for this Python/platform missing? python -m bench.wheels --python-version X.Y)"
+}
+skip_install=0  # a dry run with dask already there does not need the GPU machine's wheels
+if [ "$dry_run" = 1 ] && [ "$install_only" = 0 ] && "$python" -c "import dask, distributed" 2>/dev/null; then
+    skip_install=1
+fi
+if [ "$skip_install" = 0 ] && [ -f "$wheels/requirements.txt" ] && compgen -G "$wheels/*.whl" >/dev/null; then
+    echo "bench/gpu.sh: installing $(tr '\n' ' ' < "$wheels/requirements.txt")from $wheels (offline)"
     if [ ! -x "$venv/bin/python" ]; then
         "$python" -m venv --system-site-packages "$venv" \
             || fail "could not create the virtual environment $venv with '$python -m venv' (no venv/ensurepip module?)"
     fi
-    echo "bench/gpu.sh: installing $(tr '\n' ' ' < "$wheels/requirements.txt")from $wheels into $venv (offline)"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-cache-dir \
-        --find-links "$wheels" -r "$wheels/requirements.txt" \
-        || fail "the offline install from $wheels failed (a wheel for this Python/platform missing? python -m bench.wheels --python-version X.Y)"
-    python="$venv/bin/python"
+    if "$venv/bin/python" -c "import torch" 2>/dev/null; then
+        offline_pip "$venv/bin/python"
+        python="$venv/bin/python"
+    else
+        echo "bench/gpu.sh: $venv does not see $python's torch: installing into $venv/target (PYTHONPATH) instead"
+        offline_pip "$python" --target "$venv/target" --upgrade
+        export PYTHONPATH="$venv/target${PYTHONPATH:+:$PYTHONPATH}"
+    fi
 elif ! "$python" -c "import dask, distributed" 2>/dev/null; then
     fail "dask/distributed are not installed and $wheels holds no wheels: run 'python -m bench.wheels --dest $wheels' on a machine with network, then bring the folder"
 fi
 if [ "$install_only" = 1 ]; then
-    echo "bench/gpu.sh: installed; python: $python"
+    echo "bench/gpu.sh: installed; python: $python; PYTHONPATH: ${PYTHONPATH:-}"
     exit 0
 fi
 "$python" -c "import dask, distributed" || fail "dask/distributed do not import with $python after the install"

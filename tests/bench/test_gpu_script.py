@@ -98,9 +98,14 @@ def test_offline_install_of_the_wheels_folder_into_a_venv(tmp_path):
     result = subprocess.run(["bash", str(SCRIPT), "--cpu-dry-run", "--install-only", "--wheels", str(folder),
                              "--venv", str(venv)], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"python: {venv}/bin/python" in result.stdout
-    imported = subprocess.run([str(venv / "bin" / "python"), "-c", "import offline_probe_pkg as p; print(p.VERSION)"],
-                              capture_output=True, text=True, timeout=60)
+    if f"python: {venv}/bin/python" in result.stdout:  # the venv sees this python's torch
+        python, path = str(venv / "bin" / "python"), ""
+    else:  # this python is itself a venv: the wheels went to a --target folder on PYTHONPATH
+        assert f"does not see {sys.executable}'s torch" in result.stdout
+        python, path = sys.executable, str(venv / "target")
+        assert f"PYTHONPATH: {path}" in result.stdout
+    imported = subprocess.run([python, "-c", "import offline_probe_pkg as p; print(p.VERSION)"],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": path})
     assert imported.stdout.strip() == "1.2.3"
 
 

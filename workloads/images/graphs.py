@@ -18,7 +18,7 @@ import logging
 logger = logging.getLogger(__name__)
 
 GRAPHS = ("eager", "cudagraph", "compile", "compile-cudagraphs")
-MAX_CAPTURED_SHAPES = 4  # input kinds captured (precision, crop); batch sizes above them run eagerly
+MAX_CAPTURED_SHAPES = 8  # graphs per model (batch size x precision); past that it runs eagerly
 
 
 def accelerate(model, graph: str, device: str):

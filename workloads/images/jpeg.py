@@ -71,6 +71,7 @@ class Loaded:
     converted: list[tuple[str, str]]
     backends: Counter = field(default_factory=Counter)
     ready: object = None  # a CUDA event the batch is complete at (decoded on a side stream)
+    sources: list | None = field(default=None, repr=False)  # the decoded images, kept until the batch is done
 
     def as_tuple(self):
         return self.batch, self.kept, self.failed, self.converted
@@ -161,9 +162,12 @@ def _decode_on(raw: RawBatch, resize: int, crop: int, normalise: bool, device: s
 
     with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
         loaded = _decode(raw, resize, crop, normalise, device, decoder)
-        if stream is not None:
-            loaded.ready = torch.cuda.Event()
-            loaded.ready.record(stream)
+        loaded.ready = torch.cuda.Event()
+        loaded.ready.record(torch.cuda.current_stream())
+        # this (decoder) thread waits for its stream before the decoded images are freed:
+        # nvImageCodec owns their memory, outside torch's stream-ordered allocator
+        loaded.ready.synchronize()
+        loaded.sources = None
     return loaded
 
 
@@ -213,6 +217,7 @@ def _decode(raw: RawBatch, resize: int, crop: int, normalise: bool, device: str,
         images.append(image)
         loaded.kept.append(name)
     loaded.backends = +loaded.backends  # drop zero counts
+    loaded.sources = images
     if not images:
         return loaded
     if device == "cpu":  # torchvision's uint8 resize: vectorised on the CPU
