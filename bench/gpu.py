@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--parts", type=int, default=16, metavar="N", help="data: generator processes")
     add("--breeds-per-part", type=int, default=8, metavar="N")
     add("--images-per-breed", type=int, default=160, metavar="N", help="data: 16 x 8 x 160 = 20,480 files")
-    add("--budget-s", type=float, default=480, metavar="S", help="seconds for the measurements (default: 480)")
+    add("--budget-s", type=float, default=420, metavar="S", help="seconds for the measurements (default: 420)")
     add("--data-dir", metavar="PATH", help="where the data is generated (default: a temporary folder)")
     add("--output", metavar="DIR", default=str(RESULTS), help="results directory (default: bench/results)")
     add("--profile", choices=("auto", "always", "never"), default="auto",
