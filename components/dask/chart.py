@@ -19,6 +19,9 @@ JUPYTER_CONTAINER_PORT = 8888  # dask-jupyter-deployment.yaml containerPort; the
 # maxUnavailable 25 % rounded down, so one extra pod for one replica); only the worker's
 # strategy is a value (``worker.strategy``).
 FIXED_ROLLING_UPDATE = ("scheduler", "jupyter")
+# What the program sets for the workers instead: one at a time, no extra pod (each worker
+# holds a whole GPU node, and a rollout would need a GPU nobody has).
+WORKER_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
 # Values keys the chart's templates read but its values.yaml documents only in comments
 # (the render tests check every emitted key against the chart's own values.yaml plus these):

@@ -28,8 +28,7 @@ NO_BACKGROUND_JUPYTER = {"name": "DISABLE_JUPYTER", "value": "true"}
 # that exits without a TTY), behind the chart's config in /usr/local/etc/jupyter (password).
 JUPYTER_ARGS = ["jupyter", "lab", "--ip=0.0.0.0", f"--port={chart.JUPYTER_CONTAINER_PORT}", "--no-browser",
                 "--allow-root"]
-# Workers replace one at a time without an extra pod: each holds a whole GPU node.
-WORKER_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
 SCRATCH_MOUNT = "/scratch"
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -186,7 +185,7 @@ def _worker(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
     return {
         "image": {**image, "dask_worker": "dask-cuda-worker" if d.workers.gpus else "dask-worker"},
         "replicas": d.workers.replicas,
-        "strategy": WORKER_STRATEGY,
+        "strategy": chart.WORKER_STRATEGY,
         "threads_per_worker": d.workers.threads,
         # After the chart's own --memory-limit (the container limit): the last one wins
         # (facts.CLICK_LAST_OPTION_WINS).
