@@ -10,10 +10,11 @@ LICENSING_NAME = "licensing-config"
 NGC_SECRET_NAME = "ngc-secret"
 NFS_PROVISIONER_IMAGE = (f"{NFS_IMAGE_REGISTRY.what}/sig-storage/nfs-subdir-external-provisioner", "v4.0.2")
 
-# Values keys the charts read but document only in comments of their values.yaml (the
-# render tests check every emitted key against the chart's own values.yaml plus these).
-GPU_OPERATOR_KEYS_IN_COMMENTS: frozenset[str] = frozenset()
-NFS_PROVISIONER_KEYS_IN_COMMENTS: frozenset[str] = frozenset()
+# Values keys the charts' templates read but their values.yaml does not declare (the render
+# tests check every emitted key against the chart's own values.yaml plus these): key -> the
+# template expression that reads it. None needed today.
+GPU_OPERATOR_KEYS_NOT_IN_VALUES_YAML: dict[str, str] = {}
+NFS_PROVISIONER_KEYS_NOT_IN_VALUES_YAML: dict[str, str] = {}
 
 
 def licensing_uses_secret(spec: GpuOperatorSpec) -> bool:

@@ -23,8 +23,14 @@ FIXED_ROLLING_UPDATE = ("scheduler", "jupyter")
 # holds a whole GPU node, and a rollout would need a GPU nobody has).
 WORKER_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
-# Values keys the chart's templates read but its values.yaml documents only in comments
-# (the render tests check every emitted key against the chart's own values.yaml plus these):
-DOCUMENTED_IN_COMMENTS = frozenset({
-    "worker.threads_per_worker",  # values.yaml: "# threads_per_worker: 1"; dask-worker-deployment.yaml --nthreads
-})
+# Values keys the chart's templates read but its values.yaml does not declare (the render
+# tests check every emitted key against the chart's own values.yaml plus these): key -> the
+# template expression that reads it.
+KEYS_NOT_IN_VALUES_YAML = {
+    # dask-scheduler-deployment.yaml: {{- with .Values.scheduler.env }} (undocumented)
+    "scheduler.env": ".Values.scheduler.env",
+    # values.yaml comment "# threads_per_worker: 1"; dask-worker-deployment.yaml --nthreads
+    "worker.threads_per_worker": ".Values.worker.threads_per_worker",
+    # dask-worker-deployment.yaml passes the whole strategy through toYaml
+    "worker.strategy.rollingUpdate": ".Values.worker.strategy",
+}
