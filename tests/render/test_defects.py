@@ -186,14 +186,14 @@ def test_the_pods_pinned_to_a_pool_fit_its_nodes_together(variant):
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_a_rollout_either_fits_or_is_warned_about_at_preview(variant):
-    from components.settings.checks import placement_warnings
-
     objects = rendered(variant, "dask")
     worker = objects.named("Deployment", "dask-worker")
     assert _surge(worker) == 0, f"{variant}: a worker rollout needs {_surge(worker)} more GPU node(s)"
     for role, pods in pods_per_role(objects, with_surge=True).items():
         stuck = unplaced(pods, role_nodes(variant, role))
         if stuck:
+            from components.settings.checks import placement_warnings
+
             warnings = placement_warnings(stack_settings(*VARIANTS[variant]))
             assert any(stuck[0] in w and f"role={role}" in w for w in warnings), (variant, stuck, warnings)
 
