@@ -7,6 +7,8 @@ operator's ClusterPolicy renders ``""`` in many string fields, against its own c
 """
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from tests.apiserver.conftest import KubeApiError, apply_manifest, install_crd
@@ -24,24 +26,26 @@ def cluster_policy_crd(kube_apiserver, helm):
     return rendered.named("ClusterPolicy", "cluster-policy")
 
 
-def policy(name: str, driver: dict) -> dict:
-    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": name},
-            "spec": {"operator": {"defaultRuntime": "containerd"}, "driver": driver}}
+def policy(rendered: dict, name: str, **driver) -> dict:
+    """The rendered ClusterPolicy (it has every required section) with ``driver`` fields set."""
+    obj = copy.deepcopy(rendered)
+    obj["metadata"] = {"name": name}
+    obj["spec"]["driver"].update(driver)
+    return obj
 
 
 def test_empty_strings_in_string_fields_are_accepted(kube_apiserver, cluster_policy_crd):
-    driver = {"repository": "nvcr.io/nvaie", "image": "vgpu-guest-driver", "version": "470.63.01",
-              "repoConfig": {"configMapName": ""}, "certConfig": {"name": ""},
-              "licensingConfig": {"configMapName": "", "nlsEnabled": False}, "virtualTopology": {"config": ""}}
-    answer = apply_manifest(kube_apiserver.api_client, policy("empty-strings", driver), dry_run=True)
+    obj = policy(cluster_policy_crd, "empty-strings", repoConfig={"configMapName": ""}, certConfig={"name": ""},
+                 licensingConfig={"configMapName": "", "nlsEnabled": False}, virtualTopology={"config": ""})
+    answer = apply_manifest(kube_apiserver.api_client, obj, dry_run=True)
     assert answer["spec"]["driver"]["repoConfig"] == {"configMapName": ""}
+    assert answer["spec"]["driver"]["licensingConfig"]["configMapName"] == ""
 
 
 def test_a_number_in_a_string_field_is_rejected(kube_apiserver, cluster_policy_crd):
-    driver = {"repository": "nvcr.io/nvaie", "image": "vgpu-guest-driver", "version": "470.63.01",
-              "licensingConfig": {"configMapName": 5}}
+    obj = policy(cluster_policy_crd, "wrong-type", licensingConfig={"configMapName": 5})
     with pytest.raises(KubeApiError) as refused:
-        apply_manifest(kube_apiserver.api_client, policy("wrong-type", driver), dry_run=True)
+        apply_manifest(kube_apiserver.api_client, obj, dry_run=True)
     assert refused.value.status == 422
     assert "spec.driver.licensingConfig.configMapName" in refused.value.message
     assert "must be of type string" in refused.value.message and '"integer"' in refused.value.message
