@@ -107,7 +107,21 @@ class DaskRelease(pulumi.ComponentResource):
         self.jupyter_url = namespace.apply(
             lambda ns: f"http://{prefix}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}" if d.jupyter.enabled else "")
 
-        self.external = {}
+        self.external: dict[str, k8s.core.v1.Service] = {}
+        self._expose(name, args, after_release, scheme)
+
+        self.jupyter_password = self.password.password
+        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
+        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
+        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
+        self.register_outputs({
+            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
+            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
+        })
+
+    def _expose(self, name: str, args: DaskReleaseArgs, after_release: pulumi.ResourceOptions, scheme: str) -> None:
+        """Guarded external Services where asked; the addresses follow a LoadBalancer's."""
+        d = args.dask
         if d.scheduler.service_type != "ClusterIP":
             svc = external_service(f"{name}-scheduler-external", ExposureArgs(
                 namespace=args.namespace, release=RELEASE, component="scheduler",
@@ -124,21 +138,12 @@ class DaskRelease(pulumi.ComponentResource):
         if d.jupyter.enabled and d.jupyter.service_type != "ClusterIP":
             svc = external_service(f"{name}-jupyter-external", ExposureArgs(
                 namespace=args.namespace, release=RELEASE, component="jupyter",
-                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, 8888),),
+                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, chart.JUPYTER_CONTAINER_PORT),),
                 source_ranges=d.lb_source_ranges), after_release)
             self.external["jupyter"] = svc
             if d.jupyter.service_type == "LoadBalancer":
                 self.jupyter_url = pulumi.Output.all(external_host(svc), self.jupyter_url).apply(
                     lambda a: f"http://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
-
-        self.jupyter_password = self.password.password
-        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
-        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
-        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
-        self.register_outputs({
-            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
-            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
-        })
 
 
 def _selector(s: Settings, role: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ on a guess. The values builder (``values.py``) and the render tests both read th
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -92,7 +93,11 @@ NANNY_ENVIRON: tuple[NannyEnvironFact, ...] = (
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".")[:3])
+    """``2021.09.1`` -> (2021, 9, 1); a pre-release suffix (``2024.1.0rc1``) is ignored."""
+    parts = [re.match(r"\d*", part).group(0) for part in version.split(".")[:3]]
+    if not parts or not all(parts):
+        raise ValueError(f"not a Dask version: {version!r}")
+    return tuple(int(part) for part in parts)
 
 
 def nanny_environ_fact(dask_version: str) -> NannyEnvironFact:

@@ -75,3 +75,12 @@ def test_surge_pods_follow_the_deployment_strategy(replicas, strategy, extra):
     from components.settings.placement import surge_pods
 
     assert surge_pods(replicas, strategy) == extra
+
+
+@pytest.mark.parametrize("version, words", [
+    ("latest", "not a Dask version"),
+    ("2020.1.0", "no fact recorded for Dask 2020.1.0"),
+])
+def test_a_dask_version_without_a_recorded_nanny_fact_fails_preview(version, words):
+    [problem] = refused("dev", daskImageDaskVersion=version).problems
+    assert problem.key == "daskImageDaskVersion" and words in problem.message
