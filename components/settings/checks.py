@@ -210,7 +210,9 @@ def pod_demands(s: Settings) -> list[PodDemand]:
     if jupyter_pool:
         pods.append(PodDemand("dask-jupyter", jupyter_pool.role, 1, values.cpu_millis(d.jupyter.cpu),
                               values.quantity_bytes(d.jupyter.memory), 1 if d.jupyter.gpu else 0,
-                              surge_pods(1, None), "jupyterCpu/jupyterMemory/jupyterGpu"))
+                              surge_pods(1, None),
+                              f"gpuWorkers to {max(d.workers.replicas - 1, 0)} (a GPU node kept free), jupyterGpu"
+                              if d.jupyter.gpu else "jupyterCpu/jupyterMemory"))
     pods.append(PodDemand("dask-worker", "gpu", d.workers.replicas, d.workers.cpu * 1000,
                           values.quantity_bytes(d.workers.memory), d.workers.gpus,
                           surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY), "gpuWorkers/workerCpu/workerMemory"))
