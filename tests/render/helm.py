@@ -6,6 +6,12 @@ Rendering is offline: the chart is the sha256-verified archive from the artifact
 values are a file, and the cluster's capabilities are given on the command line
 (``--kube-version`` and ``--api-versions`` from the API server stand-in's own discovery), so
 templates that branch on ``.Capabilities`` see what a 1.20 cluster would show them.
+
+Why not ``helm-python-sdk`` (``helm_python``): it binds Helm 4's Go SDK, another major version
+than the one that installs these releases, and its ``Chart.render()`` reports a newer
+Kubernetes than 1.20 (only an install with ``dry_run="server"`` against a live server gets the
+real capabilities). The Helm 3 CLI gives the same engine as the deploy, offline, with the
+capabilities named explicitly.
 """
 from __future__ import annotations
 
