@@ -55,8 +55,9 @@ IMAGES: tuple[ImageFacts, ...] = (
     ),
 )
 
-# A shell or REPL as the main process exits at once in a pod without a TTY (a Deployment's
-# containers get none unless ``tty: true``), and the kubelet restarts it in a loop.
+# A shell or REPL without arguments as the main process reads its stdin, which in a pod is
+# empty (a Deployment's containers get no stdin or TTY unless asked), so it exits at once
+# and the kubelet restarts it in a loop.
 EXITS_WITHOUT_TTY = ("/bin/bash", "bash", "/bin/sh", "sh", "ipython", "python")
 
 
