@@ -155,7 +155,7 @@ def security_from_pems(ca: str, cert: str, key: str):
 
     if not (cert and key):
         raise ContractError("TLS scheduler but no client certificate/key in the outputs")
-    return Security(tls_ca_file=ca or None, tls_client_cert=_pem(cert), tls_client_key=_pem(key),
+    return Security(tls_ca_file=_pem(ca) if ca else None, tls_client_cert=_pem(cert), tls_client_key=_pem(key),
                     require_encryption=True)
 
 

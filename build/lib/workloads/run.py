@@ -273,7 +273,7 @@ class Runner:
         started_at = results.utc_now()
         lost, replaced = [], []
         while True:
-            outcome, replacement = self.attempt(name, module, placement, started_at)
+            outcome, replacement, escaping = self.attempt(name, module, placement, started_at)
             lost += list(outcome.workers_lost or ())
             if replacement is None:
                 break
@@ -283,17 +283,20 @@ class Runner:
             used = tuple(spare if a == gone else a for a in placement.used)
             placement = dataclasses.replace(placement, used=used)
         outcome = dataclasses.replace(outcome, workers_lost=tuple(lost), workers_replaced=tuple(replaced))
-        written = self.write(name, placement, outcome)
+        written = self.write(name, placement, outcome)  # a result already measured is never lost
         self.echo(f"{name}: {outcome.status} in {summary.seconds(written):.1f} s"
                   + (f": {outcome.error}" if outcome.error else ""), error=bool(outcome.error))
+        if escaping is not None:  # Ctrl-C, SIGTERM, or a BaseException: the sweep stops
+            raise escaping
 
-    def attempt(self, name: str, module: ModuleType, placement: Placement,
-                started_at: str) -> tuple[RunOutcome, tuple[str, str] | None]:
-        """One try of a run: its outcome, and (lost, spare) when it must run again there."""
+    def attempt(self, name: str, module: ModuleType, placement: Placement, started_at: str
+                ) -> tuple[RunOutcome, tuple[str, str] | None, BaseException | None]:
+        """One try of a run: its outcome, (lost, spare) when it must run again there, and
+        the exception to raise once the outcome is recorded (an interruption)."""
         args, client = self.args, self.session.client
         timer = results.PhaseTimer()
         config, metrics, artifacts, status, error = None, {}, {}, "succeeded", None
-        watch = inst = replacement = None
+        watch = inst = replacement = escaping = None
         restricted = len(placement.used) < len(placement.connected)
         try:
             section = benchmark_profile(module, args.profile)
@@ -318,11 +321,11 @@ class Runner:
             if status == "replace":
                 replacement = watch.replacement
             elif status == "interrupted":
-                raise
+                escaping = exc
         except BaseException as exc:
             status, error = "failed", self.failure(exc)
             if not isinstance(exc, Exception):
-                raise
+                escaping = exc
         finally:
             if inst is not None:  # utilization and the performance report, also after a failure
                 artifacts.update(inst.artifacts)
@@ -331,7 +334,7 @@ class Runner:
         outcome = RunOutcome(status=status, error=error, timer=timer, config=config, metrics=metrics or {},
                              started_at=started_at, artifacts=artifacts,
                              workers_lost=tuple(watch.losses()) if watch is not None else None)
-        return outcome, replacement
+        return outcome, replacement, escaping
 
     def failure(self, exc: BaseException) -> str:
         """The error of a failed run; a lost scheduler also ends the sweep."""
