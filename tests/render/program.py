@@ -13,12 +13,15 @@ from tests.artifacts import DASK_CHART, GPU_OPERATOR_CHART, NFS_PROVISIONER_CHAR
 from tests.program.graph import run_program
 
 # The stack variants the other program tests use (tests/apiserver/test_program_objects.py).
+# On vSphere 8 the 1.20 TKRs are not compatible with v1alpha3: the program refuses them.
+TKR_FOR_V1ALPHA3 = "v1.21.6---vmware.1-tkg.1"
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "reference": ("reference", {}),
     "dev": ("dev", {}),
     "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
     "vsphere8-csi": ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1",
-                                   "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3", "daskTls": False,
+                                   "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3", "tkr": TKR_FOR_V1ALPHA3,
+                                   "daskTls": False,
                                    "rwxProvisioner": "vsphere-csi"}),
 }
 
