@@ -13,7 +13,7 @@ from components.addons.shared_storage import SharedStorage, SharedStorageArgs
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
-from components.dask.dask_release import RELEASE, DaskRelease, DaskReleaseArgs
+from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
 from components.settings import load_settings
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
@@ -53,7 +53,8 @@ if settings.data.enabled:
 
 # --- 13 Dask: scheduler, GPU workers, Jupyter ------------------------------------------
 dask = DaskRelease("dask", DaskReleaseArgs(
-    settings=settings, namespace=workspace.name, dataset_claim=storage.dataset_claim,
+    dask=settings.dask, placement=DaskPlacement.from_settings(settings), dataset_mount=settings.storage.dataset_mount,
+    namespace=workspace.name, dataset_claim=storage.dataset_claim,
     pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps)), in_guest)
 
 # --- exports: the contract the runner reads ---------------------------------------------
