@@ -16,28 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from components.dask import chart
+from components.dask import podspec
+# The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
+# the names stay importable from here.
+from components.dask.podspec import (GPU_RESOURCE, PIP_CACHE_MOUNT, SCRATCH_MOUNT, TLS_KEYS,  # noqa: F401
+                                     worker_tuning_env)
+from components.dask.podspec import resources as _resources
+from components.dask.podspec import tls_env as _tls_env
 from components.settings.model import DaskSpec
-from workloads import tuning
-
-PIP_CACHE_MOUNT = "/root/.cache/pip"
-SCRATCH_MOUNT = "/scratch"
-GPU_RESOURCE = "nvidia.com/gpu"
-
-# Secret keys of the TLS material (see tls.py) and the Dask config each one feeds.
-TLS_KEYS = {
-    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
-    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
-    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
-    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
-    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
-    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
-    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
-}
-_ROLE_KEYS = {
-    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
-    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
-    "jupyter": ("ca.crt", "client.crt", "client.key"),
-}
 
 
 @dataclass(frozen=True)
@@ -75,51 +61,8 @@ def dashboard_url(release: str, namespace: str) -> str:
     return f"http://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
 
 
-def worker_tuning_env(threads: int, tcmalloc: bool) -> list[dict[str, str]]:
-    """The workers' tuning environment (``workloads.tuning``, shared with the runner's local
-    cluster) as pod variables. Dask reads the nanny's pre-spawn environment from
-    ``DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON`` as a Python literal (None unsets)."""
-    environ = tuning.worker_environ(threads, tuning.IMAGE_TCMALLOC if tcmalloc else None)
-    env = [{"name": "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON", "value": repr(environ)}]
-    # The nanny prefers a variable already in the pod's environment over its config, so an
-    # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
-    env += [{"name": name, "value": value} for name, value in environ.items()
-            if value is not None and name in tuning.THREAD_VARIABLES + ("LD_PRELOAD",)]
-    return env
-
-
-def _resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
-    amounts: dict[str, Any] = {"cpu": str(cpu), "memory": memory}
-    if gpus:
-        amounts[GPU_RESOURCE] = gpus
-    return {"limits": dict(amounts), "requests": dict(amounts)}
-
-
-def _tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
-    if not secret:
-        return []
-    env: list[dict[str, Any]] = [
-        {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
-        {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
-    ]
-    env += [{"name": TLS_KEYS[key], "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-            for key in _ROLE_KEYS[role]]
-    return env
-
-
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
-    volumes = [
-        {"name": "dataset", "persistentVolumeClaim": {"claimName": inputs.dataset_claim}},
-        {"name": "pip-cache", "persistentVolumeClaim": {"claimName": inputs.pip_cache_claim}},
-    ]
-    mounts = [
-        {"name": "dataset", "mountPath": inputs.dataset_mount},
-        {"name": "pip-cache", "mountPath": PIP_CACHE_MOUNT},
-    ]
-    if scratch:
-        volumes.append({"name": "scratch", "emptyDir": {}})
-        mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})
-    return {"volumes": volumes, "volumeMounts": mounts}
+    return podspec.mounts(podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount), scratch)
 
 
 def labextension_config(url: str) -> str:
@@ -143,10 +86,7 @@ def dask_values(inputs: DaskValuesInputs) -> dict[str, Any]:
     d = inputs.dask
     repository, tag = image_parts(d.image)
     image = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
-    worker_env = [{"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
-                  *worker_tuning_env(d.workers.threads, d.workers.tcmalloc)]
-    if d.extra_pip_packages:
-        worker_env.append({"name": "EXTRA_PIP_PACKAGES", "value": d.extra_pip_packages})
+    worker_env = podspec.worker_env(d)
     values: dict[str, Any] = {
         "scheduler": {
             "image": dict(image),
@@ -160,7 +100,7 @@ def dask_values(inputs: DaskValuesInputs) -> dict[str, Any]:
         },
         "webUI": {"servicePort": chart.DASHBOARD_PORT},
         "worker": {
-            "image": {**image, "dask_worker": "dask-cuda-worker" if d.workers.gpus else "dask-worker"},
+            "image": {**image, "dask_worker": podspec.worker_command(d)},
             "replicas": d.workers.replicas,
             "threads_per_worker": d.workers.threads,
             "extraArgs": ["--local-directory", SCRATCH_MOUNT],
