@@ -10,6 +10,7 @@ import ipaddress
 from components.settings import values
 from components.settings.errors import Problem
 from components.settings.model import NodePool, Settings
+from components.settings.operator import operator_checks
 from components.settings.vsan import rule_problems
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
@@ -22,7 +23,7 @@ SUPERVISOR_CREATE_KEYS = ("managementNetwork", "managementStartIp", "managementS
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets):
+                 _network, _secrets, operator_checks):
         problems.extend(rule(s))
     return problems
 
