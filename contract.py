@@ -25,6 +25,10 @@ DASK_VERSION = "daskVersion"
 TLS_CA = "tlsCaCert"  # "" when TLS is off
 TLS_CLIENT_CERT = "tlsClientCert"  # secret
 TLS_CLIENT_KEY = "tlsClientKey"  # secret
+BACKEND = "daskBackend"  # helm | operator (absent in stacks older than the operator backend: helm)
+CLUSTER_NAME = "daskClusterName"  # the DaskCluster's name (operator backend), "" with Helm
+AUTOSCALE_MIN = "autoscaleMinWorkers"  # the DaskAutoscaler's bounds; 0/0 without one
+AUTOSCALE_MAX = "autoscaleMaxWorkers"
 
 SECRET_OUTPUTS = frozenset({JUPYTER_PASSWORD, KUBECONFIG, TLS_CLIENT_CERT, TLS_CLIENT_KEY})
 
@@ -54,6 +58,10 @@ class StackOutputs:
     tls_client_key: str = ""
     jupyter_password: str = ""
     kubeconfig: str = ""
+    backend: str = "helm"
+    cluster_name: str = ""
+    autoscale_min: int = 0
+    autoscale_max: int = 0
 
     def __repr__(self) -> str:  # never print secrets
         shown = {f.name: getattr(self, f.name) for f in fields(self)
@@ -84,6 +92,10 @@ _SCHEMA: dict[str, tuple[str, type, bool]] = {
     TLS_CLIENT_KEY: ("tls_client_key", str, False),
     JUPYTER_PASSWORD: ("jupyter_password", str, False),
     KUBECONFIG: ("kubeconfig", str, False),
+    BACKEND: ("backend", str, False),
+    CLUSTER_NAME: ("cluster_name", str, False),
+    AUTOSCALE_MIN: ("autoscale_min", int, False),
+    AUTOSCALE_MAX: ("autoscale_max", int, False),
 }
 
 
@@ -113,6 +125,10 @@ def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> Stac
     if address.startswith("tls://") and not (values.get("tls_client_cert") and values.get("tls_client_key")):
         problems.append(f"scheduler uses TLS but {TLS_CLIENT_CERT!r}/{TLS_CLIENT_KEY!r} are missing"
                         " (read the outputs with --show-secrets)")
+    if values.get("backend", "helm") not in ("helm", "operator"):
+        problems.append(f"output {BACKEND!r} must be helm or operator, got {values['backend']!r}")
+    elif values.get("backend") == "operator" and not values.get("cluster_name"):
+        problems.append(f"output {BACKEND!r} is operator but {CLUSTER_NAME!r} (the DaskCluster to scale) is missing")
     if problems:
         raise ContractError(f"{source}: " + "; ".join(problems))
     return StackOutputs(**values)

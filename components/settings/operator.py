@@ -10,7 +10,10 @@ the controller retires workers (``retire_workers``) and asks for the adaptive ta
 TLS scheduler refuses: then scale-down falls back to deleting the newest workers (lost data)
 and the autoscaler gets no target at all. And the ``dask-kubernetes`` client the runner
 attaches with declares ``dask>=2022.08.1`` / ``distributed>=2022.08.1`` (its pyproject.toml);
-the runner's Dask must equal the image's. So: 2022.08.1.
+the runner's Dask must equal the image's. Finally the pods start with ``dask scheduler`` /
+``dask worker``, the only commands a current Dask has (the ``dask-scheduler`` and
+``dask-worker`` scripts are gone from distributed 2026.6.0 on, dask/distributed #9240), which
+exist from distributed 2022.10.0 on (dask/distributed #6735). So: 2022.10.0.
 """
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ from components.settings.model import OperatorSpec, Settings
 
 BACKENDS = ("helm", "operator")
 PINNED_OPERATOR_CHART = "2025.4.3"
-MIN_OPERATOR_DASK = (2022, 8, 1)
-_MIN_TEXT = "2022.08.1"
+MIN_OPERATOR_DASK = (2022, 10, 0)
+_MIN_TEXT = "2022.10.0"
 _OPERATOR_ONLY = ("cpuWorkers",)
 
 
@@ -76,8 +79,9 @@ def operator_checks(s: Settings) -> list[Problem]:
                 f"{s.dask.dask_version} is older than {_MIN_TEXT}, the oldest Dask the pinned operator"
                 f" ({op.chart_version}) supports: its controller retires workers and reads the autoscaling"
                 " target through the scheduler's HTTP API (/api/v1/retire_workers, /api/v1/adaptive_target,"
-                " distributed >= 2022.05.1), its RPC fallback cannot reach a TLS scheduler, and dask-kubernetes"
-                f" needs dask/distributed >= {_MIN_TEXT}. Use an image with a newer Dask (images/dask-runtime)"
+                " distributed >= 2022.05.1; its RPC fallback cannot reach a TLS scheduler), dask-kubernetes needs"
+                " dask/distributed >= 2022.08.1, and the pods start with `dask scheduler`/`dask worker`"
+                f" (distributed >= {_MIN_TEXT}). Use an image with a newer Dask (images/dask-runtime)"
                 " and set daskImage/daskImageDaskVersion, or keep daskBackend=helm")))
     if op.chart_version != PINNED_OPERATOR_CHART:
         out.append(Problem("daskOperatorChartVersion", (
