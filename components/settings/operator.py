@@ -17,6 +17,7 @@ exist from distributed 2022.10.0 on (dask/distributed #6735). So: 2022.10.0.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from components.settings.errors import Problem
@@ -34,7 +35,7 @@ def dask_version(text: str) -> tuple[int, ...]:
     parts = str(text).lstrip("v").split(".")
     try:
         numbers = [int(parts[0]), int(parts[1])]
-        patch = "".join(ch for ch in (parts[2] if len(parts) > 2 else "0").split("+")[0] if ch.isdigit()) or "0"
+        patch = re.match(r"\d*", parts[2] if len(parts) > 2 else "0").group() or "0"
     except (ValueError, IndexError):
         raise ValueError("must be a Dask version such as 2024.1.1") from None
     return (*numbers, int(patch))
