@@ -85,6 +85,13 @@ def _pod(container: dict[str, Any], volumes: list | None, selector: Mapping[str,
     return spec
 
 
+def _quantities(resources: dict[str, Any]) -> dict[str, Any]:
+    """The operator's CRDs type every resource quantity as a string (``additionalProperties:
+    {type: string}`` in the chart's crds/), unlike a Pod's int-or-string: ``nvidia.com/gpu: 1``
+    is rejected by the API server, ``"1"`` is the same quantity."""
+    return {kind: {name: str(amount) for name, amount in amounts.items()} for kind, amounts in resources.items()}
+
+
 def _health_probe(initial_delay: int, period: int) -> dict[str, Any]:
     return {"httpGet": {"port": "http-dashboard", "path": "/health"}, "initialDelaySeconds": initial_delay,
             "periodSeconds": period}
@@ -100,7 +107,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
            *podspec.tls_env("scheduler", inputs.tls_secret)]
     container = {
         "name": "scheduler", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
-        "resources": podspec.resources(d.scheduler.cpu, d.scheduler.memory),
+        "resources": _quantities(podspec.resources(d.scheduler.cpu, d.scheduler.memory)),
         "ports": [{"name": "tcp-comm", "containerPort": SCHEDULER_PORT, "protocol": "TCP"},
                   {"name": "http-dashboard", "containerPort": DASHBOARD_PORT, "protocol": "TCP"}],
         "readinessProbe": {**_health_probe(0, 1), "timeoutSeconds": 300},
@@ -130,7 +137,7 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
     mounts = podspec.mounts(inputs.claims, scratch=True)
     container = {
         "name": "worker", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
-        "resources": podspec.resources(cpu, memory, gpus), "volumeMounts": mounts["volumeMounts"],
+        "resources": _quantities(podspec.resources(cpu, memory, gpus)), "volumeMounts": mounts["volumeMounts"],
     }
     return {"replicas": replicas, "spec": _pod(container, mounts["volumes"], selector)}
 
@@ -143,7 +150,8 @@ def dask_cluster(inputs: DaskClusterInputs) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION, "kind": "DaskCluster",
         "metadata": {"name": inputs.name, "namespace": inputs.namespace},
-        "spec": {"worker": gpu_workers, "scheduler": scheduler_spec(inputs)},
+        # idleTimeout 0: the controller must never delete the cluster it was given (Pulumi owns it)
+        "spec": {"idleTimeout": 0, "worker": gpu_workers, "scheduler": scheduler_spec(inputs)},
     }
 
 

@@ -60,8 +60,9 @@ def test_gpu_workers_are_the_helm_backends_workers(s, cluster):
     assert c["image"] == s.dask.image == f"{helm['image']['repository']}:{helm['image']['tag']}"
     assert [e for e in c["env"] if e["name"] != "DASK_SCHEDULER_ADDRESS"] == helm["env"]
     assert {"volumes": worker["spec"]["volumes"], "volumeMounts": c["volumeMounts"]} == helm["mounts"]
-    assert c["resources"] == helm["resources"]
-    assert c["resources"]["limits"][podspec.GPU_RESOURCE] == c["resources"]["requests"][podspec.GPU_RESOURCE] == 1
+    # the same quantities, as strings: the operator's CRDs type them so (see test_apiserver_crs)
+    assert c["resources"] == {kind: {k: str(v) for k, v in amounts.items()} for kind, amounts in helm["resources"].items()}
+    assert c["resources"]["limits"][podspec.GPU_RESOURCE] == c["resources"]["requests"][podspec.GPU_RESOURCE] == "1"
     assert worker["spec"]["nodeSelector"] == GPU
     assert worker["replicas"] == 8
     threads = s.dask.workers.threads

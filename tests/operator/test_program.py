@@ -51,7 +51,7 @@ def test_dask_cluster_autoscales_gpu_workers_up_to_8(graph):
     worker = m["spec"]["worker"]
     [c] = worker["spec"]["containers"]
     assert worker["spec"]["nodeSelector"] == {POOL_ROLE_LABEL: "gpu"}
-    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert c["image"] == OPERATOR["daskImage"]
     [scaler] = graph.of_type("DaskAutoscaler")
     assert scaler.manifest()["spec"] == {"cluster": "dask", "minimum": 1, "maximum": 8}
