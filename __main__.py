@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_vsphere as vsphere
 
-import contract
+from workloads import contract
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.addons.shared_storage import SharedStorage, SharedStorageArgs
@@ -84,10 +84,10 @@ pulumi.export(contract.TLS_CA, dask.tls_ca)
 pulumi.export(contract.TLS_CLIENT_CERT, dask.tls_client_cert)
 pulumi.export(contract.TLS_CLIENT_KEY, dask.tls_client_key)
 pulumi.export(contract.BACKEND, settings.dask.backend)
-pulumi.export(contract.CLUSTER_NAME, dask.cluster_name if operator else "")
+pulumi.export(contract.DASK_CLUSTER_NAME, dask.cluster_name if operator else "")
 pulumi.export(contract.AUTOSCALE_MIN, operator.min_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.AUTOSCALE_MAX, operator.max_workers if operator and operator.autoscale else 0)
-pulumi.export("supervisorNamespace", platform.namespace)
-pulumi.export("clusterName", cluster.name)
-pulumi.export("nfsServer", platform.nfs_server)
-pulumi.export("nfsPath", platform.nfs_path)
+pulumi.export(contract.SUPERVISOR_NAMESPACE, platform.namespace)
+pulumi.export(contract.CLUSTER_NAME, cluster.name)
+pulumi.export(contract.NFS_SERVER, platform.nfs_server)
+pulumi.export(contract.NFS_PATH, platform.nfs_path)

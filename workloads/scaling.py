@@ -82,7 +82,7 @@ class ClusterScaler:
         if not outputs.kubeconfig:
             raise ScalingError("the operator backend is resized through Kubernetes, but the stack outputs carry no"
                                " kubeconfig: read them with --show-secrets")
-        return cls(api_from_kubeconfig(outputs.kubeconfig), outputs.namespace, outputs.cluster_name, echo)
+        return cls(api_from_kubeconfig(outputs.kubeconfig), outputs.namespace, outputs.dask_cluster, echo)
 
     @property
     def worker_group(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import contract
+from workloads import contract
 from components.settings.model import POOL_ROLE_LABEL
 from tests.operator.support import OPERATOR
 from tests.program.graph import run_program, walk_strings
@@ -76,14 +76,14 @@ def test_same_outputs_plus_the_cluster_name(graph, helm_graph):
     assert set(helm) <= set(ours)
     for key in (contract.SCHEDULER_ADDRESS, contract.DASHBOARD_URL, contract.JUPYTER_URL, contract.NAMESPACE):
         assert ours[key] == helm[key], key
-    assert ours[contract.CLUSTER_NAME] == "dask" and ours[contract.BACKEND] == "operator"
+    assert ours[contract.DASK_CLUSTER_NAME] == "dask" and ours[contract.BACKEND] == "operator"
     assert (ours[contract.AUTOSCALE_MIN], ours[contract.AUTOSCALE_MAX], ours[contract.WORKERS]) == (1, 8, 8)
-    assert (helm[contract.BACKEND], helm[contract.CLUSTER_NAME]) == ("helm", "")
+    assert (helm[contract.BACKEND], helm[contract.DASK_CLUSTER_NAME]) == ("helm", "")
     for key in contract.SECRET_OUTPUTS:
         assert "__secret__" in ours[key], key
     parsed = contract.parse_outputs({k: (v["__secret__"] if isinstance(v, dict) and "__secret__" in v else v)
                                      for k, v in ours.items()})
-    assert (parsed.backend, parsed.cluster_name, parsed.tls) == ("operator", "dask", True)
+    assert (parsed.backend, parsed.dask_cluster, parsed.tls) == ("operator", "dask", True)
 
 
 def test_scheduler_load_balancer_selects_the_operators_scheduler_pods(graph):

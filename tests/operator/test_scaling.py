@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from distributed import Client, LocalCluster
 
-from contract import parse_outputs
+from workloads.contract import ContractError, parse_outputs
 from workloads import scaling
 from workloads.scaling import ClusterScaler, ScalingError, parse_adaptive, wait_for_worker_count
 
@@ -81,7 +81,7 @@ def test_only_operator_stacks_get_a_scaler():
 
 
 def test_operator_outputs_without_a_cluster_name_are_refused():
-    from contract import ContractError
+
     with pytest.raises(ContractError, match="'daskBackend' is operator but 'daskClusterName'"):
         parse_outputs({**OUTPUTS, "daskBackend": "operator"})
     with pytest.raises(ContractError, match="must be helm or operator, got 'ray'"):
