@@ -84,6 +84,12 @@ class ClusterScaler:
                                " kubeconfig: read them with --show-secrets")
         return cls(api_from_kubeconfig(outputs.kubeconfig), outputs.namespace, outputs.dask_cluster, echo)
 
+    def __enter__(self) -> ClusterScaler:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.restore()  # also after a failed or interrupted sweep
+
     @property
     def worker_group(self) -> str:
         return f"{self.cluster}-default"  # the DaskCluster's own group (controller.py)

@@ -18,9 +18,10 @@ import sys
 import time
 
 import pytest
+from kubernetes.client import CustomObjectsApi
 
 from components.settings.model import POOL_ROLE_LABEL
-from tests.apiserver.conftest import apply_manifest, api_request, get_object, patch_object
+from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, get_object, patch_object
 from tests.operator.support import MODERN_IMAGE, OPERATOR
 from tests.program.graph import run_program
 from workloads.scaling import ClusterScaler
@@ -31,9 +32,9 @@ CONFIG = {**OPERATOR, "gpuWorkers": 2}  # starts with 2 GPU workers, autoscales 
 WAIT_S = 90.0
 
 
-def program_objects(namespace: str) -> dict[str, dict]:
+def program_objects(namespace: str, **config) -> dict[str, dict]:
     """The program's operator resources, built for ``namespace`` (the test's) as ``daskNamespace``."""
-    graph = run_program("reference", config={**CONFIG, "daskNamespace": namespace})
+    graph = run_program("reference", config={**CONFIG, "daskNamespace": namespace, **config})
     assert graph.error is None, graph.traceback
     return {m["kind"]: m for m in (r.manifest() for r in graph.kubernetes_objects())
             if m["apiVersion"].startswith("kubernetes.dask.org/")}
@@ -138,33 +139,43 @@ def test_the_controller_reconciles_the_programs_cluster_and_scales_it(kube_apise
         assert deployment["metadata"]["ownerReferences"][0]["kind"] == "DaskWorkerGroup"
 
     # the runner's scaling: pin the autoscaler to 4 and the group's replicas to 4
-    from kubernetes.client import CustomObjectsApi
-    scaler = ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None)
-    assert scaler.replicas() == 2
-    scaler.pin(4)
-    four = controller.wait("4 worker Deployments", lambda: (lambda w: w if len(w) == 4 else None)(
-        workers(api, kube_namespace)))
-    assert {d["metadata"]["name"] for d in two} < {d["metadata"]["name"] for d in four}
-    bounds = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["spec"]
-    assert (bounds["minimum"], bounds["maximum"]) == (4, 4)
-    scaler.restore()
+    with ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None) as scaler:
+        assert scaler.replicas() == 2
+        scaler.pin(4)
+        four = controller.wait("4 worker Deployments", lambda: (lambda w: w if len(w) == 4 else None)(
+            workers(api, kube_namespace)))
+        assert {d["metadata"]["name"] for d in two} < {d["metadata"]["name"] for d in four}
+        bounds = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["spec"]
+        assert (bounds["minimum"], bounds["maximum"]) == (4, 4)
     bounds = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["spec"]
     assert (bounds["minimum"], bounds["maximum"]) == (1, 8)
     assert controller.failed_handlers() <= {"daskautoscaler_adapt"}, controller.log(400)
 
 
 def test_a_dask_cluster_patched_from_2_to_4_workers_gets_4(kube_apiserver, kube_namespace, controller):
-    """The DaskCluster's own replicas (what ``pulumi up`` changes) reach the worker group."""
+    """The DaskCluster's own replicas (what ``pulumi up`` changes) reach the worker group; and
+    an adaptive run on a cluster deployed without an autoscaler gets one for the run only."""
     api = kube_apiserver.api_client
-    create(api, program_objects(kube_namespace)["DaskCluster"], kube_namespace)
+    create(api, program_objects(kube_namespace, daskAutoscale=False)["DaskCluster"], kube_namespace)
     controller.wait("2 worker Deployments", lambda: len(workers(api, kube_namespace)) == 2)
     patch_object(api, "kubernetes.dask.org/v1", "DaskCluster", "dask", {"spec": {"worker": {"replicas": 4}}},
                  namespace=kube_namespace)
     controller.wait("4 worker Deployments", lambda: len(workers(api, kube_namespace)) == 4)
 
+    # --adaptive on a cluster deployed without an autoscaler: one is made for the run, then removed
+    with ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None) as scaler:
+        scaler.adapt(1, 3)
+        scaler_object = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)
+        assert scaler_object["spec"] == {"cluster": "dask", "minimum": 1, "maximum": 3}
+        controller.wait("the autoscaler adopted by the cluster", lambda: (get_object(
+            api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["metadata"].get(
+            "ownerReferences") or [{}])[0].get("kind") == "DaskCluster")
+    # deleted: gone once the controller has dropped kopf's finalizer
+    controller.wait("the autoscaler gone", lambda: _maybe(
+        lambda: get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)) is None)
+
 
 def _maybe(get):
-    from tests.apiserver.conftest import KubeApiError
     try:
         return get()
     except KubeApiError as exc:
