@@ -27,7 +27,7 @@ vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings
                         settings.vsphere.insecure)
 vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, user=vcenter.user,
                                     password=vcenter.password, allow_unverified_ssl=vcenter.insecure)
-platform = VSphereLayer("vsphere", VSphereLayerArgs(settings=settings, vcenter=vcenter),
+platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(settings, vcenter),
                         pulumi.ResourceOptions(providers=[vcenter_provider]))
 
 # --- 6-7 the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ------

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,19 +60,9 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
         shipped = True
         facts = client.run(environment.probe, packages, device, workers=workers)
     mine = environment.client_facts()
-    scheduler = client.run_on_scheduler(environment.package_versions)
-    problems: dict[str, list[str]] = {}
-    for name in ("dask", "distributed"):
-        if scheduler.get(name) != mine["versions"][name]:
-            problems.setdefault("scheduler", []).append(
-                f"{name} {scheduler.get(name)} != client {mine['versions'][name]}")
+    scheduler, problems = version_problems(client, workers)
     for address, found in sorted(facts.items()):
         issues = problems.setdefault(address, [])
-        for name in ("dask", "distributed"):
-            theirs = found["versions"].get(name)
-            if theirs != mine["versions"][name]:
-                issues.append(f"{name} {theirs} != client {mine['versions'][name]}"
-                              f" / scheduler {scheduler.get(name)}")
         for package, reason in found["missing"].items():
             issues.append(f"missing package {package!r} ({reason})")
         if not found["project_importable"]:
@@ -91,6 +82,31 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
     if device == "auto":
         resolved = "cuda" if all(_has_cuda(f, packages) for f in facts.values()) else "cpu"
     return Preflight(resolved, dict(sorted(facts.items())), mine, scheduler, shipped)
+
+
+AGREEING_PACKAGES = ("dask", "distributed")  # must be the client's on the scheduler and every worker
+
+
+def version_problems(client, workers: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The scheduler's package versions, and per place (``scheduler`` or a worker address)
+    each package of :data:`AGREEING_PACKAGES` whose version differs from the client's, from
+    distributed's own ``Client.get_versions(check=True)`` (whose mismatch table it warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the same mismatches are in the PreflightError, per worker
+        found = client.get_versions(check=True)
+    mine = found["client"]["packages"]
+    scheduler = found["scheduler"]["packages"]
+    problems: dict[str, list[str]] = {}
+    for name in AGREEING_PACKAGES:
+        if scheduler.get(name) != mine.get(name):
+            problems.setdefault("scheduler", []).append(f"{name} {scheduler.get(name)} != client {mine.get(name)}")
+    for address in workers:
+        theirs = (found["workers"].get(address) or {}).get("packages", {})
+        for name in AGREEING_PACKAGES:
+            if theirs.get(name) != mine.get(name):
+                problems.setdefault(address, []).append(
+                    f"{name} {theirs.get(name)} != client {mine.get(name)} / scheduler {scheduler.get(name)}")
+    return scheduler, problems
 
 
 def ship_project(client) -> None:

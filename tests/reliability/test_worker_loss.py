@@ -93,6 +93,37 @@ def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, clien
         "train_recovery_seconds": metrics["train_recovery_seconds"], **recovery(client, killed)})
 
 
+def test_taxi_survives_a_worker_lost_while_the_split_is_placed(cluster, client, data_root, tmp_path, armed,
+                                                                monkeypatch):
+    """A worker killed (SIGKILL, on the worker itself through ``faults.fire``) just as the
+    split's training groups are placed: the placement waits for the worker's replacement,
+    ranks the workers again and places again; the model equals an undisturbed run's."""
+    from workloads.taxi import training
+
+    code, (calm,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+    real_place = training.place
+
+    def place_after_a_kill(client_, source, columns, workers):
+        if not faults.fired("taxi-place-kill"):
+            client_.submit(faults.fire, "taxi-place-kill", workers=[workers[-1]], allow_other_workers=False,
+                           pure=False)
+            deadline = time.monotonic() + 30
+            while workers[-1] in workers_now(client_) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        return real_place(client_, source, columns, workers)
+
+    monkeypatch.setattr(training, "place", place_after_a_kill)
+    armed("taxi-place-kill")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    killed = faults.fired("taxi-place-kill")
+    assert killed, "the fault never fired"
+    assert code == 0 and hit["status"] == "succeeded", hit.get("error")
+    assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [killed["address"]]
+    assert hit["metrics"]["rmse"] == calm["metrics"]["rmse"] and hit["metrics"]["r2"] == calm["metrics"]["r2"]
+    assert hit["metrics"]["rows_train"] == calm["metrics"]["rows_train"]
+
+
 def test_more_lost_workers_than_allowed_fail_the_run_naming_them(cluster, data_root, tmp_path, armed):
     armed("images-kill")
     started = time.monotonic()

@@ -31,18 +31,25 @@ def test_cuda_without_a_gpu_names_every_worker(client, workers):
 
 
 def test_version_mismatch_names_the_worker(client, workers):
+    """distributed reports a process's versions from package metadata
+    (distributed/versions.py ``_version_cached``); one worker is made to report another."""
     def set_version(value):
-        import distributed
+        import distributed.versions as versions
 
-        previous, distributed.__version__ = distributed.__version__, value
-        return previous
+        if value is None:
+            versions._version_cached = versions._real_version_cached
+            return None
+        versions._real_version_cached = getattr(versions, "_real_version_cached", versions._version_cached)
+        real = versions._real_version_cached
+        versions._version_cached = lambda pkg: value if pkg == "distributed" else real(pkg)
+        return real("distributed")
 
-    original = client.run(set_version, "0.0.bad", workers=[workers[0]])[workers[0]]
+    client.run(set_version, "0.0.bad", workers=[workers[0]])
     try:
         with pytest.raises(PreflightError) as caught:
             preflight.check(client, workers, (), "cpu")
     finally:
-        client.run(set_version, original, workers=[workers[0]])
+        client.run(set_version, None, workers=[workers[0]])
     message = str(caught.value)
     assert "failed on 1 of 2 workers" in message
     assert f"{workers[0]} (name" in message and workers[1] not in message
