@@ -135,8 +135,8 @@ class DaskOperatorCluster(pulumi.ComponentResource):
         if op.autoscale:
             self.autoscaler = self._custom(f"{name}-autoscaler", "DaskAutoscaler",
                                            built.apply(operator_spec.autoscaler), [self.cluster])
-        ranges = s.dask.lb_source_ranges if s.dask.scheduler.service_type == "LoadBalancer" else ()
-        policy = built.apply(lambda i: operator_spec.scheduler_network_policy(i, s.dask.operator.namespace, ranges))
+        exposed = s.cluster.pod_cidr if s.dask.scheduler.service_type != "ClusterIP" else None
+        policy = built.apply(lambda i: operator_spec.scheduler_network_policy(i, s.dask.operator.namespace, exposed))
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-scheduler-api", metadata=policy.apply(lambda m: m["metadata"]),
             spec=policy.apply(lambda m: m["spec"]), opts=pulumi.ResourceOptions(parent=self))

@@ -192,17 +192,21 @@ def operator_values(op: OperatorSpec, selector: Mapping[str, str]) -> dict[str, 
 
 
 def scheduler_network_policy(inputs: DaskClusterInputs, operator_namespace: str,
-                             source_ranges: tuple[str, ...] = ()) -> dict[str, Any]:
+                             external_pod_cidr: str | None = None) -> dict[str, Any]:
     """Who may reach the scheduler's dashboard port, which also serves the HTTP API that
     retires workers (no authentication: distributed's ``http/scheduler/api.py``): the
-    operator's controller, pods of the Dask namespace (Jupyter's dashboard) and the
-    LoadBalancer's source ranges. The scheduler port itself stays open (mutual TLS guards it).
-    ``kubectl port-forward`` is not subject to NetworkPolicy, so the dashboard stays reachable."""
+    operator's controller and pods of the Dask namespace (Jupyter's dashboard). When the
+    scheduler is exposed (``external_pod_cidr``: the cluster's pod CIDR), also everything
+    outside the pod network: the LoadBalancer's clients, already limited to its source
+    ranges, arrive from node addresses after kube-proxy's SNAT. The scheduler port itself
+    stays open (mutual TLS guards it). Traffic from the pod's own node (probes, ``kubectl
+    port-forward``) is always allowed by NetworkPolicy semantics."""
     dashboard_from: list[dict[str, Any]] = [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": operator_namespace}}},
         {"podSelector": {}},
     ]
-    dashboard_from += [{"ipBlock": {"cidr": cidr}} for cidr in source_ranges]
+    if external_pod_cidr:
+        dashboard_from.append({"ipBlock": {"cidr": "0.0.0.0/0", "except": [external_pod_cidr]}})
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": f"{inputs.name}-scheduler-api", "namespace": inputs.namespace},

@@ -154,7 +154,7 @@ def test_operator_chart_values_pin_the_controller_image(s):
 
 
 def test_network_policy_keeps_the_retire_api_to_the_operator_and_the_namespace(s):
-    policy = operator_spec.scheduler_network_policy(cluster_inputs(s), "dask-operator", ("192.168.105.0/24",))
+    policy = operator_spec.scheduler_network_policy(cluster_inputs(s), "dask-operator", "192.168.0.0/16")
     spec = policy["spec"]
     assert spec["podSelector"]["matchLabels"] == {"dask.org/cluster-name": "dask", "dask.org/component": "scheduler"}
     comm, dashboard = spec["ingress"]
@@ -162,7 +162,9 @@ def test_network_policy_keeps_the_retire_api_to_the_operator_and_the_namespace(s
     assert dashboard["ports"] == [{"protocol": "TCP", "port": 8787}]
     assert dashboard["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "dask-operator"}}},
-        {"podSelector": {}}, {"ipBlock": {"cidr": "192.168.105.0/24"}}]
+        {"podSelector": {}}, {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["192.168.0.0/16"]}}]
+    internal = operator_spec.scheduler_network_policy(cluster_inputs(s), "dask-operator")
+    assert all("ipBlock" not in peer for peer in internal["spec"]["ingress"][1]["from"])
 
 
 def test_helm_settings_cannot_build_a_dask_cluster():

@@ -91,7 +91,9 @@ def test_scheduler_load_balancer_selects_the_operators_scheduler_pods(graph):
     assert svc["spec"]["selector"] == {"dask.org/cluster-name": "dask", "dask.org/component": "scheduler"}
     assert svc["spec"]["loadBalancerSourceRanges"] == ["192.168.105.0/24"]
     policy = graph.named("dask-scheduler-api").manifest()
-    assert {"ipBlock": {"cidr": "192.168.105.0/24"}} in policy["spec"]["ingress"][1]["from"]
+    # LoadBalancer clients arrive from node addresses (SNAT): all but the pod network may reach the dashboard
+    pod_cidr = graph.of_type("TanzuKubernetesCluster")[0].manifest()["spec"]["settings"]["network"]["pods"]["cidrBlocks"][0]
+    assert {"ipBlock": {"cidr": "0.0.0.0/0", "except": [pod_cidr]}} in policy["spec"]["ingress"][1]["from"]
 
 
 def test_no_secret_in_plain_text(graph):
