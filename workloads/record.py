@@ -71,6 +71,8 @@ def cluster_facts(context: RunContext, placement: Placement, session) -> dict[st
             cluster = environment.record_cluster(
                 session.client, list(placement.used), list(placement.connected), probes, cluster["kind"],
                 session.dashboard(), session.describe_plan())
+    if session is not None and session.detection is not None:
+        cluster["failure_detection"] = dict(session.detection)
     return cluster
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from workloads import benchmarks, instrumentation, local, preflight, record, results, summary
+from workloads import benchmarks, instrumentation, local, preflight, record, results, summary, tuning
 from workloads import endpoint as endpoints
 from workloads.common import load_yaml, prog, setup_logging
 from workloads.config import cache_dir
@@ -218,10 +218,25 @@ class Runner:
             if count is not None and session.scale(want):
                 self.echo(f"scaled the cluster to {want} worker(s)")
         connected = session.wait(want, timeout)
+        self.say_failure_detection()
         used = connected if count is None and not session.endpoint.local else connected[:want]
         packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
         checked = preflight.check(session.client, connected, packages, self.args.device)
         return Placement(count=len(used), used=tuple(used), connected=tuple(connected), checked=checked)
+
+    def say_failure_detection(self) -> None:
+        """Once per cluster: how soon a silent worker or an unreachable scheduler is noticed."""
+        if self.session.detection is not None:
+            return
+        found = self.session.failure_detection()
+        ttl = found["worker_ttl_s"]
+        self.echo(f"failure detection: a silent worker is restarted after {ttl:.0f} s (scheduler worker-ttl),"
+                  f" an unresponsive connection dropped after {found['tcp_timeout_s']:.0f} s" if ttl else
+                  "failure detection: the scheduler has no worker-ttl: a silent worker is never removed"
+                  " (set distributed.scheduler.worker-ttl on the scheduler)")
+        if ttl and ttl > 2 * tuning.WORKER_TTL_S:
+            self.echo(f"warning: the scheduler's worker-ttl is {ttl:.0f} s: a partitioned worker stalls runs that"
+                      f" long (the program deploys {tuning.WORKER_TTL_S} s)", error=True)
 
     def plan_for(self, count: int | None) -> local.LocalPlan:
         return local.plan(count or self.profile["workers"], self.args.device, self.args.allocator, cap=count is None)

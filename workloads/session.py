@@ -30,6 +30,7 @@ class ClusterSession:
         self.cluster = None
         self.client = None
         self.plan: local.LocalPlan | None = None
+        self.detection: dict[str, float | None] | None = None  # see failure_detection()
 
     @classmethod
     def start_local(cls, plan: local.LocalPlan, dashboard_address: str = ":0",
@@ -128,6 +129,26 @@ class ClusterSession:
                 with contextlib.suppress(Exception, asyncio.CancelledError):  # a lost scheduler cancels
                     thing.close()
         self.client = self.cluster = None
+        self.detection = None
+
+    def failure_detection(self) -> dict[str, float | None]:
+        """How soon this cluster notices a silent worker (the scheduler's worker-ttl, as it
+        applies it: never under 10 heartbeats) and this client an unresponsive connection."""
+        import dask.config
+        from dask.utils import parse_timedelta
+
+        ttl = self.client.run_on_scheduler(_scheduler_worker_ttl)
+        tcp = parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp"), default="seconds")
+        self.detection = {"worker_ttl_s": ttl, "tcp_timeout_s": tcp}
+        return self.detection
 
     def describe_plan(self) -> dict[str, Any] | None:
         return self.plan.describe() if self.plan is not None and self.endpoint.local else None
+
+
+def _scheduler_worker_ttl(dask_scheduler=None) -> float | None:
+    """On the scheduler: the worker-ttl its TTL check uses (None: no check at all)."""
+    from distributed.scheduler import heartbeat_interval
+
+    ttl = dask_scheduler.worker_ttl
+    return None if not ttl else max(ttl, 10 * heartbeat_interval(len(dask_scheduler.workers)))

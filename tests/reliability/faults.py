@@ -40,8 +40,9 @@ def reset(name: str) -> None:
         (faults_dir() / f"{prefix}-{name}").unlink(missing_ok=True)
 
 
-def fire(name: str) -> None:
-    """Kill this process if fault ``name`` is armed and has not fired yet."""
+def fire(name: str, signum: int = signal.SIGKILL) -> None:
+    """Kill (or, with SIGSTOP, freeze: a worker that goes silent, as behind a network
+    partition) this process if fault ``name`` is armed and has not fired yet."""
     directory = faults_dir()
     if not (directory / f"arm-{name}").exists():
         return
@@ -55,7 +56,7 @@ def fire(name: str) -> None:
         fh.write(json.dumps({"address": get_worker().address, "time": time.time(), "pid": os.getpid()}))
         fh.flush()
         os.fsync(fh.fileno())
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signum)
 
 
 def _colour_module(on_forward):
@@ -84,6 +85,16 @@ def killing_colour_classifier():
     def on_forward(calls, x):
         if calls == KILL_AT_FORWARD:
             fire("images-kill")
+    return _colour_module(on_forward)
+
+
+def freezing_colour_classifier():
+    """The colour classifier; armed (``images-freeze``), the worker stops itself (SIGSTOP)
+    at its ``KILL_AT_FORWARD``-th forward pass: its process, heartbeats and sockets stay,
+    silent, until something acts on it."""
+    def on_forward(calls, x):
+        if calls == KILL_AT_FORWARD:
+            fire("images-freeze", signal.SIGSTOP)
     return _colour_module(on_forward)
 
 

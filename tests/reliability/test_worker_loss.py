@@ -3,6 +3,10 @@ benchmark, through the runner: the run completes with the undisturbed run's resu
 more losses than ``--max-lost-workers`` allows fail it, naming the lost workers."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import signal
 import time
 
 import pytest
@@ -168,3 +172,52 @@ def test_a_restricted_run_that_loses_its_worker_goes_on_with_a_spare(cluster, cl
     assert stable(hit["metrics"], IMAGES_VOLATILE) == stable(calm["metrics"], IMAGES_VOLATILE)
     metrics = hit["metrics"]
     assert metrics["images_scored"] + metrics["images_failed"] == metrics["images_total"]
+
+
+FROZEN_TTL_S = 20  # this test's cluster: a silent worker is restarted after 20-40 s
+
+
+@pytest.fixture(scope="module")
+def ttl_cluster(faults_dir):
+    """A cluster of its own with a short worker-ttl (the runner's default is 60 s)."""
+    from workloads import local
+
+    plan = local.plan(2, device="cpu", threads_per_worker=1)
+    plan = dataclasses.replace(plan, worker_ttl_s=FROZEN_TTL_S)
+    started = local.start(plan, dashboard_address=":0")
+    yield started
+    started.close()
+
+
+def test_a_silent_worker_is_noticed_within_the_ttl_and_the_run_recovers(ttl_cluster, data_root, tmp_path,
+                                                                        faults_dir):
+    """A worker frozen by SIGSTOP mid-infer (no crash, no closed socket: what a network
+    partition looks like) is restarted by the scheduler's worker-ttl check within about
+    2 x ttl, not Dask's default 5 minutes; its tasks run elsewhere and nothing is lost."""
+    from distributed import Client
+
+    faults.reset("images-freeze")
+    faults.arm("images-freeze")
+    model = ["--model", "tests.reliability.faults:freezing_colour_classifier"]
+    extra = [a for a in IMAGES if not a.startswith("tests.reliability.faults:")]
+    extra = [a for a in extra if a != "--model"]
+    try:
+        code, (hit,) = cli(ttl_cluster, data_root, tmp_path, *extra, *model, "--workers", "2")
+        frozen = faults.fired("images-freeze")
+        assert frozen, "the fault never fired"
+        assert code == 0 and hit["status"] == "succeeded", hit.get("error")
+        assert hit["cluster"]["failure_detection"]["worker_ttl_s"] == FROZEN_TTL_S
+        assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [frozen["address"]]
+        metrics = hit["metrics"]
+        assert metrics["images_scored"] + metrics["images_failed"] == metrics["images_total"]
+        with Client(ttl_cluster, set_as_default=False) as client:
+            events = client.get_events("all")
+        removed = next(t for t, m in events if m.get("action") == "remove-worker"
+                       and m.get("worker") == frozen["address"])
+        assert removed - frozen["time"] < 2 * FROZEN_TTL_S + 10
+    finally:
+        fired = faults.fired("images-freeze")
+        faults.reset("images-freeze")
+        if fired:  # the nanny has killed it already when the ttl check restarted it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(fired["pid"], signal.SIGKILL)
