@@ -15,38 +15,21 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from components.dask import chart, facts
+from components.dask import chart, podspec
+# The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
+# the names stay importable from here.
+from components.dask.podspec import (GPU_RESOURCE, NO_BACKGROUND_JUPYTER, PIP_CACHE_MOUNT,  # noqa: F401
+                                     SCRATCH_MOUNT, TLS_KEYS, worker_memory_limit, worker_tuning_env)
+from components.dask.podspec import resources as _resources
+from components.dask.podspec import tls_env as _tls_env
 from components.settings.model import DaskSpec
-from components.settings.values import quantity_bytes
-from workloads import tuning
 
-PIP_CACHE_MOUNT = "/root/.cache/pip"
 # Every pod of the release: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab
-# in the background unless this is set (facts.IMAGES); harmless for images without one.
-NO_BACKGROUND_JUPYTER = {"name": "DISABLE_JUPYTER", "value": "true"}
+# in the background unless DISABLE_JUPYTER is set (facts.IMAGES); harmless for images without one.
 # Jupyter in the foreground as the container's main process (the image's CMD may be a shell
 # that exits without a TTY), behind the chart's config in /usr/local/etc/jupyter (password).
 JUPYTER_ARGS = ["jupyter", "lab", "--ip=0.0.0.0", f"--port={chart.JUPYTER_CONTAINER_PORT}", "--no-browser",
                 "--allow-root"]
-
-SCRATCH_MOUNT = "/scratch"
-GPU_RESOURCE = "nvidia.com/gpu"
-
-# Secret keys of the TLS material (see tls.py) and the Dask config each one feeds.
-TLS_KEYS = {
-    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
-    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
-    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
-    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
-    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
-    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
-    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
-}
-_ROLE_KEYS = {
-    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
-    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
-    "jupyter": ("ca.crt", "client.crt", "client.key"),
-}
 
 
 @dataclass(frozen=True)
@@ -84,67 +67,8 @@ def dashboard_url(release: str, namespace: str) -> str:
     return f"http://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
 
 
-def worker_tuning_env(threads: int, tcmalloc: bool, dask_version: str | None = None) -> list[dict[str, str]]:
-    """The workers' tuning environment (``workloads.tuning``, shared with the runner's local
-    cluster) as pod variables, through the nanny key the image's Dask reads
-    (``facts.NANNY_ENVIRON``; the newest when ``dask_version`` is None). Dask reads it from
-    its variable as a Python literal."""
-    environ = tuning.worker_environ(threads, tuning.IMAGE_TCMALLOC if tcmalloc else None)
-    fact = facts.nanny_environ_fact(dask_version) if dask_version else max(facts.NANNY_ENVIRON, key=lambda f: f.since)
-    if not fact.none_unsets:
-        # Before pre-spawn-environ every value became a string ("None"), and the environment was
-        # applied in the already started worker process, where glibc no longer reads
-        # MALLOC_TRIM_THRESHOLD_: the variable is left out there.
-        environ = {name: value for name, value in environ.items() if value is not None}
-    env = [{"name": fact.variable, "value": repr(environ)}]
-    # The nanny prefers a variable already in the pod's environment over its config, so an
-    # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
-    env += [{"name": name, "value": value} for name, value in environ.items()
-            if value is not None and name in tuning.THREAD_VARIABLES + ("LD_PRELOAD",)]
-    return env
-
-
-def worker_memory_limit(container_memory: str) -> str:
-    """Dask's ``--memory-limit`` for a worker container: 90 % of the container's limit, so Dask
-    spills, pauses and restarts a worker (at 60/80/95 % of it) before the kernel's OOM killer
-    ends the container at 100 %."""
-    mib = quantity_bytes(container_memory) * 9 // 10 // 2**20
-    return f"{mib}Mi"
-
-
-def _resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
-    amounts: dict[str, Any] = {"cpu": str(cpu), "memory": memory}
-    if gpus:
-        amounts[GPU_RESOURCE] = gpus
-    return {"limits": dict(amounts), "requests": dict(amounts)}
-
-
-def _tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
-    if not secret:
-        return []
-    env: list[dict[str, Any]] = [
-        {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
-        {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
-    ]
-    env += [{"name": TLS_KEYS[key], "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-            for key in _ROLE_KEYS[role]]
-    return env
-
-
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
-    volumes = [
-        {"name": "dataset", "persistentVolumeClaim": {"claimName": inputs.dataset_claim}},
-        {"name": "pip-cache", "persistentVolumeClaim": {"claimName": inputs.pip_cache_claim}},
-    ]
-    mounts = [
-        {"name": "dataset", "mountPath": inputs.dataset_mount},
-        {"name": "pip-cache", "mountPath": PIP_CACHE_MOUNT},
-    ]
-    if scratch:
-        volumes.append({"name": "scratch", "emptyDir": {}})
-        mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})
-    return {"volumes": volumes, "volumeMounts": mounts}
-
+    return podspec.mounts(podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount), scratch)
 
 def labextension_config(url: str) -> str:
     """Jupyter server config (Python) that points the Dask JupyterLab extension at the
@@ -170,7 +94,7 @@ def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any
         "serviceType": "ClusterIP",
         "servicePort": chart.SCHEDULER_PORT,
         "extraArgs": ["--protocol", "tls"] if inputs.tls_secret else [],
-        "env": [NO_BACKGROUND_JUPYTER, *_tls_env("scheduler", inputs.tls_secret)],
+        "env": podspec.scheduler_env(inputs.tls_secret),
         "resources": _resources(d.scheduler.cpu, d.scheduler.memory),
         "nodeSelector": dict(inputs.scheduler_selector),
     }
@@ -178,12 +102,9 @@ def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any
 
 def _worker(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
     d = inputs.dask
-    env = [NO_BACKGROUND_JUPYTER, {"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
-           *worker_tuning_env(d.workers.threads, d.workers.tcmalloc, d.dask_version)]
-    if d.extra_pip_packages:
-        env.append({"name": "EXTRA_PIP_PACKAGES", "value": d.extra_pip_packages})
+    env = podspec.worker_env(d)
     return {
-        "image": {**image, "dask_worker": "dask-cuda-worker" if d.workers.gpus else "dask-worker"},
+        "image": {**image, "dask_worker": podspec.worker_command(d)},
         "replicas": d.workers.replicas,
         "strategy": chart.WORKER_STRATEGY,
         "threads_per_worker": d.workers.threads,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from components.settings import checks, records, values
+from components.settings.operator import read_operator
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
     POOL_ROLES,
@@ -368,6 +369,8 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         tls=r("daskTls"),
         lb_source_ranges=tuple(_each(r, "loadBalancerSourceRanges", values.cidr)),
         allow_public_lb=r("allowPublicLoadBalancer"),
+        backend=r("daskBackend"),
+        operator=read_operator(r, max(gpu_nodes - (1 if jupyter_takes_gpu else 0), 0)),
     )
 
 

@@ -13,6 +13,7 @@ from components.dask import chart as dask_chart
 from components.settings import values
 from components.settings.errors import Problem
 from components.settings.model import NodePool, Settings
+from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
 
@@ -31,7 +32,7 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets, _gpu_driver):
+                 _network, _secrets, _gpu_driver, operator_checks):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))
