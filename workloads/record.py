@@ -24,6 +24,7 @@ class RunContext:
     output: str  # the results directory
     data_dir: Path | None = None
     data_generated: bool = False
+    adaptive: tuple[int, int] | None = None  # --adaptive MIN,MAX
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ def build(name: str, context: RunContext, placement: Placement, outcome: RunOutc
                 "endpoint": context.endpoint_kind,
                 "data_dir": str(context.data_dir) if context.data_dir else None,
                 "data_generated": context.data_generated,
+                "adaptive": list(context.adaptive) if context.adaptive else None,
                 "benchmark": benchmark_options(outcome.config)},
         phases=timer.phases if timer else dict(outcome.phases), metrics=outcome.metrics or {},
         versions=environment.record_versions(probes, used, client_facts),
