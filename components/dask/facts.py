@@ -97,7 +97,7 @@ def version_tuple(version: str) -> tuple[int, ...]:
     """``2021.09.1`` -> (2021, 9, 1); a pre-release suffix (``2024.1.0rc1``) is ignored."""
     parts = [re.match(r"\d*", part).group(0) for part in version.split(".")[:3]]
     if not parts or not all(parts):
-        raise ValueError(f"not a Dask version: {version!r}")
+        raise ValueError(f"must be a Dask version such as 2024.1.1")
     return tuple(int(part) for part in parts)
 
 

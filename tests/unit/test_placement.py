@@ -78,7 +78,7 @@ def test_surge_pods_follow_the_deployment_strategy(replicas, strategy, extra):
 
 
 @pytest.mark.parametrize("version, words", [
-    ("latest", "not a Dask version"),
+    ("latest", "must be a Dask version such as 2024.1.1"),
     ("2020.1.0", "no fact recorded for Dask 2020.1.0"),
 ])
 def test_a_dask_version_without_a_recorded_nanny_fact_fails_preview(version, words):
