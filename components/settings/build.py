@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from components.settings import checks, records, values
+from components.settings.operator import read_operator
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
     POOL_ROLES,
@@ -121,6 +122,8 @@ def load(source: Source) -> Settings:
         server=r("supervisorServer") or "",
         create_spec=_key_values(r, "supervisorCreateSpec"),
         kubeconfig=r("supervisorKubeconfig"),
+        ca_pem=r.check("supervisorCaPem", _pem_certificate) or "",
+        set_tkr_library=r("supervisorSetTkrLibrary"),
     )
     vm_classes = _vm_classes(r)
     storage_policies = tuple(
@@ -137,10 +140,11 @@ def load(source: Source) -> Settings:
         url=r.check("contentLibraryUrl", _url),
         datastore=r("contentLibraryDatastore"),
         on_demand=r("contentLibraryOnDemand"),
+        existing=r("contentLibraryExisting"),
     )
     file_share = FileShareSpec(
         mode=r.one_of("fileShareMode", "vsan", "existing"),
-        name=r("fileShareName"),
+        name=r.check("fileShareName", values.vsan_share_name),
         size_gib=r.at_least("fileShareSizeGib", 1),
         policy=r("fileSharePolicy"),
         clients=tuple(
@@ -149,6 +153,8 @@ def load(source: Source) -> Settings:
         ),
         nfs_server=r("nfsServer") or "",
         nfs_path=r("nfsPath") or "",
+        domain=r("fileShareDomain") or "",
+        nfs_address=r.one_of("fileShareNfsAddress", "fqdn", "ip"),
     )
     cluster = _cluster(r)
     gpu_operator = GpuOperatorSpec(
@@ -344,7 +350,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
     return DaskSpec(
         chart_version=r.check("daskChartVersion", _chart_version),
         image=r.check("daskImage", values.pinned_image),
-        dask_version=r("daskImageDaskVersion"),
+        dask_version=r.check("daskImageDaskVersion", _dask_version),
         extra_pip_packages=r("extraPipPackages") or "",
         scheduler=PodResources(
             cpu=r.check("schedulerCpu", _cpu),
@@ -363,6 +369,8 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         tls=r("daskTls"),
         lb_source_ranges=tuple(_each(r, "loadBalancerSourceRanges", values.cidr)),
         allow_public_lb=r("allowPublicLoadBalancer"),
+        backend=r("daskBackend"),
+        operator=read_operator(r, max(gpu_nodes - (1 if jupyter_takes_gpu else 0), 0)),
     )
 
 
@@ -399,6 +407,14 @@ def _chart_version(text: str) -> str:
     return text
 
 
+def _dask_version(text: str) -> str:
+    """A Dask version the program knows how to give workers their environment for."""
+    from components.dask.facts import nanny_environ_fact
+
+    nanny_environ_fact(text)  # ValueError names what is missing
+    return text
+
+
 def _quantity(text: str) -> str:
     values.quantity_bytes(text)
     return text
@@ -406,6 +422,12 @@ def _quantity(text: str) -> str:
 
 def _cpu(text: str) -> str:
     values.cpu_millis(text)
+    return text
+
+
+def _pem_certificate(text: str) -> str:
+    if text and "-----BEGIN CERTIFICATE-----" not in text:
+        raise ValueError("must be PEM text (-----BEGIN CERTIFICATE----- ...)")
     return text
 
 

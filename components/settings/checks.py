@@ -6,24 +6,36 @@ combination fails at ``pulumi preview``, not 20 minutes into a cluster build.
 from __future__ import annotations
 
 import ipaddress
+import re
 
+from components.addons import facts as addon_facts
+from components.dask import chart as dask_chart
 from components.settings import values
 from components.settings.errors import Problem
 from components.settings.model import NodePool, Settings
+from components.settings.operator import operator_checks
+from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
 MIN_VGPU_KUBERNETES = (1, 20, 8)
+# TKC v1alpha3 (vSphere 8) takes TKRs from Kubernetes 1.21: vSphere 8 lists the 1.20 TKRs as
+# COMPATIBLE False for it (`kubectl get tkr`), and a cluster on one never becomes ready.
+MIN_V1ALPHA3_KUBERNETES = (1, 21, 0)
 SUPERVISOR_CREATE_KEYS = ("managementNetwork", "managementStartIp", "managementSubnetMask", "managementGateway",
                           "masterDns", "workerDns", "masterNtp", "egressCidr", "ingressCidr", "podCidr",
-                          "serviceCidr", "edgeCluster", "dvsUuid")
+                          "serviceCidr", "edgeCluster", "dvsUuid", "searchDomains")
+_DNS_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 
 
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets):
+                 _network, _secrets, _gpu_driver, operator_checks):
         problems.extend(rule(s))
+    if not problems:  # sums over pools need each pod and pool to be sound on its own
+        problems.extend(_co_placement(s))
     return problems
 
 
@@ -42,13 +54,36 @@ def _site(s: Settings) -> list[Problem]:
         missing = [k for k in SUPERVISOR_CREATE_KEYS if k not in s.supervisor.create_spec]
         if missing:
             out.append(Problem("supervisorCreateSpec", f"supervisorMode=create needs {', '.join(missing)}"))
+        else:
+            out.extend(_search_domains(s.supervisor.create_spec["searchDomains"]))
     if not s.supervisor.server and s.supervisor.kubeconfig is None:
         out.append(Problem("supervisorServer",
                            "is required (the Supervisor's API address) unless supervisorKubeconfig is set"))
     if s.cluster.api_version.endswith("v1alpha3") and s.vsphere.version < 8:
         out.append(Problem("tkcApiVersion", "run.tanzu.vmware.com/v1alpha3 needs vsphereVersion 8;"
                                             " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
+    if s.cluster.api_version.endswith("v1alpha3") and s.cluster.kubernetes_version < MIN_V1ALPHA3_KUBERNETES:
+        out.append(Problem("tkr", f"{s.cluster.tkr} is not compatible with tkcApiVersion"
+                                  f" {s.cluster.api_version}: vSphere 8 marks the TKRs before Kubernetes 1.21"
+                                  " COMPATIBLE False for v1alpha3 and the cluster never becomes ready; use a"
+                                  " v1.21+ TKR or tkcApiVersion run.tanzu.vmware.com/v1alpha2"))
+    if s.supervisor.set_tkr_library and s.supervisor.mode != "existing":
+        out.append(Problem("supervisorSetTkrLibrary", "applies to supervisorMode=existing; with create the"
+                                                      " Supervisor is enabled with contentLibraryName"))
     return out
+
+
+def _search_domains(text: str) -> list[Problem]:
+    """vsphere.Supervisor's search_domains: exactly one non-empty DNS domain
+    (terraform-provider-vsphere resource_vsphere_supervisor.go: MinItems 1, MaxItems 1,
+    StringIsNotEmpty)."""
+    domains = [d.strip() for d in text.split(",")]
+    if len(domains) != 1 or not domains[0]:
+        return [Problem("supervisorCreateSpec", f"searchDomains must be exactly one DNS domain"
+                                                f" (e.g. corp.example.com), got {text!r}")]
+    if not _DNS_NAME.match(domains[0]):
+        return [Problem("supervisorCreateSpec", f"searchDomains {domains[0]!r} is not a DNS domain name")]
+    return []
 
 
 def _vm_classes(s: Settings) -> list[Problem]:
@@ -141,9 +176,11 @@ def _gpu_capacity(s: Settings) -> list[Problem]:
     wanted = workers.replicas * workers.gpus + (1 if jupyter_on_gpu_node else 0)
     if wanted > gpu_nodes:
         extra = " + 1 for Jupyter (jupyterGpu=true)" if jupyter_on_gpu_node else ""
+        fix = (f"; set gpuWorkers to {gpu_nodes - 1}, or to 0 to follow the GPU nodes (all but Jupyter's)"
+               if jupyter_on_gpu_node else "")
         out.append(Problem("gpuWorkers", f"{workers.replicas} GPU worker(s){extra} need {wanted} GPU nodes but the"
                                          f" role=gpu pools have {gpu_nodes}; Kubernetes does not share a GPU"
-                                         " between pods"))
+                                         f" between pods{fix}"))
     gpu_class = s.vm_class(s.cluster.pools("gpu")[0].vm_class)
     if workers.cpu > gpu_class.cpus:
         out.append(Problem("workerCpu", f"{workers.cpu} CPUs per worker exceed VM class {gpu_class.name!r}"
@@ -188,6 +225,67 @@ def placement_pool(s: Settings, role: str) -> NodePool | None:
     own = [p for p in s.cluster.pools(role) if p.replicas > 0]
     cpu = [p for p in s.cluster.pools("cpu") if p.replicas > 0]
     return next(iter(own or cpu), None)
+
+
+def pod_demands(s: Settings) -> list[PodDemand]:
+    """Every pod the program pins to a pool role, with its requests and its rollout's extra pods."""
+    d = s.dask
+    pods = []
+    scheduler_pool = placement_pool(s, "scheduler")
+    if scheduler_pool:
+        pods.append(PodDemand("dask-scheduler", scheduler_pool.role, 1, values.cpu_millis(d.scheduler.cpu),
+                              values.quantity_bytes(d.scheduler.memory), 0, surge_pods(1, None),
+                              "schedulerCpu/schedulerMemory"))
+    jupyter_pool = placement_pool(s, "jupyter") if d.jupyter.enabled else None
+    if jupyter_pool:
+        pods.append(PodDemand("dask-jupyter", jupyter_pool.role, 1, values.cpu_millis(d.jupyter.cpu),
+                              values.quantity_bytes(d.jupyter.memory), 1 if d.jupyter.gpu else 0,
+                              surge_pods(1, None),
+                              f"gpuWorkers to {max(d.workers.replicas - 1, 0)} (a GPU node kept free), jupyterGpu"
+                              if d.jupyter.gpu else "jupyterCpu/jupyterMemory"))
+    pods.append(PodDemand("dask-worker", "gpu", d.workers.replicas, d.workers.cpu * 1000,
+                          values.quantity_bytes(d.workers.memory), d.workers.gpus,
+                          surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY), "gpuWorkers/workerCpu/workerMemory"))
+    return pods
+
+
+def pool_capacities(s: Settings) -> list[PoolCapacity]:
+    known = {c.name for c in s.vm_classes}
+    return [PoolCapacity(p.name, p.role, p.replicas, p.vm_class, s.vm_class(p.vm_class).cpus * 1000,
+                         s.vm_class(p.vm_class).memory_mb * 2**20, 1 if s.vm_class(p.vm_class).has_gpu else 0,
+                         f"nodePools[{i}]")
+            for i, p in enumerate(s.cluster.node_pools) if p.vm_class in known]
+
+
+def _co_placement(s: Settings) -> list[Problem]:
+    """The pods that share a pool role must fit its nodes together."""
+    return [Problem("nodePools", message) for message in shortfalls(pod_demands(s), pool_capacities(s), False)]
+
+
+def placement_warnings(s: Settings) -> list[str]:
+    """Rollouts that cannot proceed: the chart hard-codes RollingUpdate for the scheduler and
+    Jupyter (``dask_chart.FIXED_ROLLING_UPDATE``), so a changed pod template needs room for a
+    second such pod; without it the Helm release times out. Only a warning: the first
+    install places every pod."""
+    pods, pools = pod_demands(s), pool_capacities(s)
+    if shortfalls(pods, pools, False):
+        return []
+    return [f"{message}. The dask chart rolls the scheduler and Jupyter with a fixed RollingUpdate:"
+            " a change to either pod will hang until there is room for the extra pod"
+            for message in shortfalls(pods, pools, True)]
+
+
+def _gpu_driver(s: Settings) -> list[Problem]:
+    """The driver tag the GPU operator will really pull (``addons/facts.py``)."""
+    op = s.gpu_operator
+    known = addon_facts.gpu_operator_facts(op.version)
+    suffix = addon_facts.os_suffix(op.driver_version)
+    if not s.gpu_nodes or known is None or not known.appends_os_tag or suffix is None:
+        return []
+    pulled = addon_facts.resolved_driver_image(known, op.driver_repository, op.driver_image, op.driver_version)
+    return [Problem("vgpuDriverVersion", f"GPU operator {op.version} appends -<os><version> from the node's labels"
+                                         f" to the driver version, so {op.driver_version!r} pulls {pulled!r}:"
+                                         f" give {op.driver_version.removesuffix(suffix)!r}")]
 
 
 def _file_share(s: Settings) -> list[Problem]:

@@ -108,6 +108,8 @@ class SupervisorSpec:
     server: str
     create_spec: Mapping[str, str]
     kubeconfig: Any = field(default=None, repr=False)  # secret: supervisor admin kubeconfig
+    ca_pem: str = ""  # CA of the Supervisor's API certificate (instead of allowUnverifiedSsl)
+    set_tkr_library: bool = False  # existing mode: point the Supervisor at contentLibraryName
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class ContentLibrarySpec:
     url: str
     datastore: str
     on_demand: bool
+    existing: bool = False  # use the library called ``name`` as it is (no subscription made)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,8 @@ class FileShareSpec:
     clients: tuple[NetPermission, ...]
     nfs_server: str
     nfs_path: str
+    domain: str = ""  # vSAN file service domain; empty: the cluster's only one
+    nfs_address: str = "fqdn"  # fqdn (the access point's host) | ip (runtime.address)
 
 
 @dataclass(frozen=True)
@@ -227,6 +232,20 @@ class JupyterSpec:
 
 
 @dataclass(frozen=True)
+class OperatorSpec:
+    """``daskBackend=operator``: the Dask Kubernetes operator runs the cluster."""
+
+    chart_version: str
+    namespace: str
+    autoscale: bool
+    min_workers: int
+    max_workers: int  # resolved: never 0
+    cpu_workers: int
+    cpu_worker_cpu: int
+    cpu_worker_memory: str
+
+
+@dataclass(frozen=True)
 class DaskSpec:
     chart_version: str
     image: str
@@ -238,6 +257,8 @@ class DaskSpec:
     tls: bool
     lb_source_ranges: tuple[str, ...]
     allow_public_lb: bool
+    backend: str = "helm"  # helm | operator
+    operator: OperatorSpec | None = None  # set when backend == "operator"
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,8 @@ def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
         train, test = clean.random_split(fractions, random_state=config.split_seed, shuffle=True)
         train, test = client.persist([train, test], workers=place)
         wait([train, test])
-        placed = training.place(client, train, [*features.FEATURES, config.target],
-                                training.ranked_workers(client, place))
+        placed = training.place_surviving_losses(client, train, [*features.FEATURES, config.target], place,
+                                                 config.train_attempts, config.recovery_timeout_s)
     del clean
     metrics["rows_train"], metrics["rows_test"] = (int(n) for n in client.gather(client.compute(
         [train.map_partitions(len).sum(), test.map_partitions(len).sum()], workers=place)))

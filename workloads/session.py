@@ -1,0 +1,187 @@
+"""One Dask cluster session: the local cluster the runner starts, or the remote one it
+connects to; scaling, waiting for workers, the dashboard link, closing.
+
+The runner and ``bench/`` both use it (``with ClusterSession.start_local(plan) as s:``), so a
+cluster is started, connected to and waited for in one place.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Callable
+
+from workloads import endpoint as endpoints
+from workloads import local
+from workloads.exceptions import EndpointError
+
+logger = logging.getLogger(__name__)
+
+
+class ClusterSession:
+    """A client and, for a local cluster, the cluster object, for as long as a runner or a
+    benchmark needs them. A context manager: leaving it closes both."""
+
+    def __init__(self, where: endpoints.Endpoint, echo: Callable[..., None] = print,
+                 dashboard_address: str = "127.0.0.1:8787"):
+        self.endpoint = where
+        self.echo = echo
+        self.dashboard_address = dashboard_address
+        self.cluster = None
+        self.client = None
+        self.plan: local.LocalPlan | None = None
+        self.detection: dict[str, float | None] | None = None  # see failure_detection()
+        self.scaler = None  # workloads.scaling.ClusterScaler: the operator backend's, made on connect
+        self.restriction_said = False
+
+    @classmethod
+    def start_local(cls, plan: local.LocalPlan, dashboard_address: str = ":0",
+                    echo: Callable[..., None] = lambda *a, **k: None) -> ClusterSession:
+        """A local cluster of ``plan``, started and with all its workers connected."""
+        session = cls(endpoints.local(), echo=echo, dashboard_address=dashboard_address)
+        try:
+            session.use_local(plan)
+            session.wait(plan.n_workers, timeout=120)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def __enter__(self) -> ClusterSession:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ local
+    def use_local(self, plan: local.LocalPlan) -> int:
+        """(Re)start the local cluster as ``plan`` says, unless it already runs so; returns
+        its worker count."""
+        if self.plan == plan and self.cluster is not None:
+            return plan.n_workers
+        self.close()
+        self.plan = plan
+        self.echo(f"starting a local cluster: {plan.n_workers} worker(s) x {plan.threads_per_worker} thread(s),"
+                  f" {plan.allocator}" + (f", {plan.gpus} GPU(s)" if plan.gpus else ""))
+        from distributed import Client
+
+        self.cluster = local.start(plan, dashboard_address=self.dashboard_address)
+        self.client = Client(self.cluster)
+        self.echo(f"dashboard: {self.dashboard()}")
+        return plan.n_workers
+
+    # ------------------------------------------------------------------ remote
+    def connect(self):
+        """The client of the remote scheduler (connected on first use)."""
+        if self.client is None:
+            self.client = endpoints.connect(self.endpoint.scheduler_address, self.endpoint.security)
+            self.echo(f"dashboard: {self.dashboard()}")
+            if self.endpoint.outputs is not None and self.scaler is None:
+                from workloads import scaling
+
+                self.scaler = scaling.ClusterScaler.from_outputs(self.endpoint.outputs, self.echo)
+        return self.client
+
+    def remote_target(self, count: int | None) -> int:
+        """How many workers a run on the remote cluster uses: ``count`` when asked for; else
+        what the stack deployed, else every worker connected now (at least one)."""
+        if count is not None:
+            return count
+        if self.endpoint.expected_workers:
+            return self.endpoint.expected_workers
+        return max(1, len(self.workers()))
+
+    def scale(self, want: int, timeout: float) -> bool:
+        """Resize a remote cluster to ``want`` workers where it can be: the operator backend's
+        DaskCluster (then wait until exactly that many are connected), or a cluster object.
+        A bare scheduler address or the Helm release cannot: the runner then restricts the
+        run instead. True if it scaled."""
+        if self.scaler is not None:
+            from workloads import scaling
+
+            self.scaler.pin(want)
+            scaling.wait_for_worker_count(self.client, want, timeout, echo=self.echo)
+            return True
+        cluster = None if self.endpoint.local else getattr(self.client, "cluster", None)
+        if cluster is not None and hasattr(cluster, "scale"):
+            cluster.scale(want)
+            return True
+        return False
+
+    def adapt(self, minimum: int, maximum: int) -> None:
+        """Adaptive scaling between the bounds for the next run (the operator backend only)."""
+        if self.scaler is None:
+            raise EndpointError("--adaptive needs the Dask operator backend (stack output daskBackend=operator):"
+                                " the Helm release runs a fixed number of workers")
+        self.scaler.adapt(minimum, maximum)
+
+    def say_restricted(self, connected: int) -> None:
+        """Once: the cluster cannot be resized, runs are restricted to part of it."""
+        if not self.restriction_said:
+            from workloads import scaling
+
+            self.echo(scaling.helm_restriction_notice(connected))
+            self.restriction_said = True
+
+    # ------------------------------------------------------------------ both
+    def workers(self) -> list[str]:
+        """The addresses of the workers connected now, sorted (asked of the scheduler, not
+        the client's cache, which its periodic refresh may have emptied)."""
+        return sorted(self.client.sync(self.client.scheduler.identity, n_workers=-1)["workers"])
+
+    def wait(self, want: int, timeout: float) -> list[str]:
+        """Wait until ``want`` workers are connected (``Client.wait_for_workers``), saying
+        have/want; returns every connected worker's address. EndpointError on timeout."""
+        have = len(self.workers())
+        self.echo(f"workers: have {have}, want {want}")
+        if have < want:
+            try:
+                self.client.wait_for_workers(want, timeout=timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                have = len(self.workers())
+                raise EndpointError(f"only {have} of {want} workers connected to"
+                                    f" {endpoints.redact(self.client.scheduler.address)} after {timeout:.0f} s") from None
+            self.echo(f"workers: have {len(self.workers())}, want {want}")
+        return self.workers()
+
+    def dashboard(self) -> str:
+        if self.cluster is not None:
+            return self.cluster.dashboard_link
+        return self.endpoint.dashboard_url or getattr(self.client, "dashboard_link", "") or ""
+
+    def running(self) -> bool:
+        return self.client is not None and self.client.status == "running"
+
+    def close(self) -> None:
+        if self.scaler is not None:  # the deployed autoscaler bounds back, also after a failed sweep
+            with contextlib.suppress(Exception):
+                self.scaler.restore()
+            self.scaler = None
+        for thing in (self.client, self.cluster):
+            if thing is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):  # a lost scheduler cancels
+                    thing.close()
+        self.client = self.cluster = None
+        self.detection = None
+
+    def failure_detection(self) -> dict[str, float | None]:
+        """How soon this cluster notices a silent worker (the scheduler's worker-ttl, as it
+        applies it: never under 10 heartbeats) and this client an unresponsive connection."""
+        import dask.config
+        from dask.utils import parse_timedelta
+
+        ttl = self.client.run_on_scheduler(_scheduler_worker_ttl)
+        tcp = parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp"), default="seconds")
+        self.detection = {"worker_ttl_s": ttl, "tcp_timeout_s": tcp}
+        return self.detection
+
+    def describe_plan(self) -> dict[str, Any] | None:
+        return self.plan.describe() if self.plan is not None and self.endpoint.local else None
+
+
+def _scheduler_worker_ttl(dask_scheduler=None) -> float | None:
+    """On the scheduler: the worker-ttl its TTL check uses (None: no check at all)."""
+    from distributed.scheduler import heartbeat_interval
+
+    ttl = dask_scheduler.worker_ttl
+    return None if not ttl else max(ttl, 10 * heartbeat_interval(len(dask_scheduler.workers)))
