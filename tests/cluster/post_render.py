@@ -8,7 +8,7 @@ Deployments, and nothing else. The differences, and why each one is needed here:
    into containerd, ``imagePullPolicy: Never``) instead of RAPIDS from nvcr.io (no
    registry is reachable);
 2. the Python environment: the base interpreter's prefix, the project's virtual
-   environment and its ``workloads``/``contract.py`` (at ``/opt/dask-tkg``, where
+   environment and its ``workloads`` package (at ``/opt/dask-tkg``, where
    ``images/dask-runtime/Dockerfile`` copies them) are mounted read-only from the node at
    the same paths, with ``PATH``/``PYTHONPATH`` set to them (the torch wheel here is a
    ~5 GB CUDA build: too big to bake into an image in CI);
