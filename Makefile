@@ -1,11 +1,12 @@
 # Two commands do all set-up on a fresh machine with Python 3.11:
 #   make run    the main job (the runner on its embedded default: a local Dask cluster)
-#   make test   the test suite, with the offline stand-ins it needs (vcsim, kube-apiserver,
-#               Chromium), built into $(CACHE), outside the repository.
+#   make test   the test suite, with the pinned upstream artifacts (fetched, sha256-verified)
+#               and the offline stand-ins it needs (vcsim, Kubernetes 1.20, Chromium), built
+#               into $(DASK_TKG__CACHE), outside the repository.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-export DASK_TKG_CACHE ?= $(HOME)/.cache/dask-tkg
+export DASK_TKG__CACHE ?= $(HOME)/.cache/dask-tkg
 
 .PHONY: run test stand-ins bench clean-venv
 
@@ -23,6 +24,7 @@ run: $(VENV)/.installed
 	$(PY) -m workloads.run $(ARGS)
 
 stand-ins:
+	python3 scripts/fetch_artifacts.py
 	scripts/install_system_packages.sh
 	scripts/build_vcsim.sh
 	scripts/build_kube_apiserver.sh

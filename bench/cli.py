@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if repeats < 1:
         print("error: --repeats must be >= 1", file=sys.stderr)
         return 2
-    from workloads.run import cache_dir
+    from workloads.config import cache_dir
 
     data_dir = Path(args.data_dir) if args.data_dir else cache_dir() / "bench" / profile_name
     ctx = Context(profile_name, profile, repeats, data_dir.absolute(), echo=lambda text: print(text, flush=True),

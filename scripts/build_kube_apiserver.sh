@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Build a real Kubernetes 1.20 API server (and unpack etcd) for the `apiserver`
-# tests, offline, from Debian bookworm's own packages.
+# Build a real Kubernetes 1.20 control plane and node (and unpack etcd) for the
+# `apiserver` and real-cluster tests, offline, from Debian bookworm's own packages.
 #
-#   kube-apiserver  <- Debian source package `kubernetes` 1.20.5+really1.20.2
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+#   kube-proxy, kubectl
+#                   <- Debian source package `kubernetes` 1.20.5+really1.20.2
 #                      (all Go dependencies vendored), built with Debian's
 #                      golang-go 1.19 in GOPATH mode, CGO_ENABLED=0.
 #   etcd            <- Debian binary package `etcd-server` 3.4, unpacked with
 #                      `apt-get download` + `dpkg-deb -x` (no service installed).
 #
 # Output (outside the repository, reused by later runs on the same machine):
-#   ${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}/kube/bin/kube-apiserver
-#   ${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}/kube/bin/etcd
-#   ${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}/kube/stamp   (versions built)
+#   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/kube/bin/{kube-apiserver,kube-controller-manager,
+#       kube-scheduler,kubelet,kube-proxy,kubectl}
+#   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/kube/bin/etcd
+#   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/kube/stamp   (versions built)
 #
 # Steps of a clean build:
 #   1. install the Debian build dependencies that are missing (root,
@@ -25,15 +28,21 @@
 #   4. replace the vendored github.com/modern-go/reflect2 1.0.1 with Debian's
 #      1.0.2 (1.0.1 makes the API server crash on custom resources under
 #      Go >= 1.18);
-#   5. `go build ./cmd/kube-apiserver` in GOPATH mode;
-#   6. `apt-get download etcd-server` and take /usr/bin/etcd out of it.
+#   5. the CRD type validator fix of kubernetes/kube-openapi#230 (upstream
+#      issue kubernetes/kubernetes#99804): since Go 1.16 `reflect.Zero` returns a
+#      shared zero value, so the vendored validator's
+#      `reflect.DeepEqual(reflect.Zero(T), reflect.ValueOf(data))` holds for every
+#      run-time "" / 0 / false and rejects them as "null"; a real 1.20 (built with
+#      Go 1.15) accepts them. Patched the way upstream fixed it: `data == nil` only;
+#   6. `go build` of each binary in GOPATH mode;
+#   7. `apt-get download etcd-server` and take /usr/bin/etcd out of it.
 #
-# Clean build: about 6 minutes on 2 cores. A cached run only checks the stamp.
+# Clean build: about 7 minutes on 2 cores. A cached run only checks the stamp.
 #
 # Usage: scripts/build_kube_apiserver.sh [--force]
 #   --force   rebuild even when the cache is complete
 # Environment:
-#   DASK_TKG_CACHE        cache root (default $HOME/.cache/dask-tkg)
+#   DASK_TKG__CACHE       cache root (default $HOME/.cache/dask-tkg; DASK_TKG_CACHE is the old name)
 #   KUBE_BUILD_KEEP_WORK  1 = keep the work directory and the Go build cache
 #                         (both are kept anyway after a failure, for a fast retry)
 set -euo pipefail
@@ -68,18 +77,22 @@ SRC_PACKAGE=kubernetes
 SRC_UPSTREAM=1.20.5+really1.20.2
 KUBE_GIT_VERSION=v1.20.2
 # Bump when this recipe changes in a way that must invalidate cached binaries.
-RECIPE=1
+RECIPE=2
 
-CACHE_ROOT=${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}
+CACHE_ROOT=${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}
 KUBE_DIR=$CACHE_ROOT/kube
 BIN_DIR=$KUBE_DIR/bin
+# The control plane and the node the real-cluster tests run.
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 STAMP=$KUBE_DIR/stamp
 WORK=$KUBE_DIR/work
 
 mkdir -p "$KUBE_DIR"
 
 cache_complete() {
-    [[ -x $BIN_DIR/kube-apiserver && -x $BIN_DIR/etcd && -f $STAMP ]] || return 1
+    [[ -x $BIN_DIR/etcd && -f $STAMP ]] || return 1
+    local bin
+    for bin in "${KUBE_BINARIES[@]}"; do [[ -x $BIN_DIR/$bin ]] || return 1; done
     grep -qx "recipe=$RECIPE" "$STAMP" || return 1
     grep -q "^kubernetes-source=${SRC_UPSTREAM}-" "$STAMP" || return 1
 }
@@ -198,18 +211,39 @@ cp "$REFLECT2_SRC"/*.go vendor/github.com/modern-go/reflect2/
 rm -f vendor/github.com/modern-go/reflect2/*_test.go
 [[ -f $REFLECT2_SRC/go_above_118.go ]] || log "warning: Debian's reflect2 has no go_above_118.go"
 
-# --- 5. kube-apiserver --------------------------------------------------------
+# --- 5. CRD type validation of "" / 0 / false (kube-openapi#230) --------------
+zero_check='if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {'
+patched=0
+for f in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/github.com/go-openapi/validate/type.go; do
+    [[ -f $f ]] || continue
+    if grep -qF "$zero_check" "$f"; then
+        python3 - "$f" "$zero_check" <<'PY'
+import sys
+path, old = sys.argv[1], sys.argv[2]
+text = open(path).read()
+open(path, "w").write(text.replace(old, "if data == nil {"))
+PY
+        grep -qF "$zero_check" "$f" && die "could not patch $f"
+        log "patched the zero-value type check in $f (kube-openapi#230)"
+        patched=$((patched + 1))
+    fi
+done
+[[ $patched -gt 0 ]] || die "the zero-value type check of kube-openapi#230 was not found in the vendored validators"
+
+# --- 6. the binaries -------------------------------------------------------------
 ldflags="-s -w -buildid="
 for pkg in k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version k8s.io/kubernetes/vendor/k8s.io/component-base/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBE_GIT_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=20"
     ldflags+=" -X $pkg.gitTreeState=archive -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 done
-log "building kube-apiserver (several minutes on 2 cores)"
 mkdir -p "$WORK/out"
-go build -trimpath -ldflags "$ldflags" -o "$WORK/out/kube-apiserver" ./cmd/kube-apiserver
+for bin in "${KUBE_BINARIES[@]}"; do
+    log "building $bin"
+    go build -trimpath -ldflags "$ldflags" -o "$WORK/out/$bin" "./cmd/$bin"
+done
 "$WORK/out/kube-apiserver" --version
 
-# --- 6. etcd from Debian's etcd-server ----------------------------------------
+# --- 7. etcd from Debian's etcd-server ----------------------------------------
 mkdir -p "$WORK/etcd"
 cd "$WORK/etcd"
 if ! apt-get download -q -o APT::Sandbox::User=root etcd-server 2>"$WORK/etcd-download.log"; then
@@ -234,13 +268,14 @@ cd "$KUBE_DIR"
 # --- install into the cache ----------------------------------------------------
 rm -rf "$BIN_DIR.new"
 mkdir -p "$BIN_DIR.new"
-mv "$WORK/out/kube-apiserver" "$WORK/out/etcd" "$BIN_DIR.new/"
+mv "$WORK/out"/* "$BIN_DIR.new/"
 rm -rf "$BIN_DIR"
 mv "$BIN_DIR.new" "$BIN_DIR"
 cat > "$STAMP" <<EOF
 recipe=$RECIPE
 kubernetes-source=$src_version
-kube-apiserver=$KUBE_GIT_VERSION
+kubernetes-binaries=${KUBE_BINARIES[*]} $KUBE_GIT_VERSION
+kube-openapi-230=patched
 etcd-server=$etcd_version
 go=$go_version
 reflect2=$(dpkg-query -W -f='${Version}' golang-github-modern-go-reflect2-dev)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build govmomi's vCenter simulator offline, from Debian packages, into a cache
 # outside the repository:
-#   ${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}/vcsim/{vcsim,cert.pem,key.pem}
+#   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim/{vcsim,cert.pem,key.pem}
 #
 # The binary is our own small main package (scripts/vcsim/main.go) built in
 # GOPATH mode against golang-github-vmware-govmomi-dev (bookworm: 0.24.2), which
@@ -17,7 +17,7 @@ set -euo pipefail
 started=$(date +%s.%N)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 main_go="$here/vcsim/main.go"
-cache="${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}/vcsim"
+cache="${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim"
 gocode=/usr/share/gocode
 govmomi="$gocode/src/github.com/vmware/govmomi"
 packages=(golang-go golang-github-vmware-govmomi-dev)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from workloads.config import cache_dir
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-CACHE = Path(os.environ.get("DASK_TKG_CACHE", Path.home() / ".cache" / "dask-tkg"))
+CACHE = cache_dir()
 ARTIFACTS = REPO / "test-artifacts"
 
 

@@ -1,19 +1,11 @@
-"""The embedded default: a local cluster sized to this machine, with worker settings
-chosen for torch inference (see ``workloads.md``, "CPU performance pitfalls").
+"""The embedded default: a local cluster sized to this machine, its workers tuned for torch
+inference and XGBoost by ``workloads.tuning`` (the same environment the deployed workers get).
 
-* ``MALLOC_TRIM_THRESHOLD_``: Dask's nanny sets it to 65536 for every worker; with it a
-  torch forward pass page-faults 2-3x more and ran up to 1.7x slower. It is left unset.
-* tcmalloc: where Debian's ``libtcmalloc-minimal4`` is installed it is preloaded into
-  the workers (ResNet-50 2.1 -> 1.6 s per batch of 32 on 2 cores); ``allocator="glibc"``
-  turns that off.
-* threads: each worker gets ``cores // workers`` threads, and ``OMP_NUM_THREADS`` /
-  ``MKL_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` are set to that share instead of Dask's
-  1 (the images benchmark also calls ``torch.set_num_threads`` with it).
-
-These must be in ``distributed.nanny.pre-spawn-environ`` before the nanny spawns the
-worker, and a variable already in this process's environment beats the config (the
-nanny also copies them into this process): :func:`start` sets them around the cluster's
-creation and puts this process's environment back afterwards.
+Each worker gets ``cores // workers`` threads. The tuning variables must be in
+``distributed.nanny.pre-spawn-environ`` before the nanny spawns the worker, and a variable
+already in this process's environment beats the config (the nanny also copies them into this
+process): :func:`start` sets them around the cluster's creation and puts this process's
+environment back afterwards.
 """
 from __future__ import annotations
 
@@ -26,17 +18,12 @@ from typing import Iterator
 import dask
 import distributed  # noqa: F401  (loads distributed's config defaults, nanny.pre-spawn-environ among them)
 
-from workloads import environment
+from workloads import environment, tuning
 
 logger = logging.getLogger(__name__)
 
-TCMALLOC_PATHS = (
-    "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
-    "/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
-    "/usr/lib64/libtcmalloc_minimal.so.4",
-)
 ALLOCATORS = ("auto", "tcmalloc", "glibc")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+THREAD_VARIABLES = tuning.THREAD_VARIABLES
 
 
 @dataclass(frozen=True)
@@ -73,8 +60,7 @@ def gpu_count() -> int:
         return 0
 
 
-def find_tcmalloc() -> str | None:
-    return next((path for path in TCMALLOC_PATHS if os.path.exists(path)), None)
+find_tcmalloc = tuning.find_tcmalloc
 
 
 def plan(n_workers: int | None, device: str = "cpu", allocator: str = "auto", cap: bool = False,
@@ -102,11 +88,7 @@ def plan(n_workers: int | None, device: str = "cpu", allocator: str = "auto", ca
     if allocator == "tcmalloc" and tcmalloc is None:
         raise ValueError("allocator tcmalloc: libtcmalloc_minimal.so.4 not found"
                          " (Debian: apt-get install libtcmalloc-minimal4)")
-    environ: dict[str, str | None] = {"MALLOC_TRIM_THRESHOLD_": None}
-    environ.update({name: str(threads) for name in THREAD_VARIABLES})
-    if tcmalloc:
-        preload = os.environ.get("LD_PRELOAD", "")
-        environ["LD_PRELOAD"] = preload if tcmalloc in preload else " ".join(filter(None, [tcmalloc, preload]))
+    environ = tuning.worker_environ(threads, tcmalloc, os.environ.get("LD_PRELOAD", ""))
     return LocalPlan(count, threads, cores, gpus, "tcmalloc" if tcmalloc else "glibc", environ)
 
 

@@ -37,6 +37,7 @@ import yaml
 
 from contract import ContractError
 from workloads import benchmarks, environment, instrumentation, local, preflight, results, summary
+from workloads.config import cache_dir
 from workloads import endpoint as endpoints
 from workloads.exceptions import RunStopped, WorkersLostError, WorkloadError
 
@@ -45,11 +46,6 @@ logger = logging.getLogger("workloads.run")
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 EXIT_OK, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_MAX_LOST_WORKERS = 1  # one loss is Dask's to absorb; a second says something is wrong
-
-
-def cache_dir() -> Path:
-    """Where generated data lives: ``$DASK_TKG_CACHE`` or ``~/.cache/dask-tkg``."""
-    return Path(os.environ.get("DASK_TKG_CACHE", Path.home() / ".cache" / "dask-tkg"))
 
 
 def echo_stdout(text: str, error: bool = False) -> None:

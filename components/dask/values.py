@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from components.dask import chart
 from components.settings.model import DaskSpec
+from workloads import tuning
 
 PIP_CACHE_MOUNT = "/root/.cache/pip"
 SCRATCH_MOUNT = "/scratch"
@@ -74,24 +75,16 @@ def dashboard_url(release: str, namespace: str) -> str:
     return f"http://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
 
 
-TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
-
-
 def worker_tuning_env(threads: int, tcmalloc: bool) -> list[dict[str, str]]:
-    """The worker settings the runner's local cluster uses too (measured, see README
-    "Benchmarks"): the nanny's default MALLOC_TRIM_THRESHOLD_ slowed torch up to 1.7x, and
-    Dask starts worker processes with one BLAS/OpenMP thread, so torch and XGBoost would run
-    on one core of a six-core worker. Dask reads the nanny's pre-spawn environment from this
-    variable as a Python literal; None unsets a variable."""
-    environ = {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-               "OPENBLAS_NUM_THREADS": threads}
+    """The workers' tuning environment (``workloads.tuning``, shared with the runner's local
+    cluster) as pod variables. Dask reads the nanny's pre-spawn environment from
+    ``DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON`` as a Python literal (None unsets)."""
+    environ = tuning.worker_environ(threads, tuning.IMAGE_TCMALLOC if tcmalloc else None)
     env = [{"name": "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON", "value": repr(environ)}]
     # The nanny prefers a variable already in the pod's environment over its config, so an
     # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
-    env += [{"name": name, "value": str(threads)} for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                                 "OPENBLAS_NUM_THREADS")]
-    if tcmalloc:
-        env.append({"name": "LD_PRELOAD", "value": TCMALLOC})
+    env += [{"name": name, "value": value} for name, value in environ.items()
+            if value is not None and name in tuning.THREAD_VARIABLES + ("LD_PRELOAD",)]
     return env
 
 

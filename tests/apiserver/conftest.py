@@ -50,11 +50,14 @@ from typing import Any, Iterator
 
 import kubernetes.client
 import pytest
+
+from workloads.config import cache_dir
 import yaml
 
+from tests import artifacts
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-CACHE = Path(os.environ.get("DASK_TKG_CACHE", Path.home() / ".cache" / "dask-tkg"))
+CACHE = cache_dir()
 KUBE_CACHE = CACHE / "kube"
 KUBE_APISERVER_BIN = KUBE_CACHE / "bin" / "kube-apiserver"
 ETCD_BIN = KUBE_CACHE / "bin" / "etcd"
@@ -62,7 +65,7 @@ BUILD_SCRIPT = REPO / "scripts" / "build_kube_apiserver.sh"
 BUILD_LOG = KUBE_CACHE / "build.log"
 BUILD_TIMEOUT_S = 45 * 60
 
-TKC_CRD_V1ALPHA2 = SHARED / "reference" / "crds" / "run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha2.yaml"
+TKC_CRD_V1ALPHA2 = artifacts.TKC_CRD_V1ALPHA2  # VMware's file, fetched into the cache
 TKC_V1ALPHA3_VERSION = REPO / "components" / "cluster" / "crds" / "run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha3.yaml"
 
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
@@ -371,11 +374,12 @@ def load_tkc_crd() -> dict:
     """VMware's v1alpha2 TKC CRD, read unchanged, plus the project's v1alpha3 version entry.
 
     One CRD object serves both versions (v1alpha2 stays the storage version), as on
-    a vSphere 8 Supervisor. The shared file is only read, never written.
+    a vSphere 8 Supervisor. The cached file is only read, never written.
     """
-    docs = [d for d in yaml.safe_load_all(TKC_CRD_V1ALPHA2.read_text()) if d]
+    v2_file = artifacts.artifact_path(TKC_CRD_V1ALPHA2)
+    docs = [d for d in yaml.safe_load_all(v2_file.read_text()) if d]
     if len(docs) != 1 or docs[0].get("kind") != "CustomResourceDefinition":
-        raise ValueError(f"{TKC_CRD_V1ALPHA2}: expected one CustomResourceDefinition")
+        raise ValueError(f"{v2_file}: expected one CustomResourceDefinition")
     crd = docs[0]
     v3 = yaml.safe_load(TKC_V1ALPHA3_VERSION.read_text())
     if not isinstance(v3, dict) or v3.get("name") != "v1alpha3" or "schema" not in v3:

@@ -1,6 +1,6 @@
 """The paper's TanzuKubernetesCluster against the real TKC CRD on a real kube-apiserver 1.20.
 
-v1alpha2 is VMware's generated CRD (read unchanged from ../shared); v1alpha3 is the
+v1alpha2 is VMware's generated CRD (fetched unchanged into the cache by scripts/fetch_artifacts.py); v1alpha3 is the
 project's own schema (components/cluster/crds/), served by the same CRD object.
 """
 from __future__ import annotations
@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 
 import pytest
 import yaml
+
+from tests.artifacts import artifact_path
 
 from .conftest import (
     TKC_CRD_V1ALPHA2,
@@ -79,7 +81,7 @@ def paper_tkc(version: str, namespace: str, name: str = "dask-tkc") -> dict:
 
 def test_shared_crd_is_loaded_unchanged_and_combined():
     """The shared v1alpha2 CRD is used as it is; v1alpha3 is appended, v1alpha2 stays the storage version."""
-    shared = yaml.safe_load(TKC_CRD_V1ALPHA2.read_text())
+    shared = yaml.safe_load(artifact_path(TKC_CRD_V1ALPHA2).read_text())
     crd = load_tkc_crd()
     by_name = {v["name"]: v for v in crd["spec"]["versions"]}
     assert list(by_name) == ["v1alpha2", "v1alpha3"]

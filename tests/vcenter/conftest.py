@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from workloads.config import cache_dir
+
 from components.vsphere.providers.session import VCenterConnection
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_vcsim.sh"
-CACHE = Path(os.environ.get("DASK_TKG_CACHE", Path.home() / ".cache" / "dask-tkg")) / "vcsim"
+CACHE = cache_dir() / "vcsim"
 
 
 @dataclass(frozen=True)
