@@ -67,7 +67,9 @@ def make_config(ctx, data_dir: Path) -> Any:
 
     cfg = ctx.profile["taxi"]
     return settings.make_config(None, {"block_mib": cfg["block_mib"], "dataframe": "pandas",
-                                       "xgboost": {"num_boost_round": cfg["num_boost_round"]}}, data_dir, "cpu")
+                                       "xgboost": {"num_boost_round": cfg["num_boost_round"],
+                                                   "ranks": cfg.get("xgboost_ranks", "per-worker")}},
+                                data_dir, "cpu")
 
 
 def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
@@ -131,6 +133,7 @@ class DaskSide:
         self.rows.update(rows_raw=metrics["rows_raw"], rows_clean=metrics["rows_clean"],
                          rows_train=metrics["rows_train"])
         self.facts.update(rmse=metrics["rmse"], xgboost_nthread=metrics["xgboost_nthread"],
+                          xgboost_ranks=metrics["xgboost_ranks"], xgboost_rank_nthread=metrics["xgboost_rank_nthread"],
                           peak_rss_bytes=self.memory["peak"], rss_at_load_bytes=self.memory["start"],
                           phases={k: round(v, 3) for k, v in phases.items()})
         if self.rows["rows_train"] != self.facts["training_rows"]:
@@ -290,8 +293,8 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         fig.denominator = Measurement("xgboost_single_train_seconds", "s", samples["single"], {
             "how": f"QuantileDMatrix + xgboost.train in a helper process with the workers' environment, nthread="
                    f"{threads}, the Dask side's training rows, same params and rounds"})
-        dask = _pick(facts["dask"], "training_rows", "training_rows_digest", "training_columns", "xgboost_nthread",
-                     "workers", "rmse")
+        dask = _pick(facts["dask"], "training_rows", "training_rows_digest", "training_columns", "xgboost_ranks",
+                     "xgboost_rank_nthread", "workers", "rmse")
         fig.notes = {**notes, **rows, "sides": {"dask": dask, "single": facts["single"]}}
     if NAMES[2] in figures:
         fig = figures[NAMES[2]]

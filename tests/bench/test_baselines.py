@@ -20,7 +20,7 @@ def small_profiles() -> dict[str, dict]:
     images = {"generate": {"breeds": 2, "images_per_breed": 4, "broken": False, "seed": 0, "min_size": 240,
                            "max_size": 300, "noise": 20},
               "model": "resnet18", "batch_size": 4, "forward_batch": 2}
-    taxi = {"block_mib": 1, "num_boost_round": 5}
+    taxi = {"block_mib": 1, "num_boost_round": 5, "xgboost_ranks": "per-host"}
     return {"quick": {"repeats": 1, "workers": None, "images": images,
                       "taxi": {**taxi, "generate": {**TAXI_SIZE, "rows_per_file": 8000}}},
             "default": {"repeats": 1, "workers": None, "images": images,
@@ -101,7 +101,8 @@ def test_single_xgboost_trains_on_the_dask_sides_rows_with_its_environment(recor
     assert single["rows"] == dask["training_rows"] == record["notes"]["rows_train"]
     assert single["rows_digest"] == dask["training_rows_digest"]
     assert single["columns"] == dask["training_columns"]
-    assert single["params"]["nthread"] == record["notes"]["threads"]
+    assert single["params"]["nthread"] == record["notes"]["threads"] == dask["xgboost_rank_nthread"]
+    assert dask["xgboost_ranks"] == 1  # one host: one rank with all its workers' threads
     assert single["allocator"] == _dask_allocator(record["notes"]["sides"])
     assert single["MALLOC_TRIM_THRESHOLD_"] == _dask_trim(record["notes"]["sides"])
 

@@ -92,16 +92,20 @@ def run(client: Client, config: Config, timer: PhaseTimer,
         train, test = clean.random_split(fractions, random_state=config.split_seed, shuffle=True)
         train, test = client.persist([train, test], workers=place)
         wait([train, test])
-        placed = training.place(client, train, [*features.FEATURES, config.target],
-                                training.ranked_workers(client, place))
-    del clean
+        del clean  # its partitions go now, before the training columns are placed (peak memory)
+        per_host = config.xgboost.ranks == "per-host"
+        ranks = training.ranked_workers(client, place, per_host)
+        placed = training.place(client, train, [*features.FEATURES, config.target], ranks, per_host)
     if on_training_data is not None:
         on_training_data(placed)
     metrics["rows_train"], metrics["rows_test"] = (int(n) for n in client.gather(client.compute(
         [train.map_partitions(len).sum(), test.map_partitions(len).sum()], workers=place)))
 
     x_columns = list(features.FEATURES)
-    params = _booster_params(config, threads)
+    rank_threads = training.host_threads(client, ranks, place) if per_host else threads
+    metrics["xgboost_ranks"] = len(ranks)
+    metrics["xgboost_rank_nthread"] = rank_threads or "per worker"
+    params = _booster_params(config, rank_threads)
     with timer.phase("train"):
         booster, attempts = training.train(client, placed, params, config.target,
                                            config.xgboost.num_boost_round, place,
