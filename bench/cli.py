@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                         help="print the figure-by-figure change from result file A to B (measures nothing)")
+    parser.add_argument("--table", nargs="+", metavar="FILE.json",
+                        help="print the README's results table for these result files (measures nothing)")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser
 
@@ -186,11 +188,11 @@ def write(figures: list[Figure], facts: dict[str, Any], output: Path, prefix: st
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.compare:
-        from bench.compare import ResultFileError, compare
+    if args.compare or args.table:
+        from bench.compare import ResultFileError, compare, markdown_table
 
         try:
-            print(compare(*args.compare))
+            print(compare(*args.compare) if args.compare else markdown_table(args.table))
         except ResultFileError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

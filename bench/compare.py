@@ -85,3 +85,27 @@ def _verdict(record: dict[str, Any]) -> str:
 def _side(record: dict[str, Any]) -> str:
     denominator = record.get("denominator") or {}
     return _num(denominator.get("value")) if denominator else "-"
+
+
+def markdown_table(paths: list[str | Path]) -> str:
+    """The README's results table: one row per figure, one column per result file, each
+    cell ``value (low-high)`` with `` MISSED`` where the goal was missed (``-``: not
+    measured in that file)."""
+    from bench.cli import FIGURES
+    from bench.figures import _short
+
+    files = [load(path) for path in paths]
+    lines = ["| figure | goal | " + " | ".join(f"`{Path(p).as_posix()}`" for p in paths) + " |",
+             "|---|---|" + "---|" * len(paths)]
+    for name in FIGURES:
+        cells = []
+        for figures in files:
+            record = figures.get(name)
+            if record is None or record.get("value") is None:
+                cells.append("-")
+                continue
+            low, high = record["spread"]
+            cells.append(f"{_short(record['value'])} ({_short(low)}-{_short(high)})"
+                         + (" MISSED" if record["holds"] is False else ""))
+        lines.append(f"| `{name}` | {FIGURES[name][2]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

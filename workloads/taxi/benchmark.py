@@ -271,7 +271,7 @@ def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules
     labels = rules.label(frame, selected)
     counts = labels.value_counts()
     counts = counts.to_pandas() if hasattr(counts, "to_pandas") else counts  # cuDF
-    return (features.make(frame[labels == rules.KEPT], target),
+    return (features.make(frame, target, keep=labels == rules.KEPT),
             {int(label): int(n) for label, n in counts.items()})
 
 
