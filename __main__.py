@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_vsphere as vsphere
 
-import contract
+from workloads import contract
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.addons.shared_storage import SharedStorage, SharedStorageArgs
@@ -25,7 +25,7 @@ vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings
                         settings.vsphere.insecure)
 vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, user=vcenter.user,
                                     password=vcenter.password, allow_unverified_ssl=vcenter.insecure)
-platform = VSphereLayer("vsphere", VSphereLayerArgs(settings=settings, vcenter=vcenter),
+platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(settings, vcenter),
                         pulumi.ResourceOptions(providers=[vcenter_provider]))
 
 # --- 6-7 the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ------
@@ -77,7 +77,7 @@ pulumi.export(contract.DASK_VERSION, settings.dask.dask_version)
 pulumi.export(contract.TLS_CA, dask.tls_ca)
 pulumi.export(contract.TLS_CLIENT_CERT, dask.tls_client_cert)
 pulumi.export(contract.TLS_CLIENT_KEY, dask.tls_client_key)
-pulumi.export("supervisorNamespace", platform.namespace)
-pulumi.export("clusterName", cluster.name)
-pulumi.export("nfsServer", platform.nfs_server)
-pulumi.export("nfsPath", platform.nfs_path)
+pulumi.export(contract.SUPERVISOR_NAMESPACE, platform.namespace)
+pulumi.export(contract.CLUSTER_NAME, cluster.name)
+pulumi.export(contract.NFS_SERVER, platform.nfs_server)
+pulumi.export(contract.NFS_PATH, platform.nfs_path)

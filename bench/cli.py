@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
 
 from bench.figures import Figure, Goal, Measurement, render
+from workloads.common import load_yaml, prog, setup_logging
 
 logger = logging.getLogger("bench")
 
@@ -83,12 +83,12 @@ def make_figure(name: str) -> Figure:
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, dict[str, Any]]:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return load_yaml(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
     profiles = list(load_profiles())
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=prog("python -m bench"), description=__doc__.split("\n\n")[0])
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="profile",
                       help="the quick profile (about 2.5 minutes on 2 cores)")
@@ -197,12 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         return 0
-    import distributed  # noqa: F401  (configures its loggers on import: quieten them after that)
-
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
-    for noisy, level in (("distributed", logging.WARNING), ("tornado", logging.WARNING), ("bokeh", logging.ERROR)):
-        logging.getLogger(noisy).setLevel(level)
+    setup_logging(args.verbose)
     profile_name = args.profile or "default"
     profiles = load_profiles()
     profile = profiles[profile_name]

@@ -77,17 +77,14 @@ def setup(ctx) -> Setup:
 
 
 def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
-    from distributed import Client
-
-    from workloads import local
+    from workloads.session import ClusterSession
 
     s = setup(ctx)
     figures = {name: make(name) for name in wanted}
     facts: dict[str, Any] = {}
     with ExitStack() as stack:
         ctx.echo(f"images: local cluster {s.topology}; {len(s.listing.files)} files")
-        client = stack.enter_context(Client(stack.enter_context(local.start(s.plan, dashboard_address=":0"))))
-        client.wait_for_workers(s.plan.n_workers)
+        client = stack.enter_context(ClusterSession.start_local(s.plan)).client
         sides: dict[str, pairs.Side] = {}
         if set(wanted) & set(NAMES[:4]):
             sides["dask"] = dask_side(client, s.base, facts, "dask")
@@ -179,17 +176,13 @@ def _loop_side(loop: helper.Helper, facts: dict[str, Any], job, **kwargs: Any) -
 
 def scaling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any], client) -> dict[str, pairs.Side]:
     """One worker x one thread, and (when the main cluster has another shape) two x one."""
-    from distributed import Client
-
     from workloads import local
+    from workloads.session import ClusterSession
 
     sides = {}
     shapes = {"one": 1} if (s.plan.n_workers, s.plan.threads_per_worker) == (2, 1) else {"one": 1, "two": 2}
     for key, workers in shapes.items():
-        cluster = stack.enter_context(local.start(local.plan(workers, "cpu", threads_per_worker=1),
-                                                  dashboard_address=":0"))
-        other = stack.enter_context(Client(cluster))
-        other.wait_for_workers(workers)
+        other = stack.enter_context(ClusterSession.start_local(local.plan(workers, "cpu", threads_per_worker=1))).client
         facts[key] = {"workers": pairs.worker_facts(other)}
         sides[key] = dask_side(other, s.base, facts, key)
     return sides

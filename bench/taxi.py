@@ -73,9 +73,8 @@ def make_config(ctx, data_dir: Path) -> Any:
 
 
 def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
-    from distributed import Client
-
     from workloads import local
+    from workloads.session import ClusterSession
     from workloads.synth import taxi as synth
 
     paths = synth.generate(ctx.data_dir, **ctx.profile["taxi"]["generate"])
@@ -88,8 +87,7 @@ def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, 
     frame_bytes = int(cleaned_frame(config).memory_usage(deep=True).sum())  # untimed, in this process
     facts: dict[str, Any] = {}
     with ExitStack() as stack:
-        client = stack.enter_context(Client(stack.enter_context(local.start(plan, dashboard_address=":0"))))
-        client.wait_for_workers(plan.n_workers)
+        client = stack.enter_context(ClusterSession.start_local(plan)).client
         facts["dask"] = {"workers": pairs.worker_facts(client), "reader_columns": reader_columns(client, config)}
         sides: dict[str, pairs.Side] = {}
         dask = DaskSide(client, config, facts["dask"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build govmomi's vCenter simulator offline, from Debian packages, into a cache
 # outside the repository:
-#   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim/{vcsim,cert.pem,key.pem}
+#   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim/{bin/<recipe stamp>/vcsim,cert.pem,key.pem}
 #
 # The binary is our own small main package (scripts/vcsim/main.go) built in
 # GOPATH mode against golang-github-vmware-govmomi-dev (bookworm: 0.24.2), which
@@ -69,9 +69,12 @@ stamp=$( {
     go version
 } | sha256sum | cut -d' ' -f1)
 
-if [[ $force -eq 0 && -x "$cache/vcsim" && "$(cat "$cache/vcsim.stamp" 2>/dev/null)" == "$stamp" ]]; then
+# One binary per recipe (bin/<stamp>/vcsim): checkouts with different main.go
+# share the cache without rebuilding each other's binary in turn.
+binary="$cache/bin/$stamp/vcsim"
+if [[ $force -eq 0 && -x "$binary" ]]; then
     log "cached binary is up to date ($(elapsed) s)"
-    echo "$cache/vcsim"
+    echo "$binary"
     exit 0
 fi
 
@@ -80,8 +83,8 @@ export GO111MODULE=off GOFLAGS='' GOPROXY=off CGO_ENABLED=0  # pure Go: no C too
 export GOPATH="$cache/gopath:$gocode"
 export GOCACHE="${GOCACHE:-$cache/go-build}"
 mkdir -p "$cache/gopath"
-go build -o "$cache/vcsim.tmp" "$main_go"
-mv "$cache/vcsim.tmp" "$cache/vcsim"
-echo "$stamp" >"$cache/vcsim.stamp"
+mkdir -p "$(dirname "$binary")"
+go build -o "$binary.tmp" "$main_go"
+mv "$binary.tmp" "$binary"
 log "built in $(elapsed) s"
-echo "$cache/vcsim"
+echo "$binary"

@@ -4,11 +4,13 @@ cache."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 _SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fetch_artifacts.py"
 _spec = importlib.util.spec_from_file_location("fetch_artifacts", _SCRIPT)
 fetch_artifacts = importlib.util.module_from_spec(_spec)
+sys.modules["fetch_artifacts"] = fetch_artifacts  # dataclasses look their module up there
 _spec.loader.exec_module(fetch_artifacts)
 
 MissingArtifact = fetch_artifacts.MissingArtifact

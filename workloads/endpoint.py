@@ -7,13 +7,11 @@ validated by :func:`contract.parse_outputs`.
 """
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
-from contract import ContractError, StackOutputs, parse_outputs
+from workloads.contract import ContractError, StackOutputs, parse_outputs
 from workloads.exceptions import EndpointError
 
 logger = logging.getLogger(__name__)
@@ -146,32 +144,23 @@ def resolve(stack: str | None = None, outputs: str | None = None, scheduler_addr
 
 # ----------------------------------------------------------------------------- TLS
 def security_from_outputs(outputs: StackOutputs):
-    """A ``distributed.security.Security`` for the client, from the PEMs in the outputs,
-    written to a private temporary directory (0700, files 0600) removed at exit."""
+    """A ``distributed.security.Security`` for the client, from the PEMs in the outputs."""
     return security_from_pems(outputs.tls_ca, outputs.tls_client_cert, outputs.tls_client_key)
 
 
-def security_from_pems(ca: str, cert: str, key: str, directory: str | None = None):
+def security_from_pems(ca: str, cert: str, key: str):
+    """``Security`` built from the PEM text itself: distributed takes a value containing a
+    newline as the contents (CA through ``cadata``), so no key is written to disk here."""
     from distributed.security import Security
 
     if not (cert and key):
         raise ContractError("TLS scheduler but no client certificate/key in the outputs")
-    folder = directory or tempfile.mkdtemp(prefix="dask-tkg-tls-")
-    os.chmod(folder, 0o700)
-    if directory is None:
-        atexit.register(shutil.rmtree, folder, True)
-    paths = {}
-    for name, pem in (("ca.pem", ca), ("client.pem", cert), ("client-key.pem", key)):
-        if not pem:
-            continue
-        path = os.path.join(folder, name)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as fh:
-            fh.write(pem if pem.endswith("\n") else pem + "\n")
-        os.chmod(path, 0o600)
-        paths[name] = path
-    return Security(tls_ca_file=paths.get("ca.pem"), tls_client_cert=paths["client.pem"],
-                    tls_client_key=paths["client-key.pem"], require_encryption=True)
+    return Security(tls_ca_file=_pem(ca) if ca else None, tls_client_cert=_pem(cert), tls_client_key=_pem(key),
+                    require_encryption=True)
+
+
+def _pem(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
 
 
 def redact(address: str | None) -> str:
@@ -200,47 +189,36 @@ def connect(address: str, security: Any = None, timeout: float = 60):
                             " brackets, no user:password@") from None
 
 
-def wait_for_workers(client, want: int, timeout: float, echo: Callable[[str], None] = print,
-                     poll: float = 1.0) -> list[str]:
-    """Wait until ``want`` workers are connected, saying have/want as it goes; returns the
-    addresses of all connected workers, sorted. Raises EndpointError on timeout."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        # asked now: scheduler_info() returns a cache the client's periodic refresh may empty
-        workers = sorted(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
-        if len(workers) != last:
-            echo(f"workers: have {len(workers)}, want {want}")
-            last = len(workers)
-        if len(workers) >= want:
-            return workers
-        if time.monotonic() >= deadline:
-            raise EndpointError(f"only {len(workers)} of {want} workers connected to"
-                                f" {redact(client.scheduler.address)} after {timeout:.0f} s")
-        time.sleep(poll)
-
-
 # ----------------------------------------------------------------------------- worker loss
 class WorkerWatch:
     """The workers that leave the scheduler unexpectedly while a run is on, from the
     scheduler's ``remove-worker``/``add-worker`` events (topic ``all``), and how long
     each took to be replaced (scheduler clock).
 
-    More than ``allowed`` losses, or the loss of every worker a restricted run may use
-    (``restricted``: nothing could run its tasks any more), sets :attr:`exceeded` to a
-    message naming the lost workers and calls ``on_exceeded(message)`` once, from the
-    client's event-loop thread. Use as a context manager around the run.
+    An unrestricted run uses every worker: Dask recomputes a lost worker's tasks on the
+    others (and on the worker that replaces it), so up to ``allowed`` losses are absorbed.
+    A restricted run (``restricted``: the addresses it may use) loses a worker it uses: if a
+    connected worker it does not use is left (``spares``), ``on_replace(message)`` asks for
+    the run to go on there; else it goes on with the workers it has left. More than
+    ``allowed`` losses, or the loss of every worker a restricted run may use with no spare
+    left, sets :attr:`exceeded` to a message naming the lost workers and calls
+    ``on_exceeded(message)`` once. Both callbacks run on the client's event-loop thread.
+    Use as a context manager around the run.
     """
 
     def __init__(self, client, allowed: int, restricted: Iterable[str] | None = None,
-                 on_exceeded: Callable[[str], None] | None = None):
+                 on_exceeded: Callable[[str], None] | None = None, spares: Iterable[str] = (),
+                 on_replace: Callable[[str], None] | None = None):
         self.client = client
         self.allowed = allowed
         self.restricted = frozenset(restricted or ())
+        self.spares = [a for a in spares if a not in self.restricted]
         self.on_exceeded = on_exceeded
+        self.on_replace = on_replace
         self.lost: list[tuple[str, float]] = []  # (address, scheduler time), in order
         self.joined: list[tuple[str, float]] = []
         self.exceeded: str | None = None
+        self.replacement: tuple[str, str] | None = None  # (lost, spare) asked for
         self._lock = threading.Lock()
         self._active = False
 
@@ -250,7 +228,7 @@ class WorkerWatch:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        with self._lock:  # after this, on_exceeded is never called
+        with self._lock:  # after this, no callback is called
             self._active = False
         try:
             self.client.unsubscribe_topic("all")
@@ -264,24 +242,37 @@ class WorkerWatch:
         action, address = message.get("action"), message.get("worker")
         if action == "add-worker":
             self.joined.append((address, stamp))
+            if self.restricted and address not in self.restricted:
+                self.spares.append(address)
             return
         if action != "remove-worker" or message.get("expected"):
             return
+        if self.restricted and address not in self.restricted:  # a worker this run does not use
+            self.spares = [a for a in self.spares if a != address]
+            return
         self.lost.append((address, stamp))
         logger.warning("worker %s lost (%d so far; %d allowed)", redact(address), len(self.lost), self.allowed)
+        self._judge(address)
+
+    def _judge(self, address: str) -> None:
         names = ", ".join(redact(a) for a, _ in self.lost)
-        reason = None
-        if len(self.lost) > self.allowed:
-            reason = (f"{len(self.lost)} worker(s) lost during the run, more than the {self.allowed}"
-                      f" allowed (--max-lost-workers): {names}")
-        elif self.restricted and self.restricted <= {a for a, _ in self.lost}:
-            reason = f"every worker this run is restricted to was lost: {names}"
         with self._lock:
-            if reason is None or self.exceeded is not None or not self._active:
+            if self.exceeded is not None or self.replacement is not None or not self._active:
                 return
-            self.exceeded = reason
-            if self.on_exceeded is not None:
-                self.on_exceeded(reason)
+            if len(self.lost) > self.allowed:
+                self._exceed(f"{len(self.lost)} worker(s) lost during the run, more than the {self.allowed}"
+                             f" allowed (--max-lost-workers): {names}")
+            elif self.restricted and self.spares and self.on_replace is not None:
+                self.replacement = (address, self.spares.pop(0))
+                self.on_replace(f"worker {redact(address)} lost: the run goes on with"
+                                f" {redact(self.replacement[1])} in its place")
+            elif self.restricted and self.restricted <= {a for a, _ in self.lost}:
+                self._exceed(f"every worker this run is restricted to was lost and no other is connected: {names}")
+
+    def _exceed(self, reason: str) -> None:
+        self.exceeded = reason
+        if self.on_exceeded is not None:
+            self.on_exceeded(reason)
 
     def losses(self) -> list[dict[str, Any]]:
         """Each lost worker and the seconds until a worker joined after it (None if none

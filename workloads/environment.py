@@ -82,19 +82,11 @@ def _apply(values: dict[str, str | None]) -> None:
 
 
 def usable_cores() -> int:
-    """Cores this process may use: the CPU affinity set, capped by a cgroup v2 quota."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    try:
-        with open("/sys/fs/cgroup/cpu.max", encoding="utf-8") as fh:
-            quota, period = fh.read().split()
-        if quota != "max":
-            cores = max(1, min(cores, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return cores
+    """Cores this process may use: ``dask.system.cpu_count()`` (the CPU affinity set and a
+    cgroup quota; a fractional quota rounds up, as Dask's own LocalCluster sizing does)."""
+    from dask.system import cpu_count
+
+    return cpu_count()
 
 
 def gpus() -> list[dict[str, Any]]:

@@ -9,8 +9,13 @@ what it lacks, e.g.::
 """
 from __future__ import annotations
 
+import importlib.metadata
 import logging
+import shutil
+import subprocess
+import sys
 import tempfile
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +27,8 @@ from workloads.exceptions import PreflightError
 logger = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+DISTRIBUTION = "dask-tkg"
+_WHEEL_SOURCES = ("pyproject.toml", "README.md", "workloads", "bench")  # what the wheel is built from
 
 
 @dataclass(frozen=True)
@@ -53,19 +60,9 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
         shipped = True
         facts = client.run(environment.probe, packages, device, workers=workers)
     mine = environment.client_facts()
-    scheduler = client.run_on_scheduler(environment.package_versions)
-    problems: dict[str, list[str]] = {}
-    for name in ("dask", "distributed"):
-        if scheduler.get(name) != mine["versions"][name]:
-            problems.setdefault("scheduler", []).append(
-                f"{name} {scheduler.get(name)} != client {mine['versions'][name]}")
+    scheduler, problems = version_problems(client, workers)
     for address, found in sorted(facts.items()):
         issues = problems.setdefault(address, [])
-        for name in ("dask", "distributed"):
-            theirs = found["versions"].get(name)
-            if theirs != mine["versions"][name]:
-                issues.append(f"{name} {theirs} != client {mine['versions'][name]}"
-                              f" / scheduler {scheduler.get(name)}")
         for package, reason in found["missing"].items():
             issues.append(f"missing package {package!r} ({reason})")
         if not found["project_importable"]:
@@ -87,19 +84,76 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
     return Preflight(resolved, dict(sorted(facts.items())), mine, scheduler, shipped)
 
 
+AGREEING_PACKAGES = ("dask", "distributed")  # must be the client's on the scheduler and every worker
+
+
+def version_problems(client, workers: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The scheduler's package versions, and per place (``scheduler`` or a worker address)
+    each package of :data:`AGREEING_PACKAGES` whose version differs from the client's, from
+    distributed's own ``Client.get_versions(check=True)`` (whose mismatch table it warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the same mismatches are in the PreflightError, per worker
+        found = client.get_versions(check=True)
+    mine = found["client"]["packages"]
+    scheduler = found["scheduler"]["packages"]
+    problems: dict[str, list[str]] = {}
+    for name in AGREEING_PACKAGES:
+        if scheduler.get(name) != mine.get(name):
+            problems.setdefault("scheduler", []).append(f"{name} {scheduler.get(name)} != client {mine.get(name)}")
+    for address in workers:
+        theirs = (found["workers"].get(address) or {}).get("packages", {})
+        for name in AGREEING_PACKAGES:
+            if theirs.get(name) != mine.get(name):
+                problems.setdefault(address, []).append(
+                    f"{name} {theirs.get(name)} != client {mine.get(name)} / scheduler {scheduler.get(name)}")
+    return scheduler, problems
+
+
 def ship_project(client) -> None:
-    """Zip the ``workloads`` package (code and profiles) and ``upload_file`` it to every
-    worker, which puts it on ``sys.path`` (workers that join later get it too)."""
+    """Give every worker (also those that join later) this project's package, as
+    ``upload_file`` of its wheel, which workers put on ``sys.path``."""
     folder = Path(tempfile.mkdtemp(prefix="dask-tkg-ship-"))
-    archive = folder / "workloads_project.zip"
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(PACKAGE_DIR.rglob("*")):
-            if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
-                zf.write(path, Path("workloads") / path.relative_to(PACKAGE_DIR))
-        contract = PACKAGE_DIR.parent / "contract.py"
-        if contract.exists():
-            zf.write(contract, "contract.py")
-    client.upload_file(str(archive))
+    client.upload_file(str(project_wheel(folder)))
+
+
+def project_wheel(folder: Path) -> Path:
+    """The package as an importable archive in ``folder``: the wheel of the installed
+    distribution (rebuilt from its own RECORD), or the wheel pip builds from the checkout's
+    pyproject.toml. Named ``.zip``: ``upload_file`` imports .zip/.egg archives, and a pure
+    Python wheel is one."""
+    installed = _installed_files()
+    target = folder / f"{DISTRIBUTION.replace('-', '_')}.zip"
+    if installed is not None:
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+            for source, name in installed:
+                zf.write(source, name)
+        return target
+    source = folder / "source"  # a copy: setuptools writes build/ and egg-info beside the sources
+    root = PACKAGE_DIR.parent
+    shutil.copytree(root, source, ignore=lambda d, names: [n for n in names if Path(d) == root
+                                                            and n not in _WHEEL_SOURCES])
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                            "--quiet", "--wheel-dir", str(folder), str(source)],
+                           capture_output=True, text=True, timeout=300)
+    wheels = sorted(folder.glob("*.whl"))
+    if built.returncode != 0 or not wheels:
+        raise PreflightError("could not build this project's wheel to ship to the workers: "
+                             + (built.stderr.strip().splitlines() or ["no wheel written"])[-1])
+    wheels[-1].rename(target)
+    return target
+
+
+def _installed_files() -> list[tuple[Path, str]] | None:
+    """(file, name in the wheel) of the installed distribution whose ``workloads`` is the
+    one running now; None when running from a checkout."""
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if Path(dist.locate_file("workloads")).resolve() != PACKAGE_DIR:
+        return None
+    return [(Path(dist.locate_file(f)), str(f)) for f in dist.files or []
+            if f.parts[0] in ("workloads", "bench") and f.suffix != ".pyc"]
 
 
 def _has_cuda(found: dict[str, Any], packages: tuple[str, ...]) -> bool:

@@ -465,7 +465,7 @@ def extract_dogs(root: str, archive_outcome: Outcome) -> Outcome:
 # --- the command line -----------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="prepare", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=os.environ.get("DASK_TKG_CLI_PROG", "prepare"), description=__doc__.split("\n\n")[0])
     p.add_argument("--root", required=True, help="the dataset root, e.g. /ml-share")
     p.add_argument("--dogs-images", metavar="URL", help="Stanford Dogs images.tar")
     p.add_argument("--dogs-labels", metavar="URL", help="imagenet1000_clsidx_to_labels.txt")

@@ -21,25 +21,23 @@ unreachable scheduler, too few workers, failed preflight); 130 interrupted (SIGI
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import logging
-import os
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import yaml
-
-from contract import ContractError
-from workloads import benchmarks, environment, instrumentation, local, preflight, results, summary
-from workloads.config import cache_dir
+from workloads import benchmarks, instrumentation, local, preflight, record, results, summary
 from workloads import endpoint as endpoints
-from workloads.exceptions import RunStopped, WorkersLostError, WorkloadError
+from workloads.common import load_yaml, prog, setup_logging
+from workloads.config import cache_dir
+from workloads.contract import ContractError
+from workloads.exceptions import WorkersLostError, WorkloadError
+from workloads.record import Placement, RunContext, RunOutcome
+from workloads.session import ClusterSession
+from workloads.stopping import Stopper, stop_reason
 
 logger = logging.getLogger("workloads.run")
 
@@ -50,11 +48,6 @@ DEFAULT_MAX_LOST_WORKERS = 1  # one loss is Dask's to absorb; a second says some
 
 def echo_stdout(text: str, error: bool = False) -> None:
     print(text, file=sys.stderr if error else sys.stdout, flush=True)
-
-
-def load_yaml(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
 
 
 def benchmark_profile(module: ModuleType, profile: str) -> dict[str, Any]:
@@ -97,7 +90,7 @@ def lost_workers_limit(text: str) -> int:
 def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) -> argparse.ArgumentParser:
     profiles = list(load_yaml(PROFILES_FILE))
     parser = argparse.ArgumentParser(
-        prog="python -m workloads.run", description=__doc__.split("\n\n")[0],
+        prog=prog("python -m workloads.run"), description=__doc__.split("\n\n")[0],
         epilog="".join(f"benchmark {n!r} is not available here: {why}\n" for n, why in unavailable.items()) or None)
     where = parser.add_argument_group("where (one of; default: DASK_SCHEDULER_ADDRESS if set, else --local)")
     where.add_argument("--stack", metavar="NAME", help="read the outputs of this Pulumi stack (needs the pulumi CLI)")
@@ -138,272 +131,227 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
 
 class Runner:
     """One invocation: resolve the endpoint, then for each worker count start/scale or
-    restrict, wait, preflight, and run each benchmark, writing a record per run."""
+    restrict, wait, preflight, and run each benchmark, writing a record per run.
+
+    The cluster session (:class:`ClusterSession`), stopping (:class:`Stopper`) and the
+    record (:mod:`workloads.record`) each live in their own module; this class only
+    sequences them."""
 
     def __init__(self, args: argparse.Namespace, modules: dict[str, ModuleType], echo=echo_stdout):
         self.args = args
         self.modules = modules
         self.echo = echo
         self.profile = load_yaml(PROFILES_FILE)[args.profile]
-        self.records: list[dict[str, Any]] = []
-        self.endpoint: endpoints.Endpoint | None = None
-        self.cluster = None
-        self.client = None
-        self.plan: local.LocalPlan | None = None
+        self.stopper = Stopper()
         self.done = results.succeeded_configs(args.output) if args.resume else {}
+        self.records: list[dict[str, Any]] = []
+        self.session: ClusterSession | None = None
+        self.context: RunContext | None = None
         self.scheduler_lost: str | None = None  # why the sweep stopped early
-        self.signals = False  # set by main(): signal handlers are installed in the main thread
-        self.in_run = False  # a benchmark's run() is executing
-        self.abort: str | None = None  # the worker-loss watch's last reason
-        self.stops_sent = 0  # SIGINTs sent by stop_run and not yet handled
 
     # ------------------------------------------------------------------ top level
     def execute(self) -> int:
         args = self.args
-        self.endpoint = endpoints.resolve(args.stack, args.outputs, args.scheduler_address, args.local)
-        self.echo(f"cluster: {self.endpoint.describe()}")
-        data_dir, generated = self.data_root()
-        try:
+        where = endpoints.resolve(args.stack, args.outputs, args.scheduler_address, args.local)
+        self.echo(f"cluster: {where.describe()}")
+        data_dir, generated = self.data_root(where)
+        self.context = RunContext(profile=args.profile, device_requested=args.device,
+                                  max_lost_workers=args.max_lost_workers, endpoint_kind=where.kind,
+                                  local=where.local, output=args.output, data_dir=data_dir,
+                                  data_generated=generated)
+        with ClusterSession(where, echo=self.echo, dashboard_address=args.dashboard_address) as self.session:
             for count in args.workers or [None]:
-                code = self.run_count(count, data_dir, generated)
+                code = self.run_count(count)
                 if code != EXIT_OK:
                     return code
                 if self.scheduler_lost:
                     self.echo(f"error: {self.scheduler_lost}: the sweep stops here", error=True)
                     return EXIT_FAILED
-        finally:
-            self.close()
         return EXIT_FAILED if any(r["status"] != "succeeded" for r in self.records) else EXIT_OK
 
-    def data_root(self) -> tuple[Path, bool]:
+    def data_root(self, where: endpoints.Endpoint) -> tuple[Path, bool]:
         if self.args.data_dir:
             return Path(self.args.data_dir).expanduser().absolute(), False
-        if self.endpoint.data_dir:
-            return Path(self.endpoint.data_dir), False
-        if self.endpoint.local:
+        if where.data_dir:
+            return Path(where.data_dir), False
+        if where.local:
             return cache_dir() / "data" / self.args.profile, True
-        raise WorkloadError(f"no --data-dir, and {self.endpoint.source} names no dataset mount: pass --data-dir"
+        raise WorkloadError(f"no --data-dir, and {where.source} names no dataset mount: pass --data-dir"
                             " (the dataset root as the workers see it)")
 
-    def run_count(self, count: int | None, data_dir: Path, generated: bool) -> int:
-        """Everything for one worker count; returns EXIT_SETUP when the cluster is unfit."""
-        want = count or self.profile["workers"]
-        if count is None and self.endpoint.expected_workers:  # the profile's size, at most what was deployed
-            want = min(want, self.endpoint.expected_workers)
-        timeout = self.args.wait_timeout or self.profile.get("wait_timeout_s", 300)
-        if self.done and self.args.device in ("cpu", "cuda"):  # known before any cluster starts
-            planned = self.plan_for(count).n_workers if self.endpoint.local else want
-            if all(self.previous_success(n, m, planned, self.args.device, data_dir)
-                   for n, m in self.modules.items()):
-                for name, module in self.modules.items():
-                    self.say_skipped(name, self.previous_success(name, module, planned, self.args.device,
-                                                                 data_dir), planned)
-                return EXIT_OK
+    def run_count(self, count: int | None) -> int:
+        """Everything for one worker count (None: the profile's locally, every worker of a
+        remote cluster); returns EXIT_SETUP when the cluster is unfit."""
+        if self.all_done_before_start(count):
+            return EXIT_OK
         started = time.perf_counter()
         try:
-            if self.endpoint.local:
-                want = self.start_local(count)
-            elif self.client is None:
-                self.client = endpoints.connect(self.endpoint.scheduler_address, self.endpoint.security)
-                self.echo(f"dashboard: {self.dashboard()}")
-            self.scale(want)
-            connected = endpoints.wait_for_workers(self.client, want, timeout, echo=self.echo)
-            used = connected[:want]
-            packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
-            checked = preflight.check(self.client, connected, packages, self.args.device)
-        except WorkloadError as exc:
-            self.echo(f"error: {exc}", error=True)
+            placement = self.prepare(count)
+        except (WorkloadError, KeyboardInterrupt) as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            error = stop_reason(exc) if interrupted else str(exc)
+            if not interrupted:
+                self.echo(f"error: {exc}", error=True)
             for name in self.modules:
-                self.write(name, status="failed", count=want, error=str(exc),
-                           phases={"setup": time.perf_counter() - started})
+                self.write(name, Placement(count=count or self.profile["workers"]),
+                           RunOutcome(status="interrupted" if interrupted else "failed", error=error,
+                                      phases={"setup": time.perf_counter() - started}))
+            if interrupted:
+                raise
             return EXIT_SETUP
-        except KeyboardInterrupt as exc:
-            for name in self.modules:
-                self.write(name, status="interrupted", count=want, error=stop_reason(exc),
-                           phases={"setup": time.perf_counter() - started})
-            raise
-        self.echo(f"preflight: {len(connected)} worker(s) ok, device {checked.device}")
+        self.echo(f"preflight: {len(placement.connected)} worker(s) ok, device {placement.device}")
         for name, module in self.modules.items():
-            self.run_one(name, module, used, connected, checked, data_dir, generated)
+            self.run_one(name, module, placement)
             if self.scheduler_lost:
                 break
         return EXIT_OK
 
+    def prepare(self, count: int | None) -> Placement:
+        """Start or reach the cluster, wait for its workers, run the preflight."""
+        session = self.session
+        timeout = self.args.wait_timeout or self.profile.get("wait_timeout_s", 300)
+        if session.endpoint.local:
+            want = session.use_local(self.plan_for(count))
+        else:
+            session.connect()
+            want = session.remote_target(count)
+            if count is not None and session.scale(want):
+                self.echo(f"scaled the cluster to {want} worker(s)")
+        connected = session.wait(want, timeout)
+        used = connected if count is None and not session.endpoint.local else connected[:want]
+        packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
+        checked = preflight.check(session.client, connected, packages, self.args.device)
+        return Placement(count=len(used), used=tuple(used), connected=tuple(connected), checked=checked)
+
+    def plan_for(self, count: int | None) -> local.LocalPlan:
+        return local.plan(count or self.profile["workers"], self.args.device, self.args.allocator, cap=count is None)
+
     # ------------------------------------------------------------------ resume
-    def previous_success(self, name: str, module: ModuleType, count: int, device: str,
-                         data_dir: Path) -> dict[str, Any] | None:
+    def all_done_before_start(self, count: int | None) -> bool:
+        """With --resume and a fixed device: every benchmark of this count already
+        succeeded, known before any cluster starts (when the count is known then)."""
+        if not self.done or self.args.device not in ("cpu", "cuda"):
+            return False
+        where = self.session.endpoint
+        planned = self.plan_for(count).n_workers if where.local else (count or where.expected_workers)
+        if not planned:
+            return False
+        found = {n: self.previous_success(n, m, planned, self.args.device) for n, m in self.modules.items()}
+        if not all(found.values()):
+            return False
+        for name, record in found.items():
+            self.say_skipped(name, record, planned)
+        return True
+
+    def previous_success(self, name: str, module: ModuleType, count: int, device: str) -> dict[str, Any] | None:
         """The succeeded record of this configuration (see ``results.config_key``), if
         ``--resume`` found one."""
         if not self.done:
             return None
         try:
-            config = module.make_config(self.args, benchmark_profile(module, self.args.profile), data_dir, device)
+            config = module.make_config(self.args, benchmark_profile(module, self.args.profile),
+                                        self.context.data_dir, device)
         except Exception:  # a config that cannot be made is reported by the run itself
             return None
-        options = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else None
         key = results.config_key(name, {"profile": self.args.profile, "device": device, "workers": count,
-                                        "benchmark": options})
+                                        "benchmark": record.benchmark_options(config)})
         return self.done.get(key)
 
-    def say_skipped(self, name: str, record: dict[str, Any], count: int) -> None:
+    def say_skipped(self, name: str, found: dict[str, Any], count: int) -> None:
         self.echo(f"{name}: {count} worker(s), profile {self.args.profile}: skipped (--resume), succeeded"
-                  f" at {record.get('started_at', '?')}")
+                  f" at {found.get('started_at', '?')}")
 
     # ------------------------------------------------------------------ one run
-    def run_one(self, name: str, module: ModuleType, used: list[str], connected: list[str],
-                checked: preflight.Preflight, data_dir: Path, generated: bool) -> None:
-        args = self.args
-        done = self.previous_success(name, module, len(used), checked.device, data_dir)
-        if done is not None:
-            self.say_skipped(name, done, len(used))
+    def run_one(self, name: str, module: ModuleType, placement: Placement) -> None:
+        """Run one benchmark; a restricted run that loses a worker while a spare is
+        connected is run again there (the record names both)."""
+        found = self.previous_success(name, module, len(placement.used), placement.device)
+        if found is not None:
+            self.say_skipped(name, found, len(placement.used))
             return
-        timer = results.PhaseTimer()
+        self.echo(f"{name}: {len(placement.used)} worker(s), profile {self.args.profile}, device {placement.device}")
         started_at = results.utc_now()
-        config, metrics, artifacts = None, {}, {}
-        status, error = "succeeded", None
-        watch = inst = None
-        self.echo(f"{name}: {len(used)} worker(s), profile {args.profile}, device {checked.device}")
+        lost, replaced = [], []
+        while True:
+            outcome, replacement, escaping = self.attempt(name, module, placement, started_at)
+            lost += list(outcome.workers_lost or ())
+            if replacement is None:
+                break
+            gone, spare = replacement
+            replaced.append({"lost": endpoints.redact(gone), "replaced_by": endpoints.redact(spare)})
+            self.echo(f"{name}: worker {endpoints.redact(gone)} lost; running again with {endpoints.redact(spare)}")
+            used = tuple(spare if a == gone else a for a in placement.used)
+            placement = dataclasses.replace(placement, used=used)
+        outcome = dataclasses.replace(outcome, workers_lost=tuple(lost), workers_replaced=tuple(replaced))
+        written = self.write(name, placement, outcome)  # a result already measured is never lost
+        self.echo(f"{name}: {outcome.status} in {summary.seconds(written):.1f} s"
+                  + (f": {outcome.error}" if outcome.error else ""), error=bool(outcome.error))
+        if escaping is not None:  # Ctrl-C, SIGTERM, or a BaseException: the sweep stops
+            raise escaping
+
+    def attempt(self, name: str, module: ModuleType, placement: Placement, started_at: str
+                ) -> tuple[RunOutcome, tuple[str, str] | None, BaseException | None]:
+        """One try of a run: its outcome, (lost, spare) when it must run again there, and
+        the exception to raise once the outcome is recorded (an interruption)."""
+        args, client = self.args, self.session.client
+        timer = results.PhaseTimer()
+        config, metrics, artifacts, status, error = None, {}, {}, "succeeded", None
+        watch = inst = replacement = escaping = None
+        restricted = len(placement.used) < len(placement.connected)
         try:
             section = benchmark_profile(module, args.profile)
-            if generated:
-                module.generate(data_dir, section)
-            config = module.make_config(args, section, data_dir, checked.device)
-            if len(used) < len(connected):
-                config = restrict(config, used, len(connected))
-            watch = endpoints.WorkerWatch(self.client, args.max_lost_workers,
-                                          used if len(used) < len(connected) else None, self.stop_run)
-            run_id = instrumentation.make_run_id(name, len(used), started_at)
-            with instrumentation.instrument(self.client, args.output, run_id,
-                                            performance_report=args.performance_report) as inst, watch:
-                self.in_run = True
-                try:
-                    metrics = module.run(self.client, config, timer)
-                finally:
-                    self.in_run = False
+            if self.context.data_generated:
+                module.generate(self.context.data_dir, section)
+            config = module.make_config(args, section, self.context.data_dir, placement.device)
+            if restricted:
+                config = restrict(config, list(placement.used), len(placement.connected))
+            watch = endpoints.WorkerWatch(
+                client, args.max_lost_workers, placement.used if restricted else None, self.stopper.stop_run,
+                spares=[a for a in placement.connected if a not in placement.used],
+                on_replace=lambda why: self.stopper.stop_run(why, status="replace"))
+            run_id = instrumentation.make_run_id(name, len(placement.used), started_at)
+            with instrumentation.instrument(client, args.output, run_id,
+                                            performance_report=args.performance_report) as inst, watch, \
+                    self.stopper.running():
+                metrics = module.run(client, config, timer)
             if watch.exceeded:  # the run finished before the stop reached it
                 raise WorkersLostError(watch.exceeded)
         except KeyboardInterrupt as exc:
             status, error = getattr(exc, "status", "interrupted"), stop_reason(exc)
-            if status == "interrupted":
-                raise
+            if status == "replace":
+                replacement = watch.replacement
+            elif status == "interrupted":
+                escaping = exc
         except BaseException as exc:
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
-            logger.debug("run failed", exc_info=True)
-            if self.client is not None and not self.endpoint.local and self.client.status != "running":
-                self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.endpoint.scheduler_address)}"
-                error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
+            status, error = "failed", self.failure(exc)
             if not isinstance(exc, Exception):
-                raise
+                escaping = exc
         finally:
             if inst is not None:  # utilization and the performance report, also after a failure
                 artifacts.update(inst.artifacts)
                 if inst.metrics:
                     metrics = {**(metrics or {}), "utilization": inst.metrics}
-            record = self.write(name, status=status, count=len(used), error=error, timer=timer,
-                                config=config, metrics=metrics, started_at=started_at, used=used,
-                                connected=connected, checked=checked, data_dir=data_dir,
-                                generated=generated, artifacts=artifacts,
-                                lost=watch.losses() if watch is not None else None)
-            self.echo(f"{name}: {status} in {summary.seconds(record):.1f} s"
-                      + (f": {error}" if error else ""), error=bool(error))
+        outcome = RunOutcome(status=status, error=error, timer=timer, config=config, metrics=metrics or {},
+                             started_at=started_at, artifacts=artifacts,
+                             workers_lost=tuple(watch.losses()) if watch is not None else None)
+        return outcome, replacement, escaping
 
-    def write(self, name: str, *, status: str, count: int, error: str | None = None,
-              timer: results.PhaseTimer | None = None, phases: dict[str, float] | None = None,
-              config: Any = None, metrics: dict | None = None, started_at: str | None = None,
-              used: list[str] | None = None, connected: list[str] | None = None,
-              checked: preflight.Preflight | None = None, data_dir: Path | None = None,
-              generated: bool = False, artifacts: dict[str, str] | None = None,
-              lost: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def failure(self, exc: BaseException) -> str:
+        """The error of a failed run; a lost scheduler also ends the sweep."""
+        error = f"{type(exc).__name__}: {exc}"
+        logger.debug("run failed", exc_info=True)
+        if not self.session.endpoint.local and not self.session.running():
+            self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.session.endpoint.scheduler_address)}"
+            error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
+        return error
+
+    def write(self, name: str, placement: Placement, outcome: RunOutcome) -> dict[str, Any]:
         """Build and append one record (also for runs that never started)."""
-        used, connected = used or [], connected or []
-        probes = checked.workers if checked else {}
-        client_facts = checked.client if checked else environment.client_facts()
-        cluster: dict[str, Any] = {"kind": "local" if self.endpoint.local else "remote", "workers": count}
-        if self.client is not None and used and self.client.status == "running":  # a lost scheduler would hang it
-            with contextlib.suppress(Exception):
-                cluster = environment.record_cluster(
-                    self.client, used, connected, probes, cluster["kind"], self.dashboard(),
-                    self.plan.describe() if self.plan and self.endpoint.local else None)
-        if lost is not None:
-            cluster["workers_lost"] = lost
-        record = results.make_record(
-            benchmark=name, status=status,
-            config={"profile": self.args.profile, "workers": count,
-                    "device": checked.device if checked else self.args.device,
-                    "device_requested": self.args.device,
-                    "max_lost_workers": self.args.max_lost_workers,
-                    "endpoint": self.endpoint.kind, "data_dir": str(data_dir) if data_dir else None,
-                    "data_generated": generated,
-                    "benchmark": dataclasses.asdict(config) if dataclasses.is_dataclass(config) else None},
-            phases=timer.phases if timer else (phases or {}), metrics=metrics or {},
-            versions=environment.record_versions(probes, used, client_facts),
-            hardware=environment.record_hardware(probes, used, client_facts),
-            cluster=cluster, started_at=started_at or results.utc_now(), error=error,
-            artifacts=artifacts, unfinished=timer.unfinished if timer else None)
-        results.append_record(self.args.output, record)
-        self.records.append(record)
-        return record
-
-    # ------------------------------------------------------------------ cluster
-    def start_local(self, count: int | None) -> int:
-        """(Re)start the local cluster with ``count`` workers (the profile's, capped to the
-        machine, when None); returns the number started."""
-        want = self.plan_for(count)
-        if self.plan == want and self.cluster is not None:
-            return want.n_workers
-        self.close()
-        self.plan = want
-        self.echo(f"starting a local cluster: {want.n_workers} worker(s) x {want.threads_per_worker} thread(s),"
-                  f" {want.allocator}" + (f", {want.gpus} GPU(s)" if want.gpus else ""))
-        from distributed import Client
-
-        self.cluster = local.start(want, dashboard_address=self.args.dashboard_address)
-        self.client = Client(self.cluster)
-        self.echo(f"dashboard: {self.dashboard()}")
-        return want.n_workers
-
-    def plan_for(self, count: int | None) -> local.LocalPlan:
-        return local.plan(count or self.profile["workers"], self.args.device, self.args.allocator, cap=count is None)
-
-    def scale(self, want: int) -> None:
-        """Remote clusters: scale where a cluster object exists (it does not for a bare
-        scheduler address: then the run is restricted to ``want`` workers instead)."""
-        cluster = None if self.endpoint.local else getattr(self.client, "cluster", None)
-        if cluster is not None and hasattr(cluster, "scale"):
-            cluster.scale(want)
-
-    def dashboard(self) -> str:
-        if self.cluster is not None:
-            return self.cluster.dashboard_link
-        return self.endpoint.dashboard_url or getattr(self.client, "dashboard_link", "") or ""
-
-    def close(self) -> None:
-        import asyncio
-
-        for thing in (self.client, self.cluster):
-            if thing is not None:
-                with contextlib.suppress(Exception, asyncio.CancelledError):  # a lost scheduler cancels
-                    thing.close()
-        self.client = self.cluster = None
-
-    # ------------------------------------------------------------------ stopping a run
-    def stop_run(self, reason: str) -> None:
-        """The worker-loss watch's verdict (event-loop thread): stop the run in the main
-        thread the way Ctrl-C would, where signal handlers are installed."""
-        self.abort = reason
-        if self.signals:
-            self.stops_sent += 1
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-
-    def on_signal(self, signum: int, frame: Any) -> None:
-        """SIGINT and SIGTERM: stop the run (``interrupted``). A SIGINT sent by
-        :meth:`stop_run` fails it instead, naming the lost workers."""
-        if signum == signal.SIGINT and self.stops_sent:
-            self.stops_sent -= 1
-            if self.in_run:
-                raise RunStopped(self.abort, status="failed", exit_code=EXIT_FAILED)
-            return  # the run already ended: the watch's verdict fails it all the same
-        raise RunStopped(f"interrupted ({signal.Signals(signum).name})", exit_code=128 + signum)
+        cluster = record.cluster_facts(self.context, placement, self.session)
+        built = record.build(name, self.context, placement, outcome, cluster)
+        results.append_record(self.args.output, built)
+        self.records.append(built)
+        return built
 
 
 def restrict(config: Any, addresses: list[str], connected: int) -> Any:
@@ -414,34 +362,10 @@ def restrict(config: Any, addresses: list[str], connected: int) -> Any:
     return dataclasses.replace(config, workers=tuple(addresses))
 
 
-def stop_reason(exc: BaseException) -> str:
-    return exc.reason if isinstance(exc, RunStopped) else "interrupted (SIGINT)"
-
-
-@contextlib.contextmanager
-def signal_handlers(runner: Runner):
-    """SIGINT and SIGTERM go to ``runner.on_signal`` while the runner runs (main thread
-    only: elsewhere Python cannot install handlers, and Ctrl-C stays KeyboardInterrupt)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, runner.on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
-    runner.signals = True
-    try:
-        yield
-    finally:
-        runner.signals = False
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
 def main(argv: list[str] | None = None) -> int:
     modules, unavailable = import_benchmarks()
     args = build_parser(modules, unavailable).parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
-    for noisy, level in (("distributed", logging.WARNING), ("tornado", logging.WARNING), ("bokeh", logging.ERROR)):
-        logging.getLogger(noisy).setLevel(level)
+    setup_logging(args.verbose)
     names = list(benchmarks.BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
     missing = [n for n in names if n not in modules]
     if missing:
@@ -452,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(args, {n: modules[n] for n in names})
     code = EXIT_SETUP
     try:
-        with signal_handlers(runner):
+        with runner.stopper.handlers():
             code = runner.execute()
     except (ContractError, WorkloadError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -7,12 +7,11 @@ credentials (basic auth) returns ``{"session_id": <token>}``, valid about 10 hou
 from __future__ import annotations
 
 import base64
-import json
 import ssl
-import urllib.error
-import urllib.request
 from typing import Any
 
+import requests
+import requests.adapters
 import yaml
 
 
@@ -20,31 +19,57 @@ class SupervisorLoginError(RuntimeError):
     """The Supervisor refused the login or could not be reached (no credentials in it)."""
 
 
+class _ContextAdapter(requests.adapters.HTTPAdapter):
+    """Verifies the server with our own ``ssl.SSLContext`` (a CA given as PEM text, which
+    ``requests``' ``verify=`` cannot take: it wants a file)."""
+
+    def __init__(self, context: ssl.SSLContext):
+        self._context = context
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):
+        kwargs["ssl_context"] = self._context
+        return super().init_poolmanager(*args, **kwargs)
+
+
+def _session(ca_pem: str | None, insecure: bool) -> requests.Session:
+    session = requests.Session()
+    if ca_pem:
+        session.mount("https://", _ContextAdapter(ssl.create_default_context(cadata=ca_pem)))
+    elif insecure:
+        session.verify = False
+    return session
+
+
 def login(server: str, user: str, password: str, *, insecure: bool = False, ca_pem: str | None = None,
           timeout: float = 30.0) -> str:
     """Return a Supervisor session token for ``user``."""
     url = f"https://{server}/wcp/login"
-    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
-    request = urllib.request.Request(url, data=b"{}", method="POST", headers={
-        "Authorization": f"Basic {auth}", "Content-Type": "application/json"})
-    context = ssl.create_default_context(cadata=ca_pem) if ca_pem else ssl.create_default_context()
-    if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
+    with _session(ca_pem, insecure) as session:
+        try:
+            # verify= per request: REQUESTS_CA_BUNDLE in the environment would override the session's
+            response = session.post(url, json={}, auth=(user, password), timeout=timeout,
+                                    verify=not (insecure and not ca_pem))
+        except requests.RequestException as exc:
+            raise SupervisorLoginError(f"cannot reach the Supervisor at {url}: {_reason(exc)}") from None
+    if response.status_code >= 400:
+        raise SupervisorLoginError(f"login at {url} as {user} failed: HTTP {response.status_code} {response.reason}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
-            body = json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        raise SupervisorLoginError(f"login at {url} as {user} failed: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise SupervisorLoginError(f"cannot reach the Supervisor at {url}: {reason}") from None
-    except json.JSONDecodeError:
+        body = response.json() if response.content else {}
+    except ValueError:
         raise SupervisorLoginError(f"login at {url} answered something that is not JSON") from None
-    token = body.get("session_id")
+    token = body.get("session_id") if isinstance(body, dict) else None
     if not token:
         raise SupervisorLoginError(f"login at {url} as {user} returned no session_id")
     return token
+
+
+def _reason(exc: requests.RequestException) -> str:
+    """The innermost cause (e.g. the certificate error), without the URL repeated."""
+    inner = exc
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__
+    return f"{type(inner).__name__}: {inner}" if inner is not exc else str(exc)
 
 
 def kubeconfig(server: str, token: str, namespace: str, *, insecure: bool = False,
@@ -74,7 +99,16 @@ def supervisor_kubeconfig(settings) -> "pulumi.Output[str]":
     if settings.supervisor.kubeconfig is not None:
         return pulumi.Output.secret(settings.supervisor.kubeconfig)
     server, user, insecure = settings.supervisor.server, settings.vsphere.user, settings.vsphere.insecure
-    namespace = settings.namespace.name
+    namespace, ca_pem = settings.namespace.name, settings.supervisor.ca_pem or None
     return pulumi.Output.secret(pulumi.Output.from_input(settings.vsphere.password).apply(
-        lambda password: kubeconfig(server, login(server, user, password, insecure=insecure), namespace,
-                                    insecure=insecure)))
+        lambda password: login_kubeconfig(server, user, password, namespace, insecure=insecure, ca_pem=ca_pem)))
+
+
+def login_kubeconfig(server: str, user: str, password: str, namespace: str, *, insecure: bool = False,
+                     ca_pem: str | None = None) -> str:
+    """Log in and return the token's kubeconfig. With ``ca_pem`` (supervisorCaPem) the
+    Supervisor's certificate is verified against it, for the login and in the kubeconfig,
+    whatever ``insecure`` says. The token lasts about 10 hours (see supervisorKubeconfig)."""
+    verify_off = insecure and not ca_pem
+    token = login(server, user, password, insecure=verify_off, ca_pem=ca_pem)
+    return kubeconfig(server, token, namespace, insecure=verify_off, ca_pem=ca_pem)

@@ -121,6 +121,8 @@ def load(source: Source) -> Settings:
         server=r("supervisorServer") or "",
         create_spec=_key_values(r, "supervisorCreateSpec"),
         kubeconfig=r("supervisorKubeconfig"),
+        ca_pem=r.check("supervisorCaPem", _pem_certificate) or "",
+        set_tkr_library=r("supervisorSetTkrLibrary"),
     )
     vm_classes = _vm_classes(r)
     storage_policies = tuple(
@@ -137,10 +139,11 @@ def load(source: Source) -> Settings:
         url=r.check("contentLibraryUrl", _url),
         datastore=r("contentLibraryDatastore"),
         on_demand=r("contentLibraryOnDemand"),
+        existing=r("contentLibraryExisting"),
     )
     file_share = FileShareSpec(
         mode=r.one_of("fileShareMode", "vsan", "existing"),
-        name=r("fileShareName"),
+        name=r.check("fileShareName", values.vsan_share_name),
         size_gib=r.at_least("fileShareSizeGib", 1),
         policy=r("fileSharePolicy"),
         clients=tuple(
@@ -149,6 +152,8 @@ def load(source: Source) -> Settings:
         ),
         nfs_server=r("nfsServer") or "",
         nfs_path=r("nfsPath") or "",
+        domain=r("fileShareDomain") or "",
+        nfs_address=r.one_of("fileShareNfsAddress", "fqdn", "ip"),
     )
     cluster = _cluster(r)
     gpu_operator = GpuOperatorSpec(
@@ -406,6 +411,12 @@ def _quantity(text: str) -> str:
 
 def _cpu(text: str) -> str:
     values.cpu_millis(text)
+    return text
+
+
+def _pem_certificate(text: str) -> str:
+    if text and "-----BEGIN CERTIFICATE-----" not in text:
+        raise ValueError("must be PEM text (-----BEGIN CERTIFICATE----- ...)")
     return text
 
 

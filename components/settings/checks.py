@@ -6,6 +6,7 @@ combination fails at ``pulumi preview``, not 20 minutes into a cluster build.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from components.settings import values
 from components.settings.errors import Problem
@@ -14,9 +15,14 @@ from components.settings.vsan import rule_problems
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
 MIN_VGPU_KUBERNETES = (1, 20, 8)
+# TKC v1alpha3 (vSphere 8) takes TKRs from Kubernetes 1.21: vSphere 8 lists the 1.20 TKRs as
+# COMPATIBLE False for it (`kubectl get tkr`), and a cluster on one never becomes ready.
+MIN_V1ALPHA3_KUBERNETES = (1, 21, 0)
 SUPERVISOR_CREATE_KEYS = ("managementNetwork", "managementStartIp", "managementSubnetMask", "managementGateway",
                           "masterDns", "workerDns", "masterNtp", "egressCidr", "ingressCidr", "podCidr",
-                          "serviceCidr", "edgeCluster", "dvsUuid")
+                          "serviceCidr", "edgeCluster", "dvsUuid", "searchDomains")
+_DNS_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 
 
 def cross_checks(s: Settings) -> list[Problem]:
@@ -42,13 +48,36 @@ def _site(s: Settings) -> list[Problem]:
         missing = [k for k in SUPERVISOR_CREATE_KEYS if k not in s.supervisor.create_spec]
         if missing:
             out.append(Problem("supervisorCreateSpec", f"supervisorMode=create needs {', '.join(missing)}"))
+        else:
+            out.extend(_search_domains(s.supervisor.create_spec["searchDomains"]))
     if not s.supervisor.server and s.supervisor.kubeconfig is None:
         out.append(Problem("supervisorServer",
                            "is required (the Supervisor's API address) unless supervisorKubeconfig is set"))
     if s.cluster.api_version.endswith("v1alpha3") and s.vsphere.version < 8:
         out.append(Problem("tkcApiVersion", "run.tanzu.vmware.com/v1alpha3 needs vsphereVersion 8;"
                                             " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
+    if s.cluster.api_version.endswith("v1alpha3") and s.cluster.kubernetes_version < MIN_V1ALPHA3_KUBERNETES:
+        out.append(Problem("tkr", f"{s.cluster.tkr} is not compatible with tkcApiVersion"
+                                  f" {s.cluster.api_version}: vSphere 8 marks the TKRs before Kubernetes 1.21"
+                                  " COMPATIBLE False for v1alpha3 and the cluster never becomes ready; use a"
+                                  " v1.21+ TKR or tkcApiVersion run.tanzu.vmware.com/v1alpha2"))
+    if s.supervisor.set_tkr_library and s.supervisor.mode != "existing":
+        out.append(Problem("supervisorSetTkrLibrary", "applies to supervisorMode=existing; with create the"
+                                                      " Supervisor is enabled with contentLibraryName"))
     return out
+
+
+def _search_domains(text: str) -> list[Problem]:
+    """vsphere.Supervisor's search_domains: exactly one non-empty DNS domain
+    (terraform-provider-vsphere resource_vsphere_supervisor.go: MinItems 1, MaxItems 1,
+    StringIsNotEmpty)."""
+    domains = [d.strip() for d in text.split(",")]
+    if len(domains) != 1 or not domains[0]:
+        return [Problem("supervisorCreateSpec", f"searchDomains must be exactly one DNS domain"
+                                                f" (e.g. corp.example.com), got {text!r}")]
+    if not _DNS_NAME.match(domains[0]):
+        return [Problem("supervisorCreateSpec", f"searchDomains {domains[0]!r} is not a DNS domain name")]
+    return []
 
 
 def _vm_classes(s: Settings) -> list[Problem]:

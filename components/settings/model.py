@@ -108,6 +108,8 @@ class SupervisorSpec:
     server: str
     create_spec: Mapping[str, str]
     kubeconfig: Any = field(default=None, repr=False)  # secret: supervisor admin kubeconfig
+    ca_pem: str = ""  # CA of the Supervisor's API certificate (instead of allowUnverifiedSsl)
+    set_tkr_library: bool = False  # existing mode: point the Supervisor at contentLibraryName
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class ContentLibrarySpec:
     url: str
     datastore: str
     on_demand: bool
+    existing: bool = False  # use the library called ``name`` as it is (no subscription made)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,8 @@ class FileShareSpec:
     clients: tuple[NetPermission, ...]
     nfs_server: str
     nfs_path: str
+    domain: str = ""  # vSAN file service domain; empty: the cluster's only one
+    nfs_address: str = "fqdn"  # fqdn (the access point's host) | ip (runtime.address)
 
 
 @dataclass(frozen=True)

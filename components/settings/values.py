@@ -90,3 +90,16 @@ def pinned_image(text: str) -> str:
     if tag == "latest":
         raise ValueError("must be pinned: 'latest' is not a version")
     return text
+
+
+# vSAN Management API 7.0, vim.vsan.FileShareConfig.name: at most 80 characters, letters,
+# digits and '-', every '-' between a letter or digit (so no leading, trailing or double '-').
+_VSAN_SHARE_NAME = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$")
+
+
+def vsan_share_name(name: str) -> str:
+    """A vSAN file share name, or ValueError saying what the file service accepts."""
+    if len(name) > 80 or not _VSAN_SHARE_NAME.match(name):
+        raise ValueError("must be at most 80 letters, digits and '-', each '-' between letters or digits"
+                         " (vSAN file share names)")
+    return name

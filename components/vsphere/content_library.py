@@ -1,4 +1,11 @@
-"""The subscribed content library that holds the Tanzu Kubernetes releases."""
+"""The content library that holds the Tanzu Kubernetes releases: a subscription the
+program makes, or an existing library looked up by name (``contentLibraryExisting``).
+
+An HTTPS subscription needs the subscription server's certificate trusted by vCenter
+(its SHA-1 thumbprint); pulumi-vsphere's ``ContentLibrary`` cannot pass one
+(terraform-provider-vsphere#1879), so for such a feed subscribe once in the vSphere
+Client, accept the thumbprint, and set ``contentLibraryExisting`` (README).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,6 +20,7 @@ from components.settings.model import ContentLibrarySpec
 class ContentLibraryArgs:
     spec: ContentLibrarySpec
     datastore_id: pulumi.Input[str]
+    datacenter_id: pulumi.Input[str] = ""
 
 
 class ContentLibrary(pulumi.ComponentResource):
@@ -20,18 +28,30 @@ class ContentLibrary(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ContentLibraryArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:vsphere:ContentLibrary", name, None, opts)
-        self.library = vsphere.ContentLibrary(
-            f"{name}-library",
-            name=args.spec.name,
-            description="Tanzu Kubernetes releases (subscribed)",
-            storage_backings=[args.datastore_id],
-            subscription=vsphere.ContentLibrarySubscriptionArgs(
-                subscription_url=args.spec.url,
-                authentication_method="NONE",
-                automatic_sync=True,
-                on_demand=args.spec.on_demand,
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.id = self.library.id
+        self.library: vsphere.ContentLibrary | None = None
+        if args.spec.existing:
+            # An invoke: runs at preview, so a missing library stops it with the library's name.
+            found = vsphere.get_content_library(name=args.spec.name, opts=pulumi.InvokeOptions(parent=self))
+            self.id = pulumi.Output.from_input(found.id)
+        else:
+            if args.spec.url.startswith("https://"):
+                pulumi.log.warn(
+                    f"content library {args.spec.name!r}: vCenter syncs {args.spec.url} only if it trusts that"
+                    " server's certificate, and pulumi-vsphere cannot pass its thumbprint"
+                    " (terraform-provider-vsphere#1879). If the sync fails, subscribe the library in the vSphere"
+                    " Client (accepting the thumbprint) and set contentLibraryExisting=true (README).", self)
+            self.library = vsphere.ContentLibrary(
+                f"{name}-library",
+                name=args.spec.name,
+                description="Tanzu Kubernetes releases (subscribed)",
+                storage_backings=[args.datastore_id],
+                subscription=vsphere.ContentLibrarySubscriptionArgs(
+                    subscription_url=args.spec.url,
+                    authentication_method="NONE",
+                    automatic_sync=True,
+                    on_demand=args.spec.on_demand,
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.id = self.library.id
         self.register_outputs({"id": self.id})

@@ -38,6 +38,8 @@ class FileShare(pulumi.ComponentResource):
                 cluster=args.cluster_id,
                 quota_gib=spec.size_gib,
                 policy_id=args.policy_id,
+                domain_name=spec.domain or None,
+                nfs_address=spec.nfs_address,
                 net_permissions=[
                     {"ips": c.ips, "permissions": c.permissions, "allow_root": c.allow_root} for c in spec.clients
                 ],

@@ -1,8 +1,8 @@
 """The vSphere layer: rows 1-5 of the reference architecture, as one component.
 
 Order (each step's outputs feed the next, so Pulumi knows the dependencies):
-vGPU pre-check -> VM classes, storage policies, content library -> Supervisor ->
-namespace (policies + classes + library) ; file share (policy).
+vGPU pre-check -> VM classes, storage policies, content library -> Supervisor (and its
+TKR library) -> namespace (policies + classes) ; file share (policy).
 """
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.settings.model import Settings
+from components.settings.model import (
+    ContentLibrarySpec,
+    FileShareSpec,
+    NamespaceSpec,
+    Settings,
+    StoragePolicy,
+    SupervisorSpec,
+    VmClass,
+    VSphereSite,
+)
 from components.vsphere import site
 from components.vsphere.access import VCenterAccess
 from components.vsphere.content_library import ContentLibrary, ContentLibraryArgs
@@ -23,8 +32,25 @@ from components.vsphere.vm_classes import VmClasses, VmClassesArgs
 
 @dataclass(frozen=True)
 class VSphereLayerArgs:
-    settings: Settings
+    """What the vSphere layer builds, as the specs it uses (no whole Settings)."""
+
+    site: VSphereSite
+    supervisor: SupervisorSpec
+    vm_classes: tuple[VmClass, ...]
+    storage_policies: tuple[StoragePolicy, ...]
+    content_library: ContentLibrarySpec
+    namespace: NamespaceSpec
+    file_share: FileShareSpec
+    tkr: str  # the release the cluster asks for: the Supervisor's TKR library must hold it
+    control_plane_policy: str  # storage policy of the Supervisor's control plane (create mode)
     vcenter: VCenterAccess
+
+    @classmethod
+    def from_settings(cls, s: Settings, vcenter: VCenterAccess) -> "VSphereLayerArgs":
+        return cls(site=s.vsphere, supervisor=s.supervisor, vm_classes=s.vm_classes,
+                   storage_policies=s.storage_policies, content_library=s.content_library,
+                   namespace=s.namespace, file_share=s.file_share, tkr=s.cluster.tkr,
+                   control_plane_policy=s.cluster.control_plane.storage_class, vcenter=vcenter)
 
 
 class VSphereLayer(pulumi.ComponentResource):
@@ -36,39 +62,40 @@ class VSphereLayer(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: VSphereLayerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:vsphere:Layer", name, None, opts)
-        s = args.settings
         invoke = pulumi.InvokeOptions(parent=self)
-        ids = site.look_up(s.vsphere.datacenter, s.vsphere.compute_cluster, s.content_library.datastore, invoke)
+        ids = site.look_up(args.site.datacenter, args.site.compute_cluster, args.content_library.datastore, invoke)
         # Before anything is created: every host must offer the vGPU profiles named.
-        site.check_vgpu_profiles(ids.datacenter_id, s.vsphere.esxi_hosts,
-                                 [c.vgpu_profile for c in s.vm_classes if c.vgpu_profile], invoke)
+        site.check_vgpu_profiles(ids.datacenter_id, args.site.esxi_hosts,
+                                 [c.vgpu_profile for c in args.vm_classes if c.vgpu_profile], invoke)
 
         child = pulumi.ResourceOptions(parent=self)
-        self.classes = VmClasses(f"{name}-vmclasses", VmClassesArgs(classes=s.vm_classes), child)
+        self.classes = VmClasses(f"{name}-vmclasses", VmClassesArgs(classes=args.vm_classes), child)
         self.policies = StoragePolicies(
-            f"{name}-policies", StoragePoliciesArgs(policies=s.storage_policies, vcenter=args.vcenter), child)
-        self.library = ContentLibrary(
-            f"{name}-library", ContentLibraryArgs(spec=s.content_library, datastore_id=ids.datastore_id), child)
+            f"{name}-policies", StoragePoliciesArgs(policies=args.storage_policies, vcenter=args.vcenter), child)
+        self.library = ContentLibrary(f"{name}-library", ContentLibraryArgs(
+            spec=args.content_library, datastore_id=ids.datastore_id, datacenter_id=ids.datacenter_id), child)
         self.supervisor = Supervisor(f"{name}-supervisor", SupervisorArgs(
-            spec=s.supervisor,
-            vsphere_version=s.vsphere.version,
+            spec=args.supervisor,
+            vsphere_version=args.site.version,
             cluster_id=ids.cluster_id,
             content_library_id=self.library.id,
-            control_plane_policy_id=self.policies.ids[s.cluster.control_plane.storage_class],
+            control_plane_policy_id=self.policies.ids[args.control_plane_policy],
+            tkr=args.tkr,
+            vcenter=args.vcenter,
         ), child)
         self.ns = Namespace(f"{name}-namespace", NamespaceArgs(
-            spec=s.namespace,
-            vsphere_version=s.vsphere.version,
+            spec=args.namespace,
+            vsphere_version=args.site.version,
             supervisor_ref=self.supervisor.ref,
             policy_ids=self.policies.ids,
             vm_classes=self.classes.names,
-            content_library_id=self.library.id,
             vcenter=args.vcenter,
-        ), pulumi.ResourceOptions(parent=self, depends_on=[self.policies, self.classes, self.library]))
+        ), pulumi.ResourceOptions(parent=self, depends_on=[self.policies, self.classes, self.supervisor]))
+        fs = args.file_share
         self.file_share = FileShare(f"{name}-fileshare", FileShareArgs(
-            spec=s.file_share,
+            spec=fs,
             cluster_id=ids.cluster_id,
-            policy_id=self.policies.ids.get(s.file_share.policy) if s.file_share.mode == "vsan" else None,
+            policy_id=self.policies.ids.get(fs.policy) if fs.mode == "vsan" else None,
             vcenter=args.vcenter,
         ), child)
 

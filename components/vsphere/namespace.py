@@ -1,7 +1,11 @@
-"""The Supervisor namespace: storage policies (with limits), VM classes, the content
-library and the access list. vSphere 7 (the paper's) has no Pulumi resource for it, so the
-project's dynamic resource drives ``POST /api/vcenter/namespaces/instances``; vSphere 8
-uses ``vsphere.Namespace`` (which has no access list or limits)."""
+"""The Supervisor namespace: storage policies (with limits), VM classes and the access
+list. vSphere 7 (the paper's) has no Pulumi resource for it, so the project's dynamic
+resource drives ``POST /api/vcenter/namespaces/instances``; vSphere 8 uses
+``vsphere.Namespace`` (which has no access list or limits).
+
+The TKR library is not put in the namespace's ``vm_service_spec.content_libraries``:
+those are VM-service image libraries, and TKRs come from the Supervisor's library
+(components.vsphere.supervisor)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +27,6 @@ class NamespaceArgs:
     supervisor_ref: pulumi.Input[str]
     policy_ids: Mapping[str, pulumi.Input[str]]
     vm_classes: pulumi.Input[list[str]]
-    content_library_id: pulumi.Input[str]
     vcenter: VCenterAccess
 
 
@@ -43,8 +46,7 @@ class Namespace(pulumi.ComponentResource):
                 name=spec.name,
                 supervisor=args.supervisor_ref,
                 storage_policies=list(args.policy_ids.values()),
-                vm_services=[vsphere.NamespaceVmServiceArgs(
-                    content_libraries=[args.content_library_id], vm_classes=args.vm_classes)],
+                vm_services=[vsphere.NamespaceVmServiceArgs(vm_classes=args.vm_classes)],
                 opts=child,
             )
             self.name = self.resource.name
@@ -65,7 +67,6 @@ class Namespace(pulumi.ComponentResource):
                     for policy, policy_id in args.policy_ids.items()
                 ],
                 vm_classes=args.vm_classes,
-                content_libraries=[args.content_library_id],
                 **args.vcenter.inputs(),
             )
             self.name = self.resource.namespace

@@ -1,5 +1,10 @@
 """The Supervisor: an existing one by default, or Workload Management enabled on the
-cluster (``vsphere.Supervisor``, vSphere 7 with NSX) when ``supervisorMode=create``."""
+cluster (``vsphere.Supervisor``, vSphere 7 with NSX) when ``supervisorMode=create``.
+
+TKRs come from the Supervisor's own content library, not a namespace's: an existing
+vSphere 7 Supervisor's library is checked (at preview) to hold the cluster's TKR and,
+with ``supervisorSetTkrLibrary``, set to contentLibraryName's; a created one is enabled
+with contentLibraryName's library."""
 from __future__ import annotations
 
 import ipaddress
@@ -9,6 +14,8 @@ import pulumi
 import pulumi_vsphere as vsphere
 
 from components.settings.model import SupervisorSpec
+from components.vsphere.access import VCenterAccess
+from components.vsphere.providers.supervisor_library import SupervisorTkrLibrary
 
 
 @dataclass(frozen=True)
@@ -18,6 +25,8 @@ class SupervisorArgs:
     cluster_id: pulumi.Input[str]
     content_library_id: pulumi.Input[str]
     control_plane_policy_id: pulumi.Input[str]
+    tkr: str
+    vcenter: VCenterAccess
 
 
 class Supervisor(pulumi.ComponentResource):
@@ -29,6 +38,7 @@ class Supervisor(pulumi.ComponentResource):
     def __init__(self, name: str, args: SupervisorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:vsphere:Supervisor", name, None, opts)
         self.resource: vsphere.Supervisor | None = None
+        self.tkr_library: SupervisorTkrLibrary | None = None
         if args.spec.mode == "create":
             self.resource = vsphere.Supervisor(
                 f"{name}-wcp", **_create_args(args), opts=pulumi.ResourceOptions(parent=self))
@@ -37,7 +47,17 @@ class Supervisor(pulumi.ComponentResource):
         elif args.vsphere_version >= 8:
             self.ref = pulumi.Output.from_input(args.spec.id)
         else:
-            self.ref = pulumi.Output.from_input(args.cluster_id)
+            self.tkr_library = SupervisorTkrLibrary(
+                f"{name}-tkr-library",
+                pulumi.ResourceOptions(parent=self),
+                cluster=args.cluster_id,
+                tkr=args.tkr,
+                library_id=args.content_library_id,
+                set_library=args.spec.set_tkr_library,
+                **args.vcenter.inputs(),
+            )
+            # Namespaces wait for the check: a Supervisor without the TKR stops the deploy here.
+            self.ref = self.tkr_library.cluster
         self.register_outputs({"ref": self.ref})
 
 
@@ -60,7 +80,7 @@ def _create_args(args: SupervisorArgs) -> dict:
         "dvs_uuid": spec["dvsUuid"],
         "edge_cluster": spec["edgeCluster"],
         "sizing_hint": spec.get("sizeHint", "SMALL"),
-        "search_domains": spec.get("searchDomains", ""),
+        "search_domains": spec["searchDomains"],  # exactly one domain (checked with the settings)
         "main_dns": _list(spec["masterDns"]),
         "worker_dns": _list(spec["workerDns"]),
         "main_ntps": _list(spec["masterNtp"]),

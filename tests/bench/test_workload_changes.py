@@ -22,12 +22,10 @@ def dogs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client
+    from workloads.session import ClusterSession
 
-    plan = local.plan(2, device="cpu", threads_per_worker=1)
-    with local.start(plan, dashboard_address=":0") as cluster, Client(cluster) as connected:
-        connected.wait_for_workers(2)
-        yield connected
+    with ClusterSession.start_local(local.plan(2, device="cpu", threads_per_worker=1)) as session:
+        yield session.client
 
 
 def test_torchvision_decode_matches_the_pil_path(dogs):

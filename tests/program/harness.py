@@ -105,6 +105,8 @@ class GraphMocks(pulumi.runtime.Mocks):
         if tok == "vsphere:index/getComputeCluster:getComputeCluster":
             return {"id": "domain-c8", "name": a.get("name"), "datacenterId": a.get("datacenterId"),
                     "resourcePoolId": "resgroup-9"}
+        if tok == "vsphere:index/getContentLibrary:getContentLibrary":
+            return {"id": f"library-{a.get('name')}", "name": a.get("name")}
         if tok == "vsphere:index/getDatastore:getDatastore":
             return {"id": "datastore-12", "name": a.get("name"), "stats": {}}
         if tok == "vsphere:index/getHost:getHost":

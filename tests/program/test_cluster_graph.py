@@ -4,7 +4,7 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
-import contract
+from workloads import contract
 from components.settings.model import POOL_ROLE_LABEL
 from tests.program.graph import SECRETS, run_program, walk_strings
 

@@ -38,7 +38,9 @@ def supervisor_endpoint(graph, config) -> str:
 
 
 def variant(config):
-    extra = {"vsphereVersion": 8, "supervisorId": "sv-1"} if config.get("tkcApiVersion", "").endswith("v1alpha3") else {}
+    # v1alpha3 runs on vSphere 8 with a TKR of Kubernetes 1.21 or newer (settings refuse a 1.20 one).
+    extra = ({"vsphereVersion": 8, "supervisorId": "sv-1", "tkr": "v1.21.6---vmware.1-tkg.1"}
+             if config.get("tkcApiVersion", "").endswith("v1alpha3") else {})
     return run_program("reference", config={**config, **extra})
 
 

@@ -42,7 +42,24 @@ def test_namespace_offers_policies_classes_and_library(graph):
     assert sorted(s["policy"] for s in ns.inputs["storage_specs"]) == ["pbm-vsan-r1-sw8", "pbm-vsan-r5"]
     assert ns.inputs["vm_classes"] == ["16cpu-64gram-ts-20c-vmxnet3", "best-effort-medium", "best-effort-large",
                                        "best-effort-xlarge", "best-effort-2xlarge"]
-    assert ns.inputs["content_libraries"] == ["vsphere-library-library-id"]
+    # TKRs come from the Supervisor's library, not the namespace's VM-service libraries (item 5).
+    assert ns.inputs.get("content_libraries") in (None, [])
+
+
+def test_the_supervisors_tkr_library_is_checked_for_the_clusters_tkr(graph):
+    (check,) = graph.of_type("dynamic/vsphere:SupervisorTkrLibrary")
+    assert (check.inputs["cluster"], check.inputs["tkr"]) == ("domain-c8", "v1.20.8---vmware.1-tkg.2")
+    assert check.inputs["library_id"] == "vsphere-library-library-id" and check.inputs["set_library"] is False
+    (ns,) = graph.of_type("dynamic/vsphere:SupervisorNamespace")
+    assert graph.depends_on(ns, check)
+
+
+def test_supervisor_set_tkr_library_and_an_existing_library_by_name():
+    g = run_program("reference", config={"supervisorSetTkrLibrary": True, "contentLibraryExisting": True})
+    assert g.error is None, g.traceback
+    assert not g.of_type("vsphere:index/contentLibrary:ContentLibrary")  # looked up, not created
+    (check,) = g.of_type("dynamic/vsphere:SupervisorTkrLibrary")
+    assert check.inputs["set_library"] is True and check.inputs["library_id"] == "library-tkg-content-library"
 
 
 def test_namespace_depends_on_policies_and_vm_classes(graph):
@@ -74,7 +91,8 @@ def test_vcenter_password_reaches_dynamic_providers_only_as_a_secret(graph):
 
 def test_namespace_on_vsphere_8_uses_the_vsphere_namespace_resource():
     g = run_program("reference", config={"vsphereVersion": 8, "supervisorId": "supervisor-1",
-                                          "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3"})
+                                          "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+                                          "tkr": "v1.21.6---vmware.1-tkg.1"})
     assert g.error is None, g.traceback
     (ns,) = g.of_type("vsphere:index/namespace:Namespace")
     assert ns.inputs["supervisor"] == "supervisor-1"
@@ -101,3 +119,10 @@ def test_invalid_setting_fails_the_program_naming_the_key():
     g = run_program("reference", config={"gpuWorkers": 12})
     assert g.error and "SettingsError" in g.error and "dask-tkg:gpuWorkers" in g.error
     assert not g.resources
+
+
+def test_file_share_domain_and_nfs_address_reach_the_share():
+    g = run_program("reference", config={"fileShareDomain": "fs.corp.example", "fileShareNfsAddress": "ip"})
+    assert g.error is None, g.traceback
+    (share,) = g.of_type("dynamic/vsphere:VsanFileShare")
+    assert (share.inputs["domain_name"], share.inputs["nfs_address"]) == ("fs.corp.example", "ip")

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from components.settings import DictSource, SettingsError, load
-from contract import ContractError, parse_outputs
+from workloads.contract import ContractError, parse_outputs
 from workloads import endpoint
 from workloads.exceptions import DatasetError, EndpointError
 from workloads.images import benchmark as images

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workloads import benchmarks, results, run
+from workloads.session import ClusterSession
 
 from . import fakes
 from .conftest import cli
@@ -61,8 +62,7 @@ def test_a_local_sweep_starts_no_cluster_for_what_is_done(cluster, tmp_path, fla
     configuration); with an explicit device nothing is started for worker count 1."""
     sweep(cluster, tmp_path, "--workers", "1")
     started = []
-    monkeypatch.setattr(run.Runner, "start_local", lambda self, count: started.append(count) or count)
-    monkeypatch.setattr(run.Runner, "scale", lambda self, want: None)
+    monkeypatch.setattr(ClusterSession, "use_local", lambda self, plan: started.append(plan) or plan.n_workers)
     code = run.main(["--local", "--benchmark", "flaky", "--workers", "1", "--resume", "--device", "cpu",
                      "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out")])
     assert code == 0 and started == []

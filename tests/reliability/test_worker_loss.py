@@ -106,12 +106,34 @@ def test_more_lost_workers_than_allowed_fail_the_run_naming_them(cluster, data_r
     assert time.monotonic() - started < 60  # stopped, not left to finish or hang
 
 
-def test_a_restricted_run_that_loses_all_its_workers_fails_at_once(cluster, data_root, tmp_path, armed):
-    """``--workers 1`` on two workers: the replacement is not the run's, nothing could
-    run its tasks any more, so the watch stops it although one loss is allowed."""
+def test_without_workers_a_remote_run_uses_every_worker_and_survives_a_kill(cluster, client, data_root, tmp_path,
+                                                                             armed):
+    """No --workers on a cluster the runner did not start: the run uses both connected
+    workers (not the profile's one), and a worker killed mid-run costs nothing."""
+    code, (calm,) = cli(cluster, data_root, tmp_path, *IMAGES)
+    assert code == 0 and calm["cluster"]["workers"] == 2 and len(calm["cluster"]["worker_addresses"]) == 2
+    assert calm["config"]["benchmark"]["workers"] == []  # not restricted
     armed("images-kill")
-    code, (record,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "1")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *IMAGES)
     killed = faults.fired("images-kill")
-    assert killed and code == 1 and record["status"] == "failed"
-    assert record["error"] == f"every worker this run is restricted to was lost: {killed['address']}"
-    assert record["config"]["benchmark"]["workers"] == [killed["address"]]
+    assert killed and code == 0 and hit["status"] == "succeeded", hit.get("error")
+    assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [killed["address"]]
+    assert stable(hit["metrics"], IMAGES_VOLATILE) == stable(calm["metrics"], IMAGES_VOLATILE)
+
+
+def test_a_restricted_run_that_loses_its_worker_goes_on_with_a_spare(cluster, client, data_root, tmp_path, armed):
+    """``--workers 1`` on two workers: the run is restricted to a count, not to fixed
+    addresses; when its worker is lost, the other connected worker takes its place and the
+    results equal an undisturbed run's. The record names the lost worker and its replacement."""
+    code, (calm,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "1")
+    assert code == 0 and calm["status"] == "succeeded"
+    armed("images-kill")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "1")
+    killed = faults.fired("images-kill")
+    assert killed and code == 0 and hit["status"] == "succeeded", hit.get("error")
+    (swap,) = hit["cluster"]["workers_replaced"]
+    assert swap["lost"] == killed["address"] and swap["replaced_by"] != killed["address"]
+    assert hit["config"]["benchmark"]["workers"] == [swap["replaced_by"]]
+    assert stable(hit["metrics"], IMAGES_VOLATILE) == stable(calm["metrics"], IMAGES_VOLATILE)
+    metrics = hit["metrics"]
+    assert metrics["images_scored"] + metrics["images_failed"] == metrics["images_total"]

@@ -62,7 +62,7 @@ def test_scheduler_listens_on_tls(tls_cluster):
 
 
 def test_client_with_the_outputs_certificate_computes(tls_cluster, pki, tmp_path):
-    security = security_from_pems(pki["ca.crt"], pki["client.crt"], pki["client.key"], directory=str(tmp_path))
+    security = security_from_pems(pki["ca.crt"], pki["client.crt"], pki["client.key"])
     with Client(tls_cluster.scheduler_address, security=security, timeout=30) as client:
         assert client.submit(sum, [1, 2, 3]).result(timeout=30) == 6
     for pem in tmp_path.iterdir():

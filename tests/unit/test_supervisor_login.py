@@ -56,6 +56,13 @@ def supervisor(tmp_path_factory):
     server.shutdown()
 
 
+@pytest.fixture(scope="module")
+def supervisor_ca(supervisor, tmp_path_factory):
+    """The fake's self-signed certificate as PEM text: its own CA."""
+    host, port = supervisor.split(":")
+    return ssl.get_server_certificate((host, int(port)))
+
+
 def test_login_returns_the_session_token(supervisor):
     assert login(supervisor, USER, PASSWORD, insecure=True) == "token-abc"
 
@@ -69,7 +76,20 @@ def test_wrong_password_is_named_without_the_password(supervisor):
 def test_untrusted_certificate_is_refused_without_insecure(supervisor):
     with pytest.raises(SupervisorLoginError) as info:
         login(supervisor, USER, PASSWORD)
-    assert "cannot reach" in str(info.value)
+    assert "cannot reach" in str(info.value) and "CERTIFICATE_VERIFY_FAILED" in str(info.value)
+
+
+def test_a_ca_given_as_pem_text_is_trusted_instead_of_insecure(supervisor, supervisor_ca):
+    assert login(supervisor, USER, PASSWORD, ca_pem=supervisor_ca) == "token-abc"
+
+
+def test_a_foreign_ca_is_refused(supervisor, tmp_path):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem"), "-days", "1",
+                    "-subj", "/CN=other"], check=True, capture_output=True)
+    with pytest.raises(SupervisorLoginError) as info:
+        login(supervisor, USER, PASSWORD, ca_pem=(tmp_path / "c.pem").read_text())
+    assert "CERTIFICATE_VERIFY_FAILED" in str(info.value)
 
 
 def test_unreachable_supervisor_names_the_url():

@@ -8,7 +8,14 @@ the providers' real HTTP and SOAP code runs unchanged against them:
 - :class:`FakeNamespaceApi`: ``POST/DELETE /api/session`` and the namespace
   instances endpoints. It enforces the ``vmware-api-session-id`` header, rejects
   unknown or missing fields with HTTP 400 ``INVALID_ARGUMENT`` as vCenter does,
-  and moves namespaces through ``CONFIGURING``/``REMOVING`` before they settle.
+  and moves namespaces through ``CONFIGURING``/``REMOVING`` before they settle,
+  to ``RUNNING`` or, where told, to ``ERROR`` with an ERROR message (vSphere
+  Automation API 7.0 ``vcenter.namespaces.Instances.ConfigStatus``: CONFIGURING,
+  REMOVING, RUNNING, ERROR; ``Instances.Info.messages``: ``Instances.Message``
+  with ``severity`` and ``details``, a LocalizableMessage). A PATCH sets only the
+  fields it carries and a list replaces the server's (``Instances.UpdateSpec``: "If
+  unset, access controls on the namespace will not be modified"). Namespace names
+  follow the API's rule (a DNS label of at most 63 characters).
 - :class:`FakeVsanFileService`: answers the ``urn:vsan`` SOAP calls pyVmomi sends
   to ``/vsanHealth`` (``VsanCreateFileShare``, ``VsanClusterQueryFileShares``,
   ``VsanReconfigureFileShare``, ``VsanClusterRemoveShare``), parsed from the request
@@ -33,6 +40,7 @@ from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
+from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
 
@@ -123,6 +131,12 @@ _ACCESS_FIELDS = {"subject_type", "subject", "domain", "role", "identity_provide
 _STORAGE_FIELDS = {"policy", "limit"}
 _VM_SERVICE_FIELDS = {"content_libraries", "vm_classes"}
 _PATH = re.compile(r"^/api/vcenter/namespaces/instances(?:/([^/?]+))?$")
+_NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUPERVISOR_PATH = re.compile(r"^/api/vcenter/namespace-management/clusters/([^/?]+)$")
+_CLUSTER_UPDATE_FIELDS = {"default_kubernetes_service_content_library", "master_DNS", "worker_DNS",
+                          "master_NTP_servers", "size_hint", "ephemeral_storage_policy", "image_storage",
+                          "default_image_registry", "default_image_repository", "tls_endpoint_certificate"}
+_ITEM_PATH = "/api/content/library/item"
 
 
 def _error(error_type: str, message: str) -> bytes:
@@ -151,13 +165,18 @@ class _NamespaceHandler(_Handler):
             token = self.headers.get("vmware-api-session-id")
             if token is None or token not in fake.tokens:
                 return self._reply(401, error=("UNAUTHENTICATED", "This method requires authentication."))
-            match = _PATH.match(self.path)
-            if not match:
-                return self._reply(404, error=("NOT_FOUND", f"No handler for {method} {self.path}"))
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 return self._reply(400, error=("INVALID_ARGUMENT", "Unable to parse the request body as JSON."))
+            supervisor = _SUPERVISOR_PATH.match(self.path)
+            if supervisor:
+                return self._supervisor(method, supervisor.group(1), body)
+            if self.path.startswith(_ITEM_PATH):
+                return self._library_items(method)
+            match = _PATH.match(self.path)
+            if not match:
+                return self._reply(404, error=("NOT_FOUND", f"No handler for {method} {self.path}"))
             name = match.group(1)
             if name is None:
                 if method == "GET":
@@ -176,6 +195,46 @@ class _NamespaceHandler(_Handler):
     do_POST = lambda self: self._route("POST")  # noqa: E731
     do_PATCH = lambda self: self._route("PATCH")  # noqa: E731
     do_DELETE = lambda self: self._route("DELETE")  # noqa: E731
+
+    def _supervisor(self, method: str, cluster: str, body: Any) -> None:
+        """``GET``/``PATCH /api/vcenter/namespace-management/clusters/{cluster}`` (Clusters.Info /
+        Clusters.UpdateSpec): the Supervisor's ``default_kubernetes_service_content_library``."""
+        fake: FakeNamespaceApi = self.fake
+        if cluster not in fake.supervisor_libraries:
+            return self._reply(404, error=("NOT_FOUND", f"Cluster {cluster} does not have vSphere Namespaces enabled."))
+        if method == "GET":
+            return self._reply(200, {"config_status": "RUNNING", "kubernetes_status": "READY",
+                                     "default_kubernetes_service_content_library": fake.supervisor_libraries[cluster]})
+        if method != "PATCH":
+            return self._reply(405, error=("OPERATION_NOT_FOUND", f"{method} is not supported on {self.path}"))
+        if not isinstance(body, dict) or set(body) - _CLUSTER_UPDATE_FIELDS:
+            unexpected = sorted(set(body or {}) - _CLUSTER_UPDATE_FIELDS)
+            return self._reply(400, error=("INVALID_ARGUMENT", f"Unexpected field(s) {unexpected} in structure"
+                                           " 'com.vmware.vcenter.namespace_management.clusters.update_spec'."))
+        library = body.get("default_kubernetes_service_content_library")
+        if library is not None:
+            if library not in fake.library_items:
+                return self._reply(400, error=("INVALID_ARGUMENT", f"Content library {library} does not exist."))
+            fake.supervisor_libraries[cluster] = library
+        return self._reply(204)
+
+    def _library_items(self, method: str) -> None:
+        """``GET /api/content/library/item?library_id=`` (item ids) and ``.../item/{id}`` (Info)."""
+        fake: FakeNamespaceApi = self.fake
+        url = urlsplit(self.path)
+        if method != "GET":
+            return self._reply(405, error=("OPERATION_NOT_FOUND", f"{method} is not supported on {self.path}"))
+        if url.path == _ITEM_PATH:
+            library = (parse_qs(url.query).get("library_id") or [""])[0]
+            if library not in fake.library_items:
+                return self._reply(404, error=("NOT_FOUND", f"Library {library} not found."))
+            return self._reply(200, [f"{library}-item-{i}" for i in range(len(fake.library_items[library]))])
+        item = url.path[len(_ITEM_PATH) + 1:]
+        for library, names in fake.library_items.items():
+            for i, name in enumerate(names):
+                if item == f"{library}-item-{i}":
+                    return self._reply(200, {"id": item, "library_id": library, "name": name, "type": "ovf"})
+        return self._reply(404, error=("NOT_FOUND", f"Library item {item} not found."))
 
     def _session(self, method: str) -> None:
         fake: FakeNamespaceApi = self.fake
@@ -240,6 +299,9 @@ class _NamespaceHandler(_Handler):
             return self._reply(
                 400, error=("INVALID_ARGUMENT", f"Cluster {body['cluster']} is not enabled for Workload Management.")
             )
+        if len(body["namespace"]) > 63 or not _NAMESPACE_NAME.match(body["namespace"]):
+            return self._reply(400, error=("INVALID_ARGUMENT", f"Namespace name {body['namespace']} is invalid:"
+                                           " it must be a DNS label (a-z, 0-9, '-') of at most 63 characters."))
         if body["namespace"] in fake.namespaces:
             return self._reply(400, error=("ALREADY_EXISTS", f"Namespace {body['namespace']} already exists."))
         fake.namespaces[body["namespace"]] = fake.make_info(body)
@@ -303,6 +365,10 @@ class FakeNamespaceApi(_Server):
         self.known_policies = known_policies
         self.settle_gets = settle_gets
         self.tokens: set[str] = set()
+        self.fail_config: dict[str, str] = {}  # namespace -> message it goes to ERROR with
+        # Supervisors (cluster -> its TKR library id) and content libraries (id -> item names).
+        self.supervisor_libraries: dict[str, str] = {}
+        self.library_items: dict[str, list[str]] = {}
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.settling: dict[str, int] = {}
         self.requests: list[tuple[str, str, dict, bytes]] = []
@@ -338,10 +404,16 @@ class FakeNamespaceApi(_Server):
             self.settling[name] = left - 1
             return
         del self.settling[name]
-        if self.namespaces[name]["config_status"] == "REMOVING":
+        info = self.namespaces[name]
+        if info["config_status"] == "REMOVING":
             del self.namespaces[name]
+        elif name in self.fail_config:
+            info["config_status"] = "ERROR"
+            info["messages"] = [{"severity": "ERROR", "details": {
+                "id": "vcenter.wcp.namespace.config.error", "default_message": self.fail_config[name], "args": []}}]
         else:
-            self.namespaces[name]["config_status"] = "RUNNING"
+            info["config_status"] = "RUNNING"
+            info["messages"] = []
 
     def summary(self, name: str) -> dict[str, Any]:
         info = self.namespaces[name]
@@ -386,12 +458,11 @@ class FakeShare:
     quota: str
     policy_id: Optional[str]
     permissions: list[dict[str, Any]]
-    domain: str = "fs-domain"
-    pending: int = 0  # queries before it becomes visible (create) or disappears (remove)
-    removing: bool = False
+    domain: str = "fs.vsan.example"
+    visible: bool = True  # False until the task creating it has finished
     labels: dict[str, str] = field(default_factory=dict)
 
-    def xml(self, nfs_host: str) -> str:
+    def xml(self, fqdn: str, ip: str) -> str:
         e = escape
         policy = (
             '<storagePolicy xmlns:vim25="urn:vim25" xsi:type="vim25:VirtualMachineDefinedProfileSpec">'
@@ -404,15 +475,63 @@ class FakeShare:
             f"<allowRoot>{'true' if p['allow_root'] else 'false'}</allowRoot></permission>"
             for p in self.permissions
         )
+        # FileShareRuntimeInfo: hostname is the file server's FQDN, address its IP, the
+        # access points "<fqdn>:/vsanfs/<share>" per protocol (vSAN Management API 7.0).
         return (
             f"<fileShares><uuid>{e(self.uuid)}</uuid>"
             f"<config><name>{e(self.name)}</name><domainName>{e(self.domain)}</domainName>"
             f"<quota>{e(self.quota)}</quota>{policy}{permissions}</config>"
-            f"<runtime><usedCapacity>0</usedCapacity><hostname>{e(nfs_host)}</hostname><address>{e(nfs_host)}</address>"
-            f"<accessPoints><key>NFSv3</key><value>{e(nfs_host)}:/vsanfs/{e(self.name)}</value></accessPoints>"
-            f"<accessPoints><key>NFSv4.1</key><value>{e(nfs_host)}:/vsanfs/{e(self.name)}</value></accessPoints>"
+            f"<runtime><usedCapacity>0</usedCapacity><hostname>{e(fqdn)}</hostname><address>{e(ip)}</address>"
+            f"<accessPoints><key>NFSv3</key><value>{e(fqdn)}:/vsanfs/{e(self.name)}</value></accessPoints>"
+            f"<accessPoints><key>NFSv4.1</key><value>{e(fqdn)}:/vsanfs/{e(self.name)}</value></accessPoints>"
             f"<managedBy>user</managedBy></runtime></fileShares>"
         )
+
+
+@dataclass
+class FakeTask:
+    """A vim Task the file service returned: ``running`` for ``ticks`` requests, then
+    ``success`` (its effect applied) or ``error`` (nothing changed), as vSAN runs
+    ``VsanCreateFileShare``/``VsanReconfigureFileShare``/``VsanClusterRemoveShare``."""
+
+    key: str
+    method: str
+    ticks: int
+    effect: Any  # callable run on success
+    error: Optional[str] = None  # the fault message when the task fails
+    rollback: Any = None  # callable run on failure
+    state: str = "running"
+
+    def advance(self) -> None:
+        if self.state != "running":
+            return
+        if self.ticks > 0:
+            self.ticks -= 1
+            return
+        if self.error is None:
+            self.effect()
+            self.state = "success"
+        else:
+            self.rollback()
+            self.state = "error"
+
+    def info_xml(self) -> str:
+        error = ""
+        if self.state == "error":
+            # LocalizedMethodFault as vCenter reports a failed task (TaskInfo.error).
+            error = (f'<error><fault xsi:type="SystemError"><reason>{escape(self.error)}</reason></fault>'
+                     f"<localizedMessage>{escape(self.error)}</localizedMessage></error>")
+        return (
+            f'<returnval xsi:type="TaskInfo"><key>{self.key}</key><task type="Task">{self.key}</task>'
+            f"<name>{self.method}</name><descriptionId>vsan.fileservice.{self.method}</descriptionId>"
+            f"<state>{self.state}</state><cancelled>false</cancelled><cancelable>false</cancelable>{error}"
+            f"<queueTime>2026-01-01T00:00:00Z</queueTime><eventChainId>1</eventChainId></returnval>"
+        )
+
+
+# vSAN Management API 7.0, vim.vsan.FileShareConfig.name: at most 80 characters, letters,
+# digits and '-', each '-' preceded and followed by a letter or digit.
+_SHARE_NAME = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$")
 
 
 class _VsanHandler(_Handler):
@@ -425,10 +544,32 @@ class _VsanHandler(_Handler):
         else:
             self._proxy("POST")
 
+    def _task_fetch(self, body: bytes) -> bool:
+        """Answer ``Fetch`` of a task's ``info`` (pyVmomi's property read) for the fake's own
+        tasks; every other /sdk call goes to vcsim."""
+        fake: FakeVsanFileService = self.fake
+        if b"<Fetch" not in body:
+            return False
+        request = ET.fromstring(body).find(f"{{{_SOAP}}}Body")[0]
+        this = request.find("{urn:vim25}_this")
+        with fake.lock:
+            task = fake.tasks.get(this.text if this is not None else "")
+            if task is None or this.get("type") != "Task":
+                return False
+            if _soap_session(self.headers.get("Cookie") or "") not in fake.sessions:
+                self._fault("NotAuthenticated", "The session is not authenticated.")
+                return True
+            fake.tick()
+            body = f'<FetchResponse xmlns="urn:vim25">{task.info_xml()}</FetchResponse>'
+        self.send(200, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+        return True
+
     def _proxy(self, method: str) -> None:
         """Forward to vcsim, remembering the session cookies it hands out."""
         fake: FakeVsanFileService = self.fake
         body = self.body()
+        if method == "POST" and self._task_fetch(body):
+            return
         conn = http.client.HTTPSConnection("127.0.0.1", fake.vcsim_port, context=fake.client_context, timeout=30)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() in ("cookie", "soapaction", "content-type")}
@@ -447,12 +588,17 @@ class _VsanHandler(_Handler):
         finally:
             conn.close()
 
-    def _fault(self, fault_type: str, message: str, status: int = 500) -> None:
+    def _fault(self, fault_type: str, message: str, status: int = 500, detail: str = "") -> None:
         body = (
             f"<soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>{escape(message)}</faultstring>"
-            f'<detail><{fault_type}Fault xmlns="urn:vim25" xsi:type="{fault_type}"/></detail></soapenv:Fault>'
+            f'<detail><{fault_type}Fault xmlns="urn:vim25" xsi:type="{fault_type}">{detail}'
+            f"</{fault_type}Fault></detail></soapenv:Fault>"
         )
         self.send(status, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+
+    def _invalid(self, prop: str, message: str) -> None:
+        """vmodl.fault.InvalidArgument naming the property, as the file service methods declare."""
+        self._fault("InvalidArgument", message, detail=f"<invalidProperty>{escape(prop)}</invalidProperty>")
 
     def _ok(self, method: str, returnval: str = "") -> None:
         body = f'<{method}Response xmlns="{_VSAN}">{returnval}</{method}Response>'
@@ -472,6 +618,7 @@ class _VsanHandler(_Handler):
             method = request.tag.split("}", 1)[1]
             this = request.find(f"{{{_VSAN}}}_this")
             fake.calls.append((method, action, raw.decode()))
+            fake.tick()
             if this is None or this.text != "vsan-cluster-file-service-system":
                 return self._fault(
                     "ManagedObjectNotFound",
@@ -502,10 +649,13 @@ class _VsanHandler(_Handler):
             ],
         }
 
-    def _task(self, method: str) -> None:
+    def _task(self, method: str, effect, rollback=None) -> None:
         fake: FakeVsanFileService = self.fake
         fake.task_counter += 1
-        self._ok(method, f'<returnval type="Task">task-{900 + fake.task_counter}</returnval>')
+        key = f"task-{900 + fake.task_counter}"
+        fake.tasks[key] = FakeTask(key, method, fake.task_ticks, effect, fake.fail_tasks.get(method),
+                                   rollback or (lambda: None))
+        self._ok(method, f'<returnval type="Task">{key}</returnval>')
 
     def _cluster(self, request: ET.Element) -> Optional[str]:
         cluster = request.find(f"{{{_VSAN}}}cluster")
@@ -514,42 +664,69 @@ class _VsanHandler(_Handler):
             return None
         return cluster.text
 
+    def _VsanClusterQueryFsDomains(self, method: str, request: ET.Element) -> None:
+        fake: FakeVsanFileService = self.fake
+        if self._cluster(request) is None:
+            return None
+        domains = "".join(
+            f"<returnval><uuid>{escape(uuid_)}</uuid><config><name>{escape(name)}</name></config></returnval>"
+            for uuid_, name in fake.domains.items()
+        )
+        return self._ok(method, domains)
+
     def _VsanCreateFileShare(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
         cluster = self._cluster(request)
         if cluster is None:
             return None
         config = self._config(request)
-        if any(s.name == config["name"] for s in fake.shares.values()):
-            return self._fault("InvalidArgument", f"File share {config['name']} already exists.")
+        # vSAN Management API 7.0 FileShareConfig: domainName "is required for file share
+        # creation"; name: the share-name rule, unique within the domain.
+        if not config["domain"]:
+            return self._invalid("config.domainName", "The file service domain name is required to create a share.")
+        if config["domain"] not in fake.domains.values():
+            return self._invalid("config.domainName", f"File service domain {config['domain']} does not exist.")
+        name = config["name"] or ""
+        if len(name) > 80 or not _SHARE_NAME.match(name):
+            return self._invalid("config.name", f"Invalid file share name {name}.")
+        if any(s.name == name and s.domain == config["domain"] for s in fake.shares.values()):
+            return self._invalid("config.name", f"File share {name} already exists.")
         share = FakeShare(
             uuid=str(uuid.uuid4()),
-            name=config["name"],
+            name=name,
             cluster=cluster,
             quota=config["quota"],
             policy_id=config["policy_id"],
             permissions=config["permissions"],
-            pending=fake.settle_queries,
+            domain=config["domain"],
+            visible=False,
         )
         fake.shares[share.uuid] = share
-        return self._task(method)
+
+        def done():
+            share.visible = True
+
+        # A failed create leaves no share behind.
+        return self._task(method, done, rollback=lambda: fake.shares.pop(share.uuid, None))
 
     def _VsanReconfigureFileShare(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
         share = fake.shares.get(_text(request, "v:shareUuid") or "")
-        if share is None:
+        if share is None or not share.visible:
             return self._fault("NotFound", "The file share does not exist.")
         config = self._config(request)
-        share.quota, share.policy_id, share.permissions = config["quota"], config["policy_id"], config["permissions"]
-        return self._task(method)
+
+        def done():
+            share.quota, share.policy_id, share.permissions = config["quota"], config["policy_id"], config["permissions"]
+
+        return self._task(method, done)
 
     def _VsanClusterRemoveShare(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
         share = fake.shares.get(_text(request, "v:shareUuid") or "")
-        if share is None:
+        if share is None or not share.visible:
             return self._fault("NotFound", "The file share does not exist.")
-        share.removing, share.pending = True, fake.settle_queries
-        return self._task(method)
+        return self._task(method, lambda: fake.shares.pop(share.uuid, None))
 
     def _VsanClusterQueryFileShares(self, method: str, request: ET.Element) -> None:
         fake: FakeVsanFileService = self.fake
@@ -559,18 +736,12 @@ class _VsanHandler(_Handler):
         spec = request.find(f"{{{_VSAN}}}querySpec")
         names = {n.text for n in spec.findall(f"{{{_VSAN}}}names")} if spec is not None else set()
         uuids = {n.text for n in spec.findall(f"{{{_VSAN}}}uuids")} if spec is not None else set()
-        visible = []
-        for share in list(fake.shares.values()):
-            if share.pending > 0:
-                share.pending -= 1
-                if not share.removing:
-                    continue
-            elif share.removing:
-                del fake.shares[share.uuid]
-                continue
-            if share.cluster == cluster and (not names or share.name in names) and (not uuids or share.uuid in uuids):
-                visible.append(share)
-        shares = "".join(s.xml(fake.nfs_host) for s in visible)
+        visible = [
+            share for share in fake.shares.values()
+            if share.visible and share.cluster == cluster
+            and (not names or share.name in names) and (not uuids or share.uuid in uuids)
+        ]
+        shares = "".join(s.xml(fake.nfs_fqdn, fake.nfs_ip) for s in visible)
         return self._ok(method, f"<returnval>{shares}<totalShareCount>{len(visible)}</totalShareCount></returnval>")
 
 
@@ -578,8 +749,11 @@ class FakeVsanFileService(_Server):
     """FAKE of vCenter's vSAN file service on ``/vsanHealth`` (vcsim serves none).
 
     Every other path is forwarded to the vcsim listening on ``vcsim_port``, so login
-    and inventory are real. ``settle_queries``: how many queries a new share stays
-    invisible (and a removed one stays visible), like the asynchronous vSAN tasks.
+    and inventory are real; only ``Fetch`` of the fake's own tasks is answered here.
+    Create, reconfigure and remove return a Task that runs for ``task_ticks`` requests
+    (any call to the fake is a tick) and then succeeds, or fails with the message in
+    ``fail_tasks[method]`` leaving the share as it was. ``domains``: the cluster's file
+    service domains (uuid -> name).
     """
 
     def __init__(
@@ -588,20 +762,30 @@ class FakeVsanFileService(_Server):
         key_file: str,
         *,
         vcsim_port: int,
-        nfs_host: str = "192.168.100.20",
-        settle_queries: int = 1,
+        nfs_fqdn: str = "fs1.vsan.example",
+        nfs_ip: str = "192.168.100.20",
+        task_ticks: int = 1,
+        domains: Optional[dict[str, str]] = None,
     ):
         super().__init__(_VsanHandler, cert_file, key_file)
         self.vcsim_port = vcsim_port
         self.client_context = ssl.create_default_context(cafile=cert_file)
-        self.nfs_host = nfs_host
-        self.settle_queries = settle_queries
+        self.nfs_fqdn, self.nfs_ip = nfs_fqdn, nfs_ip
+        self.task_ticks = task_ticks
+        self.domains = dict(domains if domains is not None else {"52 1a-domain": "fs.vsan.example"})
+        self.fail_tasks: dict[str, str] = {}
         self.sessions: set[str] = set()
         self.shares: dict[str, FakeShare] = {}
+        self.tasks: dict[str, FakeTask] = {}
         self.calls: list[tuple[str, str, str]] = []
         self.task_counter = 0
 
-    def seed(self, name: str, cluster: str, quota: str = "2T", policy_id: Optional[str] = None) -> FakeShare:
+    def tick(self) -> None:
+        """One request's worth of server time: running tasks move on."""
+        for task in list(self.tasks.values()):
+            task.advance()
+
+    def seed(self, name: str, cluster: str, quota: str = "2048G", policy_id: Optional[str] = None) -> FakeShare:
         """Put a share in place as if someone created it in the vSphere Client."""
         with self.lock:
             share = FakeShare(

@@ -221,15 +221,83 @@ def test_spec_validation_names_the_setting():
         build_spec({"namespace": "d", "cluster": CLUSTER, "storage_specs": [{"policy": R5, "limit": -1}]})
 
 
-def test_rest_session_against_vcsim_falls_back_to_the_rest_login(vcsim, monkeypatch):
+def test_a_vcenter_without_the_api_session_endpoint_is_refused_naming_the_version(vcsim, monkeypatch):
+    """vcsim 0.24.2 serves only the old ``/rest`` session, like a vCenter before 7.0 U2: the
+    providers' ``/api`` calls would fail there, so the login says what is needed (item 12)."""
     import certifi
 
-    # The environment's CA bundle must not override the per-connection CA.
+    # The environment's CA bundle must not override the per-connection CA (a TLS error would hide this).
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", certifi.where())
-    http = rest_session(vcsim.connection())
-    try:
-        assert http.headers["vmware-api-session-id"]
-        libraries = http.get(f"https://127.0.0.1:{vcsim.port}/rest/com/vmware/content/library")
-        assert libraries.status_code == 200, libraries.text
-    finally:
-        http.close()
+    with pytest.raises(VCenterError, match=r"does not serve POST /api/session \(HTTP 404\): the program needs"
+                                           r" vCenter 7.0 U2 or later"):
+        rest_session(vcsim.connection())
+
+
+ALICE = {"subject_type": "USER", "subject": "alice", "domain": "corp.example", "role": "OWNER"}
+DEVS = {"subject_type": "GROUP", "subject": "devs", "domain": "vsphere.local", "role": "EDIT"}
+
+
+def test_adopting_keeps_the_namespaces_own_owner_policies_and_classes(api, vcsim, provider):
+    """UpdateSpec: an unset field is not modified and a list replaces the server's, so
+    the PATCH carries the server's entries plus the program's (item 9)."""
+    api.seed("dask", CLUSTER, access_list=[ALICE], storage_specs=[{"policy": "pbm-gold", "limit": 100}],
+             vm_service_spec={"vm_classes": ["guaranteed-small"], "content_libraries": ["vm-images"]})
+    api.known_policies.add("pbm-gold")
+
+    created = provider.create(props(api, vcsim))
+
+    info = api.namespaces["dask"]
+    assert ALICE in info["access_list"] and DEVS in info["access_list"]
+    assert {"policy": "pbm-gold", "limit": 100} in info["storage_specs"]
+    assert {"policy": R5, "limit": 512000} in info["storage_specs"] and {"policy": R1} in info["storage_specs"]
+    assert sorted(info["vm_service_spec"]["vm_classes"]) == [
+        "best-effort-medium", "best-effort-xlarge", "guaranteed-small"]
+    assert info["vm_service_spec"]["content_libraries"] == ["vm-images", "lib-1"]
+    # What the program owns is what it reports; a refresh does not take the owner's entries in.
+    assert created.outs["access_list"] == [DEVS]
+    refreshed = provider.read("dask", created.outs).outs
+    assert refreshed["access_list"] == [DEVS] and refreshed["vm_classes"] == ["best-effort-medium", "best-effort-xlarge"]
+
+    # Dropping one of the program's classes and its group removes those, nothing else.
+    news = props(api, vcsim, access_list=[], vm_classes=["best-effort-medium"])
+    provider.update("dask", refreshed, news)
+    info = api.namespaces["dask"]
+    assert info["access_list"] == [ALICE]
+    assert sorted(info["vm_service_spec"]["vm_classes"]) == ["best-effort-medium", "guaranteed-small"]
+    assert {"policy": "pbm-gold", "limit": 100} in info["storage_specs"]
+
+
+def test_a_patch_carries_only_fields_that_change_something(api, vcsim, provider):
+    api.seed("dask", CLUSTER, access_list=[ALICE])
+    provider.create(props(api, vcsim, access_list=[], vm_classes=[], content_libraries=[]))
+    [patch] = bodies(api, "PATCH")
+    assert "access_list" not in patch and "vm_service_spec" not in patch  # unset: not modified
+    assert api.namespaces["dask"]["access_list"] == [ALICE]
+
+
+def test_a_namespace_that_goes_to_error_fails_with_the_servers_message(api, vcsim, provider):
+    api.fail_config["dask"] = "Storage policy aa6d5a82 is not compatible with the Supervisor's datastores."
+    with pytest.raises(VCenterError) as failed:
+        provider.create(props(api, vcsim))
+    assert ("namespace 'dask' is ERROR: Storage policy aa6d5a82 is not compatible with the Supervisor's"
+            " datastores." in str(failed.value))
+    assert api.password not in str(failed.value)
+
+    del api.fail_config["dask"]
+    api.seed("dask", CLUSTER)
+    created = provider.create(props(api, vcsim))  # adopts and patches it to RUNNING
+    api.fail_config["dask"] = "VM class best-effort-2xlarge is not available on the Supervisor."
+    with pytest.raises(VCenterError, match="namespace 'dask' is ERROR: VM class best-effort-2xlarge is not available"):
+        provider.update("dask", created.outs, props(api, vcsim, vm_classes=["best-effort-2xlarge"]))
+
+
+def test_the_fake_refuses_namespace_names_vcenter_refuses(api, vcsim):
+    from components.vsphere.providers.session import VCenterConnection
+
+    conn = VCenterConnection.from_props(props(api, vcsim))
+    with rest_api(conn) as http:
+        for bad in ("Dask_NS", "-dask", "d" * 64):
+            resp = http.post(f"{conn.base_url}/api/vcenter/namespaces/instances", json={"cluster": CLUSTER, "namespace": bad})
+            assert resp.status_code == 400 and resp.json()["error_type"] == "INVALID_ARGUMENT", bad
+            assert "must be a DNS label" in resp.json()["messages"][0]["default_message"]
+    assert api.namespaces == {}

@@ -218,3 +218,51 @@ def test_insecure_skips_verification(vcsim, pm):
 
 def test_the_provider_pickles_without_connections():
     assert serialize_provider(VsanStoragePolicyProvider())
+
+
+def _pbm_content(si, request_context=None, with_cookie=True):
+    """SPBM's content over a stub of our own: the vim cookie and/or the SOAP header."""
+    from pyVmomi import SoapStubAdapter, pbm
+
+    stub = SoapStubAdapter(url=f"https://{si._stub.host}/pbm/sdk", version="pbm.version.version11",
+                           sslContext=si._stub.schemeArgs.get("context"), requestContext=request_context or {})
+    if with_cookie:
+        stub.cookie = si._stub.cookie
+    return pbm.ServiceInstance("ServiceInstance", stub).RetrieveContent(), stub
+
+
+def test_the_stand_in_refuses_spbm_calls_without_the_vcSessionCookie_header(vcsim):
+    """Real SPBM takes the session from the ``vcSessionCookie`` SOAP header only: govmomi
+    v0.47.0 pbm/client_test.go TestClientCookie (cookie sent, header renamed ->
+    ``ServerFaultCode: NotAuthenticated``); scripts/vcsim/main.go makes vcsim 0.24.2 do the same."""
+    from pyVmomi import vim
+
+    from components.vsphere.providers.session import session_id
+
+    storage = __import__("pyVmomi").pbm.profile.ResourceType(resourceType="STORAGE")
+    with vcenter(vcsim.connection(), "test") as si:
+        content, stub = _pbm_content(si)  # the vim HTTP cookie alone, as session.py sent before
+        with pytest.raises(vim.fault.NotAuthenticated) as refused:
+            content.profileManager.PbmQueryProfile(resourceType=storage, profileCategory="REQUIREMENT")
+        assert refused.value.privilegeId == "System.View"
+        stub.DropConnections()
+
+        header_only = {"vcSessionCookie": session_id(si._stub.cookie)}
+        content, stub = _pbm_content(si, header_only, with_cookie=False)
+        assert content.profileManager.PbmQueryProfile(resourceType=storage, profileCategory="REQUIREMENT") is not None
+        stub.DropConnections()
+
+        content, stub = _pbm_content(si, {"vcSessionCookie": "not-a-session"})  # cookie valid, header not
+        with pytest.raises(vim.fault.NotAuthenticated):
+            content.profileManager.PbmQueryProfile(resourceType=storage, profileCategory="REQUIREMENT")
+        stub.DropConnections()
+
+
+def test_session_id_reads_quoted_and_bare_cookies():
+    from components.vsphere.providers.session import session_id
+
+    # vCenter quotes the value (pyVmomi's samples split on '"'); vcsim does not.
+    assert session_id('vmware_soap_session="52a1-ff"; Path=/; HttpOnly; Secure;') == "52a1-ff"
+    assert session_id("vmware_soap_session=52a1-ff; Path=/") == "52a1-ff"
+    with pytest.raises(VCenterError, match="no vmware_soap_session cookie"):
+        session_id("other=1")

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from contract import ContractError
+from workloads.contract import ContractError
 from workloads import endpoint, run
 from workloads.exceptions import EndpointError
 
@@ -72,18 +72,20 @@ def test_unreadable_outputs_file(tmp_path):
         endpoint.read_outputs_file(bad)
 
 
-def test_tls_outputs_write_private_files(tmp_path):
+def test_tls_outputs_become_security_from_the_pem_text_itself(tmp_path, monkeypatch):
+    """distributed takes a value with a newline as PEM contents (security.py,
+    ``_get_tls_context``: ``"\\n" in ca`` -> ``cadata``; cert/key in memory), so the key is
+    never written to a file by the runner."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     outputs = {**OUTPUTS, "schedulerAddress": "tls://dask-scheduler:8786", "tlsCaCert": "CA PEM",
                "tlsClientCert": "CERT PEM", "tlsClientKey": "KEY PEM"}
     found = endpoint.read_outputs_file(write(tmp_path, outputs))
     security = found.security
     assert security.require_encryption
-    folder = os.path.dirname(security.tls_client_key)
-    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
-    for path, text in ((security.tls_ca_file, "CA PEM"), (security.tls_client_cert, "CERT PEM"),
-                       (security.tls_client_key, "KEY PEM")):
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        assert open(path).read() == text + "\n"
+    assert (security.tls_ca_file, security.tls_client_cert, security.tls_client_key) == \
+        ("CA PEM\n", "CERT PEM\n", "KEY PEM\n")
+    assert list((tmp_path / "tmp").iterdir()) == []  # nothing written
     assert "KEY PEM" not in repr(found)
 
 

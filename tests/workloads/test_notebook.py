@@ -1,9 +1,12 @@
 """examples/images.ipynb: valid nbformat 4 without outputs, and its code runs as written
-against a real cluster (paths and model come from the DASK_TKG_* variables it documents)."""
+against a real cluster (paths and model come from the Dask config keys ``tkg.*`` it documents),
+with the project imported as installed, without path tricks."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import dask.config
 
 from .conftest import COLOUR_MODEL
 
@@ -22,10 +25,10 @@ def test_notebook_is_nbformat_4_without_outputs():
 
 def test_notebook_code_runs(client, data_root, manifest, monkeypatch):
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", client.scheduler.address)
-    monkeypatch.setenv("DASK_TKG_REPO", str(NOTEBOOK.parents[1]))
-    monkeypatch.setenv("DASK_TKG_DATA", str(data_root))
-    monkeypatch.setenv("DASK_TKG_MODEL", COLOUR_MODEL)
-    monkeypatch.setenv("DASK_TKG_WEIGHTS", "random")
+    monkeypatch.setenv("DASK_TKG__DATA", str(data_root))
+    monkeypatch.setenv("DASK_TKG__MODEL", COLOUR_MODEL)
+    monkeypatch.setenv("DASK_TKG__WEIGHTS", "random")
+    dask.config.refresh()  # Dask reads DASK_* variables when it collects its config
     namespace: dict = {}
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     try:
@@ -38,3 +41,5 @@ def test_notebook_code_runs(client, data_root, manifest, monkeypatch):
     finally:
         if "client" in namespace:
             namespace["client"].close()
+        monkeypatch.undo()
+        dask.config.refresh()

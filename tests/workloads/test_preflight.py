@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from workloads import preflight
 from workloads.exceptions import PreflightError
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_healthy_cluster_passes_and_auto_resolves_to_cpu(client, workers):
@@ -28,18 +31,25 @@ def test_cuda_without_a_gpu_names_every_worker(client, workers):
 
 
 def test_version_mismatch_names_the_worker(client, workers):
+    """distributed reports a process's versions from package metadata
+    (distributed/versions.py ``_version_cached``); one worker is made to report another."""
     def set_version(value):
-        import distributed
+        import distributed.versions as versions
 
-        previous, distributed.__version__ = distributed.__version__, value
-        return previous
+        if value is None:
+            versions._version_cached = versions._real_version_cached
+            return None
+        versions._real_version_cached = getattr(versions, "_real_version_cached", versions._version_cached)
+        real = versions._real_version_cached
+        versions._version_cached = lambda pkg: value if pkg == "distributed" else real(pkg)
+        return real("distributed")
 
-    original = client.run(set_version, "0.0.bad", workers=[workers[0]])[workers[0]]
+    client.run(set_version, "0.0.bad", workers=[workers[0]])
     try:
         with pytest.raises(PreflightError) as caught:
             preflight.check(client, workers, (), "cpu")
     finally:
-        client.run(set_version, original, workers=[workers[0]])
+        client.run(set_version, None, workers=[workers[0]])
     message = str(caught.value)
     assert "failed on 1 of 2 workers" in message
     assert f"{workers[0]} (name" in message and workers[1] not in message
@@ -74,9 +84,30 @@ def test_shipped_archive_imports_without_the_checkout(tmp_path, monkeypatch):
             uploaded.append(path)
 
     preflight.ship_project(FakeClient())
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import workloads.images.benchmark as b, contract;"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import workloads.images.benchmark as b, workloads.contract;"
             " import workloads; assert workloads.__file__.startswith(sys.argv[1]); print(b.NAME)")
     done = subprocess.run([sys.executable, "-c", code, uploaded[0]], capture_output=True, text=True,
                           cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "images"
+
+
+def test_installed_package_ships_the_files_of_its_own_record(tmp_path):
+    """Installed with pip (here: into a target folder), the shipped archive is rebuilt from
+    the distribution's RECORD, not from the checkout."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(REPO)], check=True, capture_output=True, timeout=300)
+    code = ("import sys, zipfile, pathlib; from workloads import preflight;"
+            " assert preflight.PACKAGE_DIR.is_relative_to(pathlib.Path(sys.argv[1]));"
+            " files = preflight._installed_files(); assert files, 'no RECORD files';"
+            " archive = preflight.project_wheel(pathlib.Path(sys.argv[2]));"
+            " names = zipfile.ZipFile(archive).namelist();"
+            " print(len(names), 'workloads/contract.py' in names, 'workloads/dask-tkg.yaml' in names)")
+    shipped = tmp_path / "out"
+    shipped.mkdir()
+    done = subprocess.run([sys.executable, "-c", code, str(target), str(shipped)], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(target)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, has_contract, has_defaults = done.stdout.split()
+    assert int(count) > 50 and has_contract == "True" and has_defaults == "True"

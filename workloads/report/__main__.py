@@ -9,6 +9,8 @@ import argparse
 import logging
 import sys
 
+from workloads.common import prog, setup_logging
+
 from .runs import NoResults
 
 EXIT_OK, EXIT_NO_RESULTS = 0, 2
@@ -16,7 +18,7 @@ EXIT_OK, EXIT_NO_RESULTS = 0, 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m workloads.report",
+        prog=prog("python -m workloads.report"),
         description="Render figures and a self-contained report.html from a results directory.")
     parser.add_argument("results_dir", nargs="?", default="results", metavar="RESULTS_DIR",
                         help="the directory holding results.jsonl (default: results/)")
@@ -31,8 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args.verbose, level=logging.WARNING)
     from .build import render
 
     try:

@@ -5,9 +5,13 @@ management types, served by vCenter at ``/vsanHealth``:
 ``vim.vsan.VsanFileServiceSystem`` (``CreateFileShare``, ``QueryFileShares``,
 ``ReconfigureFileShare``, ``RemoveFileShare``) and ``vim.vsan.FileShareConfig``.
 The file service itself (its domain and IP pool) must already be enabled on the
-cluster. Completion is detected by polling ``QueryFileShares``, not by waiting on
-the returned task. An existing share with the same name is adopted (and left in
-place on delete).
+cluster. ``CreateFileShare`` needs the share's file service domain (``domainName``,
+"required for file share creation" in vim.vsan.FileShareConfig, vSAN Management API
+7.0): the provider takes it from ``domain_name`` or looks up the cluster's only domain.
+Create, reconfigure and remove return a vim Task; the provider waits on it, as VMware's
+vSAN samples do (``vsanapiutils.WaitForTasks``), so a server-side failure is raised with
+the server's message at once. An existing share with the same name is adopted (and
+left in place on delete).
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ FILE_SERVICE_MOID = "vsan-cluster-file-service-system"
 ACCESS = ("READ_ONLY", "READ_WRITE", "NO_ACCESS")
 #: Access-point keys in order of preference (``runtime.accessPoints``).
 NFS_PROTOCOLS = ("NFSv4.1", "NFSv4", "NFSv3")
+#: What ``nfs_server`` reports: the access point's host (fqdn) or the file server's IP.
+NFS_ADDRESSES = ("fqdn", "ip")
+#: vim.vsan.FileShareConfig.name: at most 80 letters, digits and '-', every '-' between two of them.
+SHARE_NAME = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$")
 _QUOTA = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
 _UNITS_GIB = {"": 2.0**-30, "K": 2.0**-20, "M": 2.0**-10, "G": 1.0, "T": 2.0**10, "P": 2.0**20}
 SPEC_KEYS = ("quota_gib", "policy_id", "net_permissions")
@@ -66,8 +74,8 @@ def validate_permissions(entries: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 
 def format_quota(quota_gib: int) -> str:
-    """vSAN's quota string: ``2T`` for 2048 GiB, ``500G`` otherwise."""
-    return f"{quota_gib // 1024}T" if quota_gib % 1024 == 0 else f"{quota_gib}G"
+    """vSAN's quota string in G, as VMware's own file service samples write it (``2048G``)."""
+    return f"{quota_gib}G"
 
 
 def parse_quota(quota: Optional[str]) -> Optional[float]:
@@ -147,6 +155,61 @@ def access_point(share) -> Optional[tuple[str, str]]:
     return None
 
 
+def nfs_server(share, address: str) -> Optional[tuple[str, str]]:
+    """``(server, path)`` to mount: the access point's host, or with ``address="ip"``
+    the file server's IP (``runtime.address``), which guest nodes reach without DNS."""
+    point = access_point(share)
+    if point is None or address == "fqdn":
+        return point
+    ip = getattr(share.runtime, "address", None)
+    return (ip, point[1]) if ip else None
+
+
+def resolve_domain(fs, cluster, wanted: Optional[str]) -> str:
+    """The file service domain to create the share in: ``wanted`` if the cluster has it,
+    else the cluster's only one; raises naming the domains found."""
+    domains = [d.config.name for d in (fs.QueryFileServiceDomains(cluster=cluster) or []) if d.config]
+    if wanted:
+        if wanted not in domains:
+            raise VCenterError(
+                f"vSAN file service domain {wanted!r} (fileShareDomain) is not on cluster {cluster.name!r};"
+                f" it has: {', '.join(domains) or 'none'}"
+            )
+        return wanted
+    if not domains:
+        raise VCenterError(
+            f"cluster {cluster.name!r} has no vSAN file service domain: enable the file service"
+            " (vSAN > File Service) before creating a share"
+        )
+    if len(domains) > 1:
+        raise VCenterError(
+            f"cluster {cluster.name!r} has {len(domains)} vSAN file service domains ({', '.join(domains)}):"
+            " set fileShareDomain to the one the share belongs to"
+        )
+    return domains[0]
+
+
+def wait_task(si, task, what: str, timeout_s: float, poll_s: float):
+    """Wait for a task a vSAN call returned; raise its error, naming ``what``.
+
+    vSAN tasks are vim Tasks: read ``info`` on the vim endpoint (VMware's
+    ``vsanapiutils.WaitForTasks`` converts them with ``vim.Task(task._moId, si._stub)``).
+    """
+    from pyVmomi import vim
+
+    vim_task = vim.Task(task._moId, si._stub)
+
+    def finished():
+        info = vim_task.info
+        if info.state == "error":
+            fault = info.error
+            message = getattr(fault, "localizedMessage", None) or getattr(fault, "msg", None) or str(fault)
+            raise VCenterError(f"{what} failed on vCenter ({task._moId}): {message}")
+        return info if info.state == "success" else None
+
+    return wait_for(finished, f"{what} (task {task._moId})", timeout_s, poll_s)
+
+
 def wait_for(probe: Callable[[], Optional[T]], what: str, timeout_s: float, poll_s: float) -> T:
     """Call ``probe`` until it returns something truthy; raise after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -182,8 +245,10 @@ class VsanFileShareProvider(dyn.ResourceProvider):
     @staticmethod
     def _spec(props: Mapping[str, Any]) -> dict[str, Any]:
         name = props.get("share_name") or ""
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", name):
-            raise ValueError(f"share_name: {name!r} must be 1-80 letters, digits, '.', '_' or '-'")
+        if len(name) > 80 or not SHARE_NAME.match(name):
+            raise ValueError(
+                f"share_name: {name!r} must be at most 80 letters, digits and '-', each '-' between letters or digits"
+            )
         quota = props.get("quota_gib")
         if isinstance(quota, float) and quota.is_integer():
             quota = int(quota)
@@ -193,6 +258,9 @@ class VsanFileShareProvider(dyn.ResourceProvider):
             )
         if not props.get("cluster"):
             raise ValueError(f"share {name!r}: cluster (name or managed object id) is required")
+        address = props.get("nfs_address") or "fqdn"
+        if address not in NFS_ADDRESSES:
+            raise ValueError(f"share {name!r}: nfs_address {address!r} is not one of {' | '.join(NFS_ADDRESSES)}")
         return {
             "share_name": name,
             "cluster": str(props["cluster"]),
@@ -200,22 +268,25 @@ class VsanFileShareProvider(dyn.ResourceProvider):
             "policy_id": props.get("policy_id") or None,
             "net_permissions": validate_permissions(props.get("net_permissions") or []),
             "domain_name": props.get("domain_name") or None,
+            "nfs_address": address,
         }
 
     def _outs(self, props, spec, share, adopted: bool) -> dict[str, Any]:
-        server, path = access_point(share) or ("", "")
+        server, path = nfs_server(share, spec["nfs_address"]) or ("", "")
         outs = {k: props.get(k) for k in CONNECTION_KEYS}
         outs.update(spec, share_uuid=share.uuid, nfs_server=server, nfs_path=path, adopted=adopted)
+        outs["domain_name"] = getattr(share.config, "domainName", None) or spec["domain_name"]
         return outs
 
-    def _wait_ready(self, fs, cluster, name: str):
-        def ready():
-            share = find_share(fs, cluster, name)
-            return share if share is not None and access_point(share) else None
-
-        return wait_for(
-            ready, f"vSAN file share {name!r} to appear with an NFS access point", self.timeout_s, self.poll_s
-        )
+    def _ready(self, fs, cluster, name: str, address: str):
+        """The share once it has the NFS access point (and address) to report."""
+        share = find_share(fs, cluster, name)
+        if share is None or not nfs_server(share, address):
+            raise VCenterError(
+                f"vSAN file share {name!r} has no NFS {'IP address' if address == 'ip' else 'access point'}"
+                " in its runtime info (is NFS enabled on the share?)"
+            )
+        return share
 
     def check(self, olds, news):
         try:
@@ -233,21 +304,18 @@ class VsanFileShareProvider(dyn.ResourceProvider):
             fs = file_service(si)
             cluster = cluster_ref(si, spec["cluster"])
             existing = find_share(fs, cluster, name)
-            if existing is not None:
+            adopted = existing is not None
+            if adopted:
                 differences = share_differences(existing, spec["quota_gib"], spec["policy_id"])
-                logger.info(
-                    "vSAN file share %r exists (%s): adopting it%s",
-                    name,
-                    existing.uuid,
-                    f"; it differs: {'; '.join(differences)}" if differences else "",
-                )
-                share, adopted = self._wait_ready(fs, cluster, name), True
+                logger.info("vSAN file share %r exists (%s): adopting it%s", name, existing.uuid,
+                            f"; it differs: {'; '.join(differences)}" if differences else "")
             else:
-                config = build_share_config(
-                    name, spec["quota_gib"], spec["policy_id"], spec["net_permissions"], spec["domain_name"]
-                )
-                fs.CreateFileShare(config=config, cluster=cluster)
-                share, adopted = self._wait_ready(fs, cluster, name), False
+                domain = resolve_domain(fs, cluster, spec["domain_name"])
+                config = build_share_config(name, spec["quota_gib"], spec["policy_id"], spec["net_permissions"], domain)
+                task = fs.CreateFileShare(config=config, cluster=cluster)
+                wait_task(si, task, f"creating vSAN file share {name!r}", self.timeout_s, self.poll_s)
+            share = self._ready(fs, cluster, name, spec["nfs_address"])
+            if not adopted:
                 logger.info("created vSAN file share %r (%s)", name, share.uuid)
         return dyn.CreateResult(share.uuid, self._outs(props, spec, share, adopted))
 
@@ -271,10 +339,15 @@ class VsanFileShareProvider(dyn.ResourceProvider):
                     return value
             if key == "quota_gib" and isinstance(value, float):
                 return int(value)
+            if key == "nfs_address":
+                return value or "fqdn"
             return value or None
 
-        replaces = changed_keys(olds, news, ["share_name", "cluster", "domain_name"], normalize)
-        changes = changed_keys(olds, news, SPEC_KEYS, normalize)
+        # The domain is where the share lives: a new one only when the setting names another
+        # domain than the one the share was made in (an empty setting means "the only one").
+        domain = [] if not news.get("domain_name") else changed_keys(olds, news, ["domain_name"], normalize)
+        replaces = changed_keys(olds, news, ["share_name", "cluster"], normalize) + domain
+        changes = changed_keys(olds, news, SPEC_KEYS + ("nfs_address",), normalize)
         reconnect = changed_keys(olds, news, CONNECTION_KEYS)  # stored for later calls; nothing on vCenter
         return dyn.DiffResult(
             changes=bool(replaces or changes or reconnect), replaces=replaces, delete_before_replace=True
@@ -284,27 +357,19 @@ class VsanFileShareProvider(dyn.ResourceProvider):
         conn = VCenterConnection.from_props(news)
         spec = self._spec(news)
         name = spec["share_name"]
-        if not changed_keys(self._spec(olds), spec, SPEC_KEYS):
-            logger.info("vSAN file share %r: only the connection changed; nothing to do on vCenter", name)
-            return dyn.UpdateResult({**olds, **{k: news.get(k) for k in CONNECTION_KEYS}})
+        reconfigure = changed_keys(self._spec(olds), spec, SPEC_KEYS)
         with vcenter(conn, f"reconfiguring vSAN file share {name!r}") as si:
             fs = file_service(si)
             cluster = cluster_ref(si, spec["cluster"])
-            config = build_share_config(
-                name, spec["quota_gib"], spec["policy_id"], spec["net_permissions"], spec["domain_name"]
-            )
-            fs.ReconfigureFileShare(shareUuid=id_, config=config, cluster=cluster)
-
-            def applied():
-                share = find_share(fs, cluster, name)
-                return (
-                    share
-                    if share is not None and not share_differences(share, spec["quota_gib"], spec["policy_id"])
-                    else None
-                )
-
-            share = wait_for(applied, f"vSAN file share {name!r} to be reconfigured", self.timeout_s, self.poll_s)
-            logger.info("reconfigured vSAN file share %r (%s)", name, id_)
+            if reconfigure:
+                domain = olds.get("domain_name") or spec["domain_name"]
+                config = build_share_config(name, spec["quota_gib"], spec["policy_id"], spec["net_permissions"], domain)
+                task = fs.ReconfigureFileShare(shareUuid=id_, config=config, cluster=cluster)
+                wait_task(si, task, f"reconfiguring vSAN file share {name!r}", self.timeout_s, self.poll_s)
+                logger.info("reconfigured vSAN file share %r (%s)", name, id_)
+            else:
+                logger.info("vSAN file share %r: nothing to change on vCenter", name)
+            share = self._ready(fs, cluster, name, spec["nfs_address"])
         return dyn.UpdateResult(self._outs(news, spec, share, bool(olds.get("adopted"))))
 
     def delete(self, id_, props):
@@ -320,13 +385,8 @@ class VsanFileShareProvider(dyn.ResourceProvider):
             if share is None or share.uuid != id_:
                 logger.info("vSAN file share %r (%s) is already gone", name, id_)
                 return
-            fs.RemoveFileShare(shareUuid=id_, cluster=cluster, force=False)
-            wait_for(
-                lambda: find_share(fs, cluster, name) is None,
-                f"vSAN file share {name!r} to be removed",
-                self.timeout_s,
-                self.poll_s,
-            )
+            task = fs.RemoveFileShare(shareUuid=id_, cluster=cluster, force=False)
+            wait_task(si, task, f"removing vSAN file share {name!r}", self.timeout_s, self.poll_s)
             logger.info("removed vSAN file share %r (%s)", name, id_)
 
 
@@ -334,7 +394,9 @@ class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
     """A vSAN file-service NFS share; outputs ``share_uuid``, ``nfs_server``, ``nfs_path``, ``adopted``.
 
     ``cluster`` is the vSAN cluster's managed object id (``domain-c8``) or name;
-    ``net_permissions`` is ``[{"ips": "*", "permissions": "READ_WRITE", "allow_root": True}]``.
+    ``net_permissions`` is ``[{"ips": "*", "permissions": "READ_WRITE", "allow_root": True}]``;
+    ``domain_name`` the file service domain (empty: the cluster's only one); ``nfs_address``
+    ``fqdn`` or ``ip``: what ``nfs_server`` reports.
     """
 
     share_uuid: pulumi.Output[str]
@@ -353,6 +415,7 @@ class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
         policy_id: Optional[pulumi.Input[str]] = None,
         net_permissions: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
         domain_name: Optional[pulumi.Input[str]] = None,
+        nfs_address: pulumi.Input[str] = "fqdn",
         server: pulumi.Input[str],
         user: pulumi.Input[str],
         password: pulumi.Input[str],
@@ -372,6 +435,7 @@ class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
             "policy_id": policy_id,
             "net_permissions": net_permissions,
             "domain_name": domain_name,
+            "nfs_address": nfs_address,
             "share_uuid": None,
             "nfs_server": None,
             "nfs_path": None,

@@ -5,9 +5,15 @@
 ``GET``/``PATCH``/``DELETE .../instances/{namespace}``. pulumi-vsphere's
 ``Namespace`` speaks the vSphere 8 ``instances/v2`` API only, hence this resource.
 
-An existing namespace of the same name on the same cluster is adopted and
-patched to the desired spec (and left in place on delete); one on another
-cluster is an error.
+An existing namespace of the same name on the same cluster is adopted (and left
+in place on delete); one on another cluster is an error.
+
+The PATCH (``Instances.UpdateSpec``) sends only what the program owns: in the
+UpdateSpec an unset field is "not modified" and a list replaces the server's
+("If unset, access controls on the namespace will not be modified", vSphere
+Automation API ``vcenter.namespaces.Instances.UpdateSpec``). So the lists sent are
+the server's entries, minus those the program owned before and no longer wants,
+plus the program's: an adopted namespace keeps its owner, policies and classes.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import pulumi
@@ -84,9 +90,33 @@ class NamespaceSpec:
         """``Instances.CreateSpec``."""
         return {"cluster": self.cluster, "namespace": self.namespace, **self._common()}
 
-    def update_body(self) -> dict[str, Any]:
-        """``Instances.UpdateSpec`` (``cluster`` and ``namespace`` cannot change)."""
-        return self._common()
+    def update_body(self, info: Mapping[str, Any], previous: Optional["NamespaceSpec"] = None) -> dict[str, Any]:
+        """``Instances.UpdateSpec`` merging the program's entries into the server's ``info``.
+
+        ``previous`` is what the program owned before (its last applied spec): entries it
+        owned and dropped are removed; every other server entry is kept. A list is only
+        sent when it changes what the server has.
+        """
+        body: dict[str, Any] = {"description": self.description}
+        vm_service = info.get("vm_service_spec") or {}
+        merges = (
+            ("access_list", info.get("access_list") or [], self.access_list, _access_key),
+            ("storage_specs", info.get("storage_specs") or [], self.storage_specs, _storage_key),
+            ("vm_classes", vm_service.get("vm_classes") or [], self.vm_classes, None),
+            ("content_libraries", vm_service.get("content_libraries") or [], self.content_libraries, None),
+        )
+        merged = {}
+        for field_name, server, ours, key in merges:
+            owned_before = getattr(previous, field_name, ()) if previous else ()
+            merged[field_name] = (server, _merge(server, ours, owned_before, key))
+        for field_name in ("access_list", "storage_specs"):
+            server, wanted = merged[field_name]
+            if _canonical(wanted) != _canonical(server):
+                body[field_name] = wanted
+        classes, libraries = merged["vm_classes"], merged["content_libraries"]
+        if sorted(classes[1]) != sorted(classes[0]) or sorted(libraries[1]) != sorted(libraries[0]):
+            body["vm_service_spec"] = {"vm_classes": classes[1], "content_libraries": libraries[1]}
+        return body
 
     def values(self) -> dict[str, Any]:
         """The spec as provider properties (plain lists and dicts)."""
@@ -99,6 +129,29 @@ class NamespaceSpec:
             "vm_classes": list(self.vm_classes),
             "content_libraries": list(self.content_libraries),
         }
+
+
+def _access_key(entry: Mapping[str, Any]) -> tuple:
+    return entry.get("subject_type"), entry.get("subject"), entry.get("domain")
+
+
+def _storage_key(entry: Mapping[str, Any]) -> str:
+    return entry.get("policy")
+
+
+def _canonical(entries: Sequence[Any]) -> list[str]:
+    import json
+
+    return sorted(json.dumps(e, sort_keys=True) for e in entries)
+
+
+def _merge(server: Sequence[Any], ours: Sequence[Any], owned_before: Sequence[Any], key=None) -> list[Any]:
+    """The server's entries without the ones the program dropped, then the program's
+    (an entry of ours replaces the server's with the same key: same subject, same policy)."""
+    key = key or (lambda entry: entry)
+    replaced = {key(e) for e in ours} | ({key(e) for e in owned_before} - {key(e) for e in ours})
+    kept = [dict(e) if isinstance(e, Mapping) else e for e in server if key(e) not in replaced]
+    return kept + [dict(e) if isinstance(e, Mapping) else e for e in ours]
 
 
 def _access(entry: Mapping[str, Any], i: int) -> dict[str, str]:
@@ -186,6 +239,24 @@ def spec_from_info(namespace: str, info: Mapping[str, Any]) -> NamespaceSpec:
     )
 
 
+def owned_part(server: NamespaceSpec, props: Mapping[str, Any]) -> NamespaceSpec:
+    """The server's spec cut down to the entries the program owns (those in ``props``), so
+    a refresh never makes another owner's entries look like the program's."""
+    try:
+        ours = build_spec(props)
+    except (ValueError, TypeError):
+        return server
+    access = {_access_key(a) for a in ours.access_list}
+    policies = {_storage_key(p) for p in ours.storage_specs}
+    return replace(
+        server,
+        access_list=tuple(a for a in server.access_list if _access_key(a) in access),
+        storage_specs=tuple(p for p in server.storage_specs if _storage_key(p) in policies),
+        vm_classes=tuple(c for c in server.vm_classes if c in ours.vm_classes),
+        content_libraries=tuple(c for c in server.content_libraries if c in ours.content_libraries),
+    )
+
+
 def _server_message(resp: requests.Response) -> tuple[str, str]:
     """``(error_type, messages)`` from a vAPI error body (``/api`` or ``/rest`` style)."""
     try:
@@ -231,8 +302,9 @@ class NamespaceClient:
     def create(self, spec: NamespaceSpec) -> None:
         self._call("POST", INSTANCES, spec.create_body())
 
-    def update(self, spec: NamespaceSpec) -> None:
-        self._call("PATCH", f"{INSTANCES}/{spec.namespace}", spec.update_body())
+    def update(self, spec: NamespaceSpec, info: Mapping[str, Any], previous: Optional[NamespaceSpec] = None) -> None:
+        """PATCH the namespace (whose current ``Info`` is ``info``) to hold ``spec``."""
+        self._call("PATCH", f"{INSTANCES}/{spec.namespace}", spec.update_body(info, previous))
 
     def delete(self, namespace: str) -> bool:
         """Start deleting; ``False`` when the namespace was already gone."""
@@ -304,11 +376,11 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
                         f"not on {spec.cluster!r}: namespace names are unique per vCenter; pick another name"
                     )
                 logger.info(
-                    "namespace %r exists on %s: adopting it and patching it to the desired spec",
+                    "namespace %r exists on %s: adopting it, adding the program's entries to its own",
                     spec.namespace,
                     spec.cluster,
                 )
-                client.update(spec)
+                client.update(spec, existing)
             else:
                 client.create(spec)
                 logger.info("created namespace %r on %s", spec.namespace, spec.cluster)
@@ -321,7 +393,8 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
             info = NamespaceClient(http, conn.base_url).get(id_)
         if info is None:
             return dyn.ReadResult("", {})
-        return dyn.ReadResult(id_, self._outs(props, spec_from_info(id_, info), info, bool(props.get("adopted"))))
+        return dyn.ReadResult(id_, self._outs(props, owned_part(spec_from_info(id_, info), props), info,
+                                              bool(props.get("adopted"))))
 
     def diff(self, id_, olds, news):
         def canonical(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -347,7 +420,10 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
             return dyn.UpdateResult({**olds, **{k: news.get(k) for k in CONNECTION_KEYS}})
         with rest_api(conn, f"updating namespace {spec.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
-            client.update(spec)
+            info = client.get(spec.namespace)
+            if info is None:
+                raise VCenterError(f"namespace {spec.namespace!r} no longer exists on vCenter; run `pulumi refresh`")
+            client.update(spec, info, build_spec(olds))
             info = client.wait_running(spec.namespace, self.timeout_s, self.poll_s)
         return dyn.UpdateResult(self._outs(news, spec, info, bool(olds.get("adopted"))))
 

@@ -198,7 +198,20 @@ def vcenter(conn: VCenterConnection, action: str = "vCenter call") -> Iterator[A
             disconnect(si)
 
 
-def _sibling_stub(si, path: str, version: str):
+def session_id(cookie: str) -> str:
+    """The ``vmware_soap_session`` value of the vim stub's cookie (quoted on vCenter)."""
+    from http.cookies import CookieError, SimpleCookie
+
+    try:
+        morsel = SimpleCookie(cookie or "").get("vmware_soap_session")
+    except CookieError:
+        morsel = None
+    if morsel is None or not morsel.value:
+        raise VCenterError("the vim session has no vmware_soap_session cookie to hand to SPBM")
+    return morsel.value
+
+
+def _sibling_stub(si, path: str, version: str, request_context: Mapping[str, str] | None = None):
     """A SOAP stub for another endpoint of the same vCenter, sharing the vim session."""
     from pyVmomi import SoapStubAdapter
 
@@ -207,9 +220,9 @@ def _sibling_stub(si, path: str, version: str):
         url=f"https://{stub.host}{path}",
         version=version,
         sslContext=stub.schemeArgs.get("context"),
+        requestContext=dict(request_context or {}),
     )
-    # vCenter accepts the vim session cookie on its other SOAP endpoints; the
-    # vcSessionCookie request-context header alone is not enough for SPBM.
+    # /vsanHealth takes the vim session's HTTP cookie (VMware's vsanapiutils does the same).
     sibling.cookie = stub.cookie
     # Remembered on the vim stub so that disconnect() closes their connections too.
     stub.sibling_stubs = [*getattr(stub, "sibling_stubs", ()), sibling]
@@ -217,10 +230,16 @@ def _sibling_stub(si, path: str, version: str):
 
 
 def pbm_service(si):
-    """SPBM ``ServiceInstanceContent`` (``/pbm/sdk``) authenticated with ``si``'s session."""
+    """SPBM ``ServiceInstanceContent`` (``/pbm/sdk``) authenticated with ``si``'s session.
+
+    SPBM reads the session from the ``vcSessionCookie`` SOAP header, not from the HTTP
+    cookie: pyVmomi's SPBM samples put the vim session id in the stub's request
+    context, and govmomi's ``pbm/client_test.go`` (TestClientCookie) shows the server
+    answering NotAuthenticated when only the cookie is sent.
+    """
     from pyVmomi import pbm
 
-    stub = _sibling_stub(si, "/pbm/sdk", PBM_VERSION)
+    stub = _sibling_stub(si, "/pbm/sdk", PBM_VERSION, {"vcSessionCookie": session_id(si._stub.cookie)})
     return pbm.ServiceInstance("ServiceInstance", stub).RetrieveContent()
 
 
@@ -254,44 +273,47 @@ class _VCenterHTTP(requests.Session):
         self._cleanup.clear()
 
 
-def rest_session(conn: VCenterConnection) -> requests.Session:
-    """A ``requests.Session`` carrying a ``vmware-api-session-id`` header.
+#: The REST API the providers call (``/api/...``) arrived with vCenter 7.0 U2; an older
+#: vCenter serves only ``/rest/...``, whose session would not open these paths anyway.
+MIN_REST_VERSION = "vCenter 7.0 U2"
 
-    Logs in with ``POST /api/session`` (vSphere 7.0 U2+) and falls back to
-    ``POST /rest/com/vmware/cis/session`` where the former is not served. Close
-    the session when done (:func:`rest_api` does).
-    """
-    cleanup: list[str] = []
+
+def _verify(conn: VCenterConnection) -> tuple[bool | str, list[str]]:
+    """``requests``' ``verify`` for ``conn`` (a temporary CA file when one is given)."""
     if conn.insecure:
-        verify: bool | str = False
-    elif conn.ca_pem:
+        return False, []
+    if conn.ca_pem:
         fd, path = tempfile.mkstemp(prefix="vcenter-ca-", suffix=".pem")
         with os.fdopen(fd, "w") as fh:
             fh.write(conn.ca_pem)
-        verify, cleanup = path, [path]
-    else:
-        verify = True
+        return path, [path]
+    return True, []
+
+
+def rest_session(conn: VCenterConnection) -> requests.Session:
+    """A ``requests.Session`` carrying a ``vmware-api-session-id`` header.
+
+    Logs in with ``POST /api/session``. Every REST call of the providers is under
+    ``/api`` (7.0 U2+), so there is no ``/rest`` fallback: an older vCenter gets an
+    error saying so. Close the session when done (:func:`rest_api` does).
+    """
+    verify, cleanup = _verify(conn)
     http = _VCenterHTTP(verify, cleanup)
+    url = conn.base_url + "/api/session"
     try:
-        token = None
-        for path, unwrap in (
-            ("/api/session", lambda body: body),
-            ("/rest/com/vmware/cis/session", lambda body: body["value"]),
-        ):
-            url = conn.base_url + path
-            resp = http.post(url, auth=(conn.user, conn.password))
-            if resp.status_code in (404, 405):
-                continue
-            if resp.status_code in (401, 403):
-                raise VCenterError(f"login to vCenter {conn.describe()} refused: POST {url} -> HTTP {resp.status_code}")
-            if not resp.ok:
-                raise VCenterError(f"POST {url} failed: HTTP {resp.status_code}: {conn.scrub(resp.text[:500])}")
-            token = unwrap(resp.json())
-            break
-        if not token:
+        resp = http.post(url, auth=(conn.user, conn.password))
+        if resp.status_code in (404, 405):
             raise VCenterError(
-                f"vCenter {conn.server}:{conn.port} serves neither /api/session nor /rest/com/vmware/cis/session"
+                f"vCenter {conn.server}:{conn.port} does not serve POST /api/session (HTTP {resp.status_code}):"
+                f" the program needs {MIN_REST_VERSION} or later"
             )
+        if resp.status_code in (401, 403):
+            raise VCenterError(f"login to vCenter {conn.describe()} refused: POST {url} -> HTTP {resp.status_code}")
+        if not resp.ok:
+            raise VCenterError(f"POST {url} failed: HTTP {resp.status_code}: {conn.scrub(resp.text[:500])}")
+        token = resp.json()
+        if not isinstance(token, str) or not token:
+            raise VCenterError(f"POST {url} returned no session id")
     except VCenterError as exc:
         http.close()
         raise VCenterError(conn.scrub(exc)) from None
@@ -310,10 +332,8 @@ def rest_api(conn: VCenterConnection, action: str = "vCenter REST call") -> Iter
         try:
             yield http
         finally:
-            for path in ("/api/session", "/rest/com/vmware/cis/session"):
-                with contextlib.suppress(requests.RequestException):
-                    if http.delete(conn.base_url + path).status_code not in (404, 405):
-                        break
+            with contextlib.suppress(requests.RequestException):
+                http.delete(conn.base_url + "/api/session")
             http.close()
 
 

@@ -1,7 +1,8 @@
 """The stack-output contract: what crosses from the infrastructure to the workloads.
 
-``__main__.py`` exports exactly these names; ``workloads`` reads them. No pulumi import
-here, so the runner works on machines without the Pulumi SDK (``--outputs FILE``).
+``__main__.py`` exports exactly these names (it imports this module from the installed
+package); ``workloads`` reads them. No pulumi import here, so the runner works on machines
+without the Pulumi SDK (``--outputs FILE``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ DASK_VERSION = "daskVersion"
 TLS_CA = "tlsCaCert"  # "" when TLS is off
 TLS_CLIENT_CERT = "tlsClientCert"  # secret
 TLS_CLIENT_KEY = "tlsClientKey"  # secret
+
+# Exported for the platform's operators; the runner does not read them.
+SUPERVISOR_NAMESPACE = "supervisorNamespace"
+CLUSTER_NAME = "clusterName"  # the TanzuKubernetesCluster
+NFS_SERVER = "nfsServer"
+NFS_PATH = "nfsPath"
 
 SECRET_OUTPUTS = frozenset({JUPYTER_PASSWORD, KUBECONFIG, TLS_CLIENT_CERT, TLS_CLIENT_KEY})
 

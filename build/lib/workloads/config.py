@@ -1,0 +1,47 @@
+"""The project's settings in Dask's configuration (key ``tkg``, defaults in ``dask-tkg.yaml``).
+
+Every ``DASK_*`` environment variable is a Dask config key, so the project's variables live
+under ``DASK_TKG__*`` (``tkg.cache`` is ``DASK_TKG__CACHE``). The single-underscore names of
+earlier releases (``DASK_TKG_CACHE``, ...) still work, with a deprecation warning.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import dask.config
+import yaml
+
+_DEFAULTS = Path(__file__).with_name("dask-tkg.yaml")
+_DEPRECATED = {  # old environment variable -> the config key it set
+    "DASK_TKG_CACHE": "tkg.cache",
+    "DASK_TKG_OUTPUTS": "tkg.outputs",
+    "DASK_TKG_DATA": "tkg.data",
+    "DASK_TKG_MODEL": "tkg.model",
+    "DASK_TKG_WEIGHTS": "tkg.weights",
+}
+
+with _DEFAULTS.open(encoding="utf-8") as _f:
+    dask.config.update_defaults(yaml.safe_load(_f))
+
+
+def _new_name(key: str) -> str:
+    return "DASK_" + key.upper().replace(".", "__")
+
+
+def get(key: str, default: Any = None) -> Any:
+    """``dask.config.get(key)``, honouring a deprecated ``DASK_TKG_*`` variable that is set
+    where its ``DASK_TKG__*`` successor is not."""
+    for old, new_key in _DEPRECATED.items():
+        if new_key == key and old in os.environ and _new_name(key) not in os.environ:
+            warnings.warn(f"{old} is deprecated: set {_new_name(key)} (Dask's config key {key!r})",
+                          FutureWarning, stacklevel=2)
+            return os.environ[old]
+    return dask.config.get(key, default=default)
+
+
+def cache_dir() -> Path:
+    """Where generated data, built stand-ins and fetched artifacts live (``tkg.cache``)."""
+    return Path(str(get("tkg.cache"))).expanduser()

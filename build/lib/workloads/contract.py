@@ -1,0 +1,125 @@
+"""The stack-output contract: what crosses from the infrastructure to the workloads.
+
+``__main__.py`` exports exactly these names (it imports this module from the installed
+package); ``workloads`` reads them. No pulumi import here, so the runner works on machines
+without the Pulumi SDK (``--outputs FILE``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+SCHEDULER_ADDRESS = "schedulerAddress"  # tcp://host:8786 or tls://host:8786 (in-cluster DNS)
+DASHBOARD_URL = "dashboardUrl"
+JUPYTER_URL = "jupyterUrl"  # "" when Jupyter is disabled
+JUPYTER_PASSWORD = "jupyterPassword"  # secret
+KUBECONFIG = "kubeconfig"  # secret: the guest cluster's admin kubeconfig
+NAMESPACE = "daskNamespace"
+RELEASE = "daskRelease"  # Helm release name (services are <release>-scheduler, ...)
+DATASET_MOUNT = "datasetMountPath"  # where the dataset PVC is mounted in workers/Jupyter
+DATASET_LAYOUT = "datasetLayout"  # {"dogs_images", "dogs_labels", "models", "taxi"}: paths under the mount
+WORKERS = "workerCount"
+GPUS_PER_WORKER = "gpusPerWorker"
+THREADS_PER_WORKER = "threadsPerWorker"
+IMAGE = "daskImage"
+DASK_VERSION = "daskVersion"
+TLS_CA = "tlsCaCert"  # "" when TLS is off
+TLS_CLIENT_CERT = "tlsClientCert"  # secret
+TLS_CLIENT_KEY = "tlsClientKey"  # secret
+
+# Exported for the platform's operators; the runner does not read them.
+SUPERVISOR_NAMESPACE = "supervisorNamespace"
+CLUSTER_NAME = "clusterName"  # the TanzuKubernetesCluster
+NFS_SERVER = "nfsServer"
+NFS_PATH = "nfsPath"
+
+SECRET_OUTPUTS = frozenset({JUPYTER_PASSWORD, KUBECONFIG, TLS_CLIENT_CERT, TLS_CLIENT_KEY})
+
+
+class ContractError(ValueError):
+    """Stack outputs that are missing a key or carry a value of the wrong type."""
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    """The outputs the runner needs, typed."""
+
+    scheduler_address: str
+    dashboard_url: str
+    jupyter_url: str
+    namespace: str
+    release: str
+    dataset_mount: str
+    dataset_layout: Mapping[str, str]
+    workers: int
+    gpus_per_worker: int
+    threads_per_worker: int
+    image: str
+    dask_version: str
+    tls_ca: str = ""
+    tls_client_cert: str = ""
+    tls_client_key: str = ""
+    jupyter_password: str = ""
+    kubeconfig: str = ""
+
+    def __repr__(self) -> str:  # never print secrets
+        shown = {f.name: getattr(self, f.name) for f in fields(self)
+                 if f.name not in ("tls_client_cert", "tls_client_key", "jupyter_password", "kubeconfig")}
+        return f"StackOutputs({shown}, secrets=[redacted])"
+
+    @property
+    def tls(self) -> bool:
+        return self.scheduler_address.startswith("tls://")
+
+
+# output name -> (field, type, required)
+_SCHEMA: dict[str, tuple[str, type, bool]] = {
+    SCHEDULER_ADDRESS: ("scheduler_address", str, True),
+    DASHBOARD_URL: ("dashboard_url", str, True),
+    JUPYTER_URL: ("jupyter_url", str, False),
+    NAMESPACE: ("namespace", str, True),
+    RELEASE: ("release", str, True),
+    DATASET_MOUNT: ("dataset_mount", str, True),
+    DATASET_LAYOUT: ("dataset_layout", dict, True),
+    WORKERS: ("workers", int, True),
+    GPUS_PER_WORKER: ("gpus_per_worker", int, True),
+    THREADS_PER_WORKER: ("threads_per_worker", int, True),
+    IMAGE: ("image", str, True),
+    DASK_VERSION: ("dask_version", str, True),
+    TLS_CA: ("tls_ca", str, False),
+    TLS_CLIENT_CERT: ("tls_client_cert", str, False),
+    TLS_CLIENT_KEY: ("tls_client_key", str, False),
+    JUPYTER_PASSWORD: ("jupyter_password", str, False),
+    KUBECONFIG: ("kubeconfig", str, False),
+}
+
+
+def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> StackOutputs:
+    """Validate ``pulumi stack output --json --show-secrets`` (or the same JSON in a file).
+
+    Raises ContractError naming the missing key or the key with the wrong type, and where
+    the outputs came from. Unknown keys are ignored (newer stacks may export more).
+    """
+    if not isinstance(raw, Mapping):
+        raise ContractError(f"{source}: expected a JSON object of outputs, got {type(raw).__name__}")
+    values: dict[str, Any] = {}
+    problems = []
+    for key, (field_name, kind, required) in _SCHEMA.items():
+        if key not in raw or raw[key] is None:
+            if required:
+                problems.append(f"missing output {key!r}")
+            continue
+        value = raw[key]
+        if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+            problems.append(f"output {key!r} must be {kind.__name__}, got {type(value).__name__}")
+            continue
+        values[field_name] = value
+    address = values.get("scheduler_address", "")
+    if address and not address.startswith(("tcp://", "tls://")):
+        problems.append(f"output {SCHEDULER_ADDRESS!r} must start with tcp:// or tls://, got {address!r}")
+    if address.startswith("tls://") and not (values.get("tls_client_cert") and values.get("tls_client_key")):
+        problems.append(f"scheduler uses TLS but {TLS_CLIENT_CERT!r}/{TLS_CLIENT_KEY!r} are missing"
+                        " (read the outputs with --show-secrets)")
+    if problems:
+        raise ContractError(f"{source}: " + "; ".join(problems))
+    return StackOutputs(**values)

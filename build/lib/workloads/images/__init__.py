@@ -1,0 +1,1 @@
+"""Benchmark 1: image-classification inference (PyTorch + Dask) over the Stanford Dogs layout."""

@@ -1,0 +1,125 @@
+"""The embedded default: a local cluster sized to this machine, its workers tuned for torch
+inference and XGBoost by ``workloads.tuning`` (the same environment the deployed workers get).
+
+Each worker gets ``cores // workers`` threads. The tuning variables must be in
+``distributed.nanny.pre-spawn-environ`` before the nanny spawns the worker, and a variable
+already in this process's environment beats the config (the nanny also copies them into this
+process): :func:`start` sets them around the cluster's creation and puts this process's
+environment back afterwards.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import dask
+import distributed  # noqa: F401  (loads distributed's config defaults, nanny.pre-spawn-environ among them)
+
+from workloads import environment, tuning
+
+logger = logging.getLogger(__name__)
+
+ALLOCATORS = ("auto", "tcmalloc", "glibc")
+THREAD_VARIABLES = tuning.THREAD_VARIABLES
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    """How a local cluster is made: sizes, the workers' environment, the cluster class."""
+
+    n_workers: int
+    threads_per_worker: int
+    cores: int
+    gpus: int  # > 0: a dask_cuda.LocalCUDACluster, one worker per GPU
+    allocator: str  # tcmalloc | glibc
+    environ: dict[str, str | None] = field(default_factory=dict)  # None: unset
+
+    def describe(self) -> dict[str, object]:
+        return {"n_workers": self.n_workers, "threads_per_worker": self.threads_per_worker,
+                "cores": self.cores, "gpus": self.gpus, "allocator": self.allocator,
+                "cluster_class": "LocalCUDACluster" if self.gpus else "LocalCluster",
+                "worker_environ": {k: v for k, v in self.environ.items()}}
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs visible through NVML (0 without a driver)."""
+    try:
+        import pynvml
+    except ImportError:
+        return 0
+    try:
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return 0
+
+
+find_tcmalloc = tuning.find_tcmalloc
+
+
+def plan(n_workers: int | None, device: str = "cpu", allocator: str = "auto", cap: bool = False,
+         threads_per_worker: int | None = None, cores: int | None = None, gpus: int | None = None) -> LocalPlan:
+    """Size a local cluster. ``n_workers=None`` means one per core (one per GPU with CUDA);
+    with ``cap`` a larger count is cut to that (a profile's size on a small machine), else
+    it is honoured even when it oversubscribes (a warning says so)."""
+    if allocator not in ALLOCATORS:
+        raise ValueError(f"allocator must be one of {ALLOCATORS}, got {allocator!r}")
+    cores = cores or environment.usable_cores()
+    gpus = (gpus if gpus is not None else gpu_count()) if device in ("cuda", "auto") else 0
+    if gpus and not _dask_cuda_available():
+        logger.warning("%d GPU(s) but dask_cuda does not import: starting a plain LocalCluster", gpus)
+        gpus = 0
+    limit = gpus or cores
+    count = n_workers or limit
+    if cap and count > limit:
+        logger.info("%d workers wanted; this machine has %d %s: starting %d", count, limit,
+                    "GPUs" if gpus else "cores", limit)
+        count = limit
+    if count > limit:
+        logger.warning("%d workers on %d %s: they will share them", count, limit, "GPUs" if gpus else "cores")
+    threads = threads_per_worker or max(1, cores // count)
+    tcmalloc = find_tcmalloc() if allocator in ("auto", "tcmalloc") else None
+    if allocator == "tcmalloc" and tcmalloc is None:
+        raise ValueError("allocator tcmalloc: libtcmalloc_minimal.so.4 not found"
+                         " (Debian: apt-get install libtcmalloc-minimal4)")
+    environ = tuning.worker_environ(threads, tcmalloc, os.environ.get("LD_PRELOAD", ""))
+    return LocalPlan(count, threads, cores, gpus, "tcmalloc" if tcmalloc else "glibc", environ)
+
+
+def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = True,
+          local_directory: str | None = None):
+    """Start the cluster ``spec`` describes; returns the (Local|LocalCUDA)Cluster."""
+    kwargs = dict(n_workers=spec.n_workers, threads_per_worker=spec.threads_per_worker,
+                  dashboard_address=dashboard_address, local_directory=local_directory)
+    with worker_environ(spec.environ):
+        if spec.gpus:
+            from dask_cuda import LocalCUDACluster
+
+            return LocalCUDACluster(**kwargs)
+        from distributed import LocalCluster
+
+        return LocalCluster(processes=processes, **kwargs)
+
+
+@contextlib.contextmanager
+def worker_environ(environ: dict[str, str | None]) -> Iterator[None]:
+    """Make ``environ`` what the nanny gives its workers, then restore this process."""
+    config = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    config.update(environ)
+    with environment.patched_environ(environ), \
+            dask.config.set({"distributed.nanny.pre-spawn-environ": config}):
+        yield
+
+
+def _dask_cuda_available() -> bool:
+    try:
+        import dask_cuda  # noqa: F401
+    except Exception:  # ImportError, or CUDA libraries that fail to load
+        return False
+    return True

@@ -1,0 +1,593 @@
+"""Fill the dataset volume in the layout the runner reads (architecture row 12).
+
+The cluster's data Job runs this file from a ConfigMap in a plain ``python`` image, so it
+is one file, standard library only, Python >= 3.8, importing nothing else from the
+project. It runs as ``python -m workloads.prepare`` or ``python /opt/dask-tkg/prepare.py``.
+
+Layout under ``--root``::
+
+    dogs/images.tar                           the Stanford Dogs archive, as downloaded
+    dogs/Images/<wnid>-<breed>/*.jpg          extracted from it
+    dogs/.images.complete                     the archive's size/sha256 once extraction finished
+    dogs/imagenet1000_clsidx_to_labels.txt
+    models/<basename of the weights URL>
+    taxi/yellow_tripdata_YYYY-MM.<csv|parquet>
+    .prepare-status.json                      what the last run did, per file
+
+Each download goes to ``<dest>.part``, resumes with ``Range: bytes=<n>-``, and is renamed
+to ``<dest>`` only when its size (and sha256, when known) checks out, so an existing
+destination is complete. A destination with the expected size (``--checksums``, else a
+HEAD's Content-Length) and sha256 (when known) is skipped. Transient errors are retried
+with exponential backoff; a file that fails ``--retries`` times is reported and the
+others are still fetched. Exit status: 0 all done or skipped, 1 something failed, 2 bad
+usage.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import http.client
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import PurePosixPath
+from typing import Dict, List, Optional, Tuple
+
+logger = logging.getLogger("dask_tkg.prepare")
+
+SOURCES = ("dogs", "labels", "weights", "taxi")
+DOGS_ARCHIVE = "dogs/images.tar"
+DOGS_IMAGES = "dogs/Images"
+DOGS_MARKER = "dogs/.images.complete"
+LABELS = "dogs/imagenet1000_clsidx_to_labels.txt"
+STATUS_FILE = ".prepare-status.json"
+TAXI_FORMATS = (".csv", ".parquet")
+MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
+SECRET_QUERY_KEYS = re.compile(r"token|sig|signature|secret|password|credential|key", re.I)
+CHUNK = 1 << 20
+MAX_BACKOFF = 300.0
+
+
+class PrepareError(Exception):
+    """A file that cannot be prepared (not worth retrying)."""
+
+
+class TransientError(PrepareError):
+    """Worth another attempt: connection reset, timeout, 5xx, a short read."""
+
+
+class VerifyError(PrepareError):
+    """Bytes that do not match the known size or sha256 (the partial file is deleted)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    source: str  # one of SOURCES
+    url: str
+    dest: str  # relative to --root, with forward slashes
+
+
+@dataclass(frozen=True)
+class Known:
+    size: Optional[int] = None
+    sha256: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Options:
+    retries: int = 5
+    timeout: float = 60.0
+    backoff: float = 2.0
+    progress_bytes: int = 64 << 20
+
+
+@dataclass
+class Outcome:
+    source: str
+    url: str  # credentials masked
+    dest: str
+    status: str = "failed"  # done | skipped | failed
+    size: Optional[int] = None
+    sha256: Optional[str] = None
+    attempts: int = 0
+    bytes_fetched: int = 0
+    seconds: float = 0.0
+    finished: str = ""
+    error: str = ""
+    detail: Dict[str, object] = field(default_factory=dict)
+
+
+def redact(url: str) -> str:
+    """``url`` with its userinfo's password (or a lone token) and secret-looking query values masked."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = (user.split(":", 1)[0] + ":***@" if ":" in user else "***@") + host
+    pairs = [pair.partition("=") for pair in parts.query.split("&")] if parts.query else []
+    query = "&".join(k + eq + ("***" if eq and SECRET_QUERY_KEYS.search(k) else v) for k, eq, v in pairs)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1024.0
+    return str(n)
+
+
+def _sha256_file(path: str, digest=None):
+    digest = digest or hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _write_json(path: str, data: object) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> Optional[dict]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- HTTP ---------------------------------------------------------------------------------
+
+def _open(url: str, opts: Options, method: str = "GET", offset: int = 0):
+    """urlopen with userinfo turned into a Basic header that is never sent on a redirect."""
+    parts = urllib.parse.urlsplit(url)
+    auth = None
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+        auth = "Basic " + base64.b64encode((user + ":" + password).encode()).decode()
+        url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    request = urllib.request.Request(url, method=method, headers={
+        "User-Agent": "dask-tkg-prepare/1", "Accept-Encoding": "identity"})
+    if offset:
+        request.add_header("Range", "bytes=%d-" % offset)
+    if auth:
+        request.add_unredirected_header("Authorization", auth)
+    return urllib.request.urlopen(request, timeout=opts.timeout)
+
+
+def _int(value: Optional[str]) -> Optional[int]:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _content_range(value: Optional[str]) -> Tuple[Optional[int], Optional[int]]:
+    """(first byte, total) of ``bytes a-b/total`` or ``bytes */total``; None where absent."""
+    match = re.match(r"^\s*bytes\s+(?:(\d+)-\d+|\*)/(\d+|\*)\s*$", value or "")
+    if not match:
+        return None, None
+    return _int(match.group(1)), _int(match.group(2)) if match.group(2) != "*" else None
+
+
+def _http_error(exc: urllib.error.HTTPError) -> PrepareError:
+    kind = TransientError if exc.code >= 500 or exc.code in (408, 425, 429) else PrepareError
+    return kind("HTTP %d %s" % (exc.code, exc.reason))
+
+
+def head_size(url: str, opts: Options) -> Optional[int]:
+    """The Content-Length a HEAD request reports, or None (no header, or any error)."""
+    try:
+        with _open(url, opts, method="HEAD") as response:
+            return _int(response.headers.get("Content-Length"))
+    except (OSError, http.client.HTTPException) as exc:
+        logger.info("HEAD %s failed (%s): size unknown", redact(url), exc)
+        return None
+
+
+class _Progress:
+    """A log line every ``every`` bytes or every 10 percent, with the rate."""
+
+    def __init__(self, label: str, total: Optional[int], start: int, every: int):
+        self.label, self.total, self.start, self.every = label, total, start, max(every, 1)
+        self.t0 = time.monotonic()
+        self.last = start
+        self.last_decile = self._percent(start) // 10 if total else 0
+        self.logged = False
+
+    def _percent(self, done: int) -> int:
+        return done * 100 // self.total if self.total else 0
+
+    def update(self, done: int, final: bool = False) -> None:
+        decile = self._percent(done) // 10 if self.total else 0
+        if final and self.logged and done == self.last:
+            return
+        if not final and done - self.last < self.every and decile <= self.last_decile:
+            return
+        self.last, self.last_decile, self.logged = done, decile, True
+        rate = (done - self.start) / max(time.monotonic() - self.t0, 1e-6)
+        of = " of %s (%d%%)" % (_human(self.total), self._percent(done)) if self.total else ""
+        logger.info("%s: %s%s at %s/s", self.label, _human(done), of, _human(rate))
+
+
+def _transfer(item: Item, part: str, known: Known, opts: Options, outcome: Outcome) -> Tuple[int, str]:
+    """Bring ``part`` to the whole file; return (size, sha256). Counts bytes in ``outcome``."""
+    offset = os.path.getsize(part) if os.path.exists(part) else 0
+    if known.size is not None and offset > known.size:
+        _remove(part)
+        offset = 0
+    if offset and offset == known.size:
+        logger.info("%s: the partial file already has all %d bytes", item.dest, offset)
+        return offset, _sha256_file(part).hexdigest()
+    try:
+        response = _open(item.url, opts, offset=offset)
+    except urllib.error.HTTPError as exc:
+        total = _content_range(exc.headers.get("Content-Range"))[1] if exc.headers else None
+        exc.close()
+        if exc.code == 416 and offset:
+            if total == offset:
+                logger.info("%s: server says the %d-byte partial file is complete", item.dest, offset)
+                return offset, _sha256_file(part).hexdigest()
+            _remove(part)
+            raise TransientError("HTTP 416 for a %d-byte partial file (server total %s): restarting"
+                                 % (offset, total)) from None
+        raise _http_error(exc) from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise TransientError("%s: %s" % (type(exc).__name__, exc)) from None
+    with response:
+        start, total = _content_range(response.headers.get("Content-Range"))
+        if offset and response.status == 206 and start == offset:
+            logger.info("%s: resuming at byte %d", item.dest, offset)
+            mode, digest = "ab", _sha256_file(part)
+        elif response.status == 206:
+            _remove(part)
+            raise TransientError("server answered a range starting at %s, not %d: restarting" % (start, offset))
+        else:
+            if offset:
+                logger.info("%s: server ignored Range (HTTP %d): restarting from zero", item.dest, response.status)
+            offset, mode, digest = 0, "wb", hashlib.sha256()
+            total = _int(response.headers.get("Content-Length"))
+        if known.size is not None and total is not None and total != known.size:
+            _remove(part)
+            raise VerifyError("server says %d bytes, checksums say %d" % (total, known.size))
+        progress = _Progress(item.dest, total, offset, opts.progress_bytes)
+        done = offset
+        with open(part, mode) as out:
+            while True:
+                try:
+                    block = response.read(CHUNK)
+                except (OSError, http.client.HTTPException) as exc:
+                    raise TransientError("connection lost after %d bytes (%s: %s); %s kept for resuming"
+                                         % (done, type(exc).__name__, exc, os.path.basename(part))) from None
+                if not block:
+                    break
+                out.write(block)
+                digest.update(block)
+                done += len(block)
+                outcome.bytes_fetched += len(block)
+                progress.update(done)
+            out.flush()
+            os.fsync(out.fileno())
+    if total is not None and done != total:
+        raise TransientError("short read: %d of %d bytes; %s kept for resuming"
+                             % (done, total, os.path.basename(part)))
+    progress.update(done, final=True)
+    return done, digest.hexdigest()
+
+
+def _verify(size: int, sha: str, known: Known) -> None:
+    if known.size is not None and size != known.size:
+        raise VerifyError("size %d, expected %d" % (size, known.size))
+    if known.sha256 and sha != known.sha256.lower():
+        raise VerifyError("sha256 %s, expected %s" % (sha, known.sha256.lower()))
+
+
+def _existing_is_complete(item: Item, dest: str, known: Known, opts: Options) -> Tuple[bool, str, Optional[str]]:
+    """(complete?, why, sha256 if computed) for a destination that exists."""
+    size = os.path.getsize(dest)
+    expected, source = known.size, "checksums"
+    if expected is None:
+        expected, source = head_size(item.url, opts), "HEAD"
+    if expected is not None and size != expected:
+        return False, "has %d bytes, %s says %d" % (size, source, expected), None
+    sha = None
+    if known.sha256:
+        sha = _sha256_file(dest).hexdigest()
+        if sha != known.sha256.lower():
+            return False, "sha256 %s does not match the checksums" % sha, sha
+    why = "%d bytes as %s says" % (size, source) if expected is not None else \
+        "%d bytes (size unknown; only complete files are renamed into place)" % size
+    return True, why + (", sha256 verified" if sha else ""), sha
+
+
+def fetch(item: Item, root: str, known: Known, opts: Options) -> Outcome:
+    """Make ``root/item.dest`` a complete copy of ``item.url``; never raises."""
+    outcome = Outcome(item.source, redact(item.url), item.dest)
+    dest = os.path.join(root, *item.dest.split("/"))
+    part = dest + ".part"
+    t0 = time.monotonic()
+    last: Exception = PrepareError("not attempted")
+    try:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        if os.path.isfile(dest):
+            complete, why, sha = _existing_is_complete(item, dest, known, opts)
+            if complete:
+                logger.info("skip %s: %s", item.dest, why)
+                outcome.status, outcome.size, outcome.sha256 = "skipped", os.path.getsize(dest), sha
+                return outcome
+            logger.info("%s %s: fetching again", item.dest, why)
+        for attempt in range(1, opts.retries + 1):
+            outcome.attempts = attempt
+            logger.info("GET %s -> %s (attempt %d/%d)", outcome.url, item.dest, attempt, opts.retries)
+            try:
+                size, sha = _transfer(item, part, known, opts, outcome)
+                try:
+                    _verify(size, sha, known)
+                except VerifyError:
+                    _remove(part)
+                    raise
+                os.replace(part, dest)
+                outcome.status, outcome.size, outcome.sha256 = "done", size, sha
+                logger.info("done %s: %s, sha256 %s", item.dest, _human(size), sha)
+                return outcome
+            except (TransientError, VerifyError) as exc:
+                last = exc
+                if attempt < opts.retries:
+                    delay = min(opts.backoff * 2 ** (attempt - 1), MAX_BACKOFF)
+                    logger.warning("%s -> %s: %s; retrying in %.1f s", outcome.url, item.dest, exc, delay)
+                    time.sleep(delay)
+    except (PrepareError, OSError) as exc:  # not worth retrying: 404, 403, a disk error
+        last = exc
+    finally:
+        outcome.seconds = round(time.monotonic() - t0, 3)
+        outcome.finished = _now()
+    outcome.error = "%s -> %s: %s (after %d attempt%s)" % (
+        outcome.url, dest, last, outcome.attempts, "" if outcome.attempts == 1 else "s")
+    logger.error("FAILED %s", outcome.error)
+    return outcome
+
+
+# --- the dogs archive ----------------------------------------------------------------------
+
+def _member_path(member: tarfile.TarInfo, target: str) -> str:
+    name = member.name.replace("\\", "/")
+    parts = PurePosixPath(name).parts
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in parts:
+        raise PrepareError("member %r has an absolute path or '..'" % member.name)
+    if member.issym() or member.islnk():
+        raise PrepareError("member %r is a link" % member.name)
+    if not (member.isfile() or member.isdir()):
+        raise PrepareError("member %r is not a regular file or directory" % member.name)
+    path = os.path.join(target, *parts) if parts else target
+    base = os.path.realpath(target)
+    if os.path.commonpath([base, os.path.realpath(path)]) != base:
+        raise PrepareError("member %r leaves the extraction directory" % member.name)
+    return path
+
+
+def safe_extract(archive: str, target: str) -> int:
+    """Extract ``archive`` under ``target``; refuse it whole at the first unsafe member."""
+    count = 0
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            path = _member_path(member, target)
+            if member.isdir():
+                os.makedirs(path, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            source = tar.extractfile(member)
+            with source, open(path, "wb") as out:
+                shutil.copyfileobj(source, out, CHUNK)
+            count += 1
+            if count % 5000 == 0:
+                logger.info("%s: %d files extracted", os.path.basename(archive), count)
+    return count
+
+
+def extract_dogs(root: str, archive_outcome: Outcome) -> Outcome:
+    """``dogs/images.tar`` -> ``dogs/Images``, via a temporary directory and a rename."""
+    outcome = Outcome("dogs", archive_outcome.url, DOGS_IMAGES)
+    archive = os.path.join(root, *DOGS_ARCHIVE.split("/"))
+    dogs = os.path.dirname(archive)
+    images, marker = os.path.join(root, *DOGS_IMAGES.split("/")), os.path.join(root, *DOGS_MARKER.split("/"))
+    t0 = time.monotonic()
+    try:
+        stat = os.stat(archive)
+        recorded = _read_json(marker) or {}
+        same_file = recorded.get("size") == stat.st_size and recorded.get("mtime_ns") == stat.st_mtime_ns
+        sha = archive_outcome.sha256 or (recorded.get("sha256") if same_file else None) \
+            or _sha256_file(archive).hexdigest()
+        if recorded.get("size") == stat.st_size and recorded.get("sha256") == sha and os.path.isdir(images):
+            logger.info("skip extraction: %s is from this archive (%s)", DOGS_IMAGES, DOGS_MARKER)
+            outcome.status = "skipped"
+            outcome.detail = {"files": recorded.get("files"), "archive_size": stat.st_size, "archive_sha256": sha}
+            return outcome
+        _remove(marker)  # from here on the tree is not known to be complete
+        for name in os.listdir(dogs):
+            if name.startswith(".Images.tmp-"):
+                shutil.rmtree(os.path.join(dogs, name), ignore_errors=True)
+        tmp = tempfile.mkdtemp(prefix=".Images.tmp-", dir=dogs)
+        try:
+            logger.info("extracting %s", DOGS_ARCHIVE)
+            count = safe_extract(archive, tmp)
+            if not os.path.isdir(os.path.join(tmp, "Images")):
+                raise PrepareError("the archive has no Images/ directory")
+            if os.path.exists(images):
+                logger.info("replacing the existing %s", DOGS_IMAGES)
+                os.rename(images, os.path.join(tmp, "previous"))
+            os.rename(os.path.join(tmp, "Images"), images)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        _write_json(marker, {"archive": os.path.basename(archive), "size": stat.st_size, "sha256": sha,
+                             "mtime_ns": stat.st_mtime_ns, "files": count, "extracted": _now()})
+        outcome.status = "done"
+        outcome.detail = {"files": count, "archive_size": stat.st_size, "archive_sha256": sha}
+        logger.info("done %s: %d files", DOGS_IMAGES, count)
+    except (PrepareError, OSError, tarfile.TarError) as exc:
+        outcome.error = "%s -> %s: refused or failed to extract: %s" % (archive, images, exc)
+        logger.error("FAILED %s", outcome.error)
+    finally:
+        outcome.seconds = round(time.monotonic() - t0, 3)
+        outcome.finished = _now()
+    return outcome
+
+
+# --- the command line -----------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=os.environ.get("DASK_TKG_CLI_PROG", "prepare"), description=__doc__.split("\n\n")[0])
+    p.add_argument("--root", required=True, help="the dataset root, e.g. /ml-share")
+    p.add_argument("--dogs-images", metavar="URL", help="Stanford Dogs images.tar")
+    p.add_argument("--dogs-labels", metavar="URL", help="imagenet1000_clsidx_to_labels.txt")
+    p.add_argument("--weights", metavar="URL", help="a torchvision .pth state dict, stored under models/")
+    p.add_argument("--taxi-url-template", metavar="TEMPLATE", help="one month's URL; {month} becomes YYYY-MM")
+    p.add_argument("--taxi-months", metavar="M1,M2,...", help="YYYY-MM months, comma-separated")
+    p.add_argument("--checksums", metavar="FILE", help='JSON {"<dest>": {"size": int, "sha256": hex}}')
+    p.add_argument("--retries", type=int, default=5, help="attempts per file before it fails (default 5)")
+    p.add_argument("--timeout", type=float, default=60.0, help="socket timeout in seconds (default 60)")
+    p.add_argument("--backoff-seconds", type=float, default=2.0,
+                   help="first retry delay, doubled each time (default 2)")
+    p.add_argument("--progress-mb", type=float, default=64.0,
+                   help="a progress line every this many MiB or 10%% (default 64)")
+    p.add_argument("--only", metavar="LIST", help="a subset of " + ",".join(SOURCES))
+    p.add_argument("--dry-run", action="store_true", help="print each URL -> destination; fetch nothing")
+    return p
+
+
+def _url_basename(url: str) -> str:
+    return urllib.parse.unquote(PurePosixPath(urllib.parse.urlsplit(url).path).name)
+
+
+def build_plan(args: argparse.Namespace, error) -> List[Item]:
+    """The downloads the arguments ask for, in order; ``error(message)`` exits on bad usage."""
+    only = set(SOURCES)
+    if args.only:
+        only = {s.strip() for s in args.only.split(",") if s.strip()}
+        unknown = sorted(only - set(SOURCES))
+        if unknown:
+            error("--only: unknown source(s) %s (choose from %s)" % (",".join(unknown), ",".join(SOURCES)))
+    items = []
+    if "dogs" in only and args.dogs_images:
+        items.append(Item("dogs", args.dogs_images, DOGS_ARCHIVE))
+    if "labels" in only and args.dogs_labels:
+        items.append(Item("labels", args.dogs_labels, LABELS))
+    if "weights" in only and args.weights:
+        name = _url_basename(args.weights)
+        if not name or name in (".", ".."):
+            error("--weights: the URL has no file name: %s" % redact(args.weights))
+        items.append(Item("weights", args.weights, "models/" + name))
+    months = [m.strip() for m in (args.taxi_months or "").split(",") if m.strip()]
+    if "taxi" in only and months:
+        template = args.taxi_url_template
+        if not template or "{month}" not in template:
+            error("--taxi-url-template: needs a URL containing {month} when --taxi-months is given")
+        suffix = os.path.splitext(_url_basename(template))[1].lower()
+        if suffix not in TAXI_FORMATS:
+            error("--taxi-url-template: the file name must end in .csv or .parquet: %s" % redact(template))
+        for month in dict.fromkeys(months):
+            if not MONTH.match(month):
+                error("--taxi-months: %r is not YYYY-MM" % month)
+            items.append(Item("taxi", template.replace("{month}", month),
+                              "taxi/yellow_tripdata_%s%s" % (month, suffix)))
+    return items
+
+
+def load_checksums(path: Optional[str], error) -> Dict[str, Known]:
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        error("--checksums: cannot read %s: %s" % (path, exc))
+    if not isinstance(data, dict):
+        error("--checksums: %s must hold a JSON object keyed by destination path" % path)
+    known = {}
+    for dest, entry in data.items():
+        size, sha = (entry.get("size"), entry.get("sha256")) if isinstance(entry, dict) else ("", "")
+        if not (size is None or (isinstance(size, int) and size >= 0)) \
+                or not (sha is None or re.match(r"^[0-9a-fA-F]{64}$", str(sha))):
+            error("--checksums: %s: %r is not {\"size\": int, \"sha256\": 64 hex digits}" % (dest, entry))
+        known[dest.replace("\\", "/").lstrip("/")] = Known(size, sha.lower() if sha else None)
+    return known
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.retries < 1:
+        parser.error("--retries: must be at least 1")
+    if args.timeout <= 0 or args.backoff_seconds < 0 or args.progress_mb <= 0:
+        parser.error("--timeout and --progress-mb must be positive, --backoff-seconds not negative")
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                            format="%(asctime)s %(levelname)s %(message)s")
+    plan = build_plan(args, parser.error)
+    known = load_checksums(args.checksums, parser.error)
+    root = os.path.abspath(args.root)
+    if args.dry_run:
+        for item in plan:
+            print("%s -> %s%s" % (redact(item.url), os.path.join(root, item.dest),
+                                  " (size/sha256 known)" if item.dest in known else ""))
+            if item.dest == DOGS_ARCHIVE:
+                print("extract %s -> %s" % (os.path.join(root, DOGS_ARCHIVE), os.path.join(root, DOGS_IMAGES)))
+        print("dry run: %d file(s), nothing fetched" % len(plan))
+        return 0
+    if not plan:
+        logger.warning("nothing to do: no source URL given (or none left by --only)")
+    opts = Options(args.retries, args.timeout, args.backoff_seconds, int(args.progress_mb * (1 << 20)))
+    started = _now()
+    os.makedirs(root, exist_ok=True)
+    outcomes = []
+    for item in plan:
+        outcome = fetch(item, root, known.get(item.dest, Known()), opts)
+        outcomes.append(outcome)
+        if item.dest == DOGS_ARCHIVE:
+            if outcome.status == "failed":
+                logger.error("not extracting %s: its download failed", DOGS_ARCHIVE)
+            else:
+                outcomes.append(extract_dogs(root, outcome))
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("done", "skipped", "failed")}
+    _write_json(os.path.join(root, STATUS_FILE), {
+        "started": started, "finished": _now(), "root": root, "ok": counts["failed"] == 0,
+        "counts": counts, "files": [asdict(o) for o in outcomes]})
+    logger.info("summary: %d done, %d skipped, %d failed", counts["done"], counts["skipped"], counts["failed"])
+    for o in outcomes:
+        size = _human(o.size) if o.size is not None else (
+            "%s files" % o.detail["files"] if o.detail.get("files") is not None else "-")
+        logger.info("  %-7s %s (%s)%s", o.status, o.dest, size, ": " + o.error if o.error else "")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""The report's PNG figures (matplotlib's object API on the Agg canvas: no pyplot, no
+display, no global state). Each function writes one file and returns its path, or None
+when the runs hold nothing to draw."""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from .runs import Comparison, Run, describe
+
+logger = logging.getLogger(__name__)
+
+DPI = 100
+WIDTH = 9.0  # inches: 900 px
+DEVICE_COLOURS = {"cuda": "#2e8b57", "cpu": "#3a6ea5"}  # the paper: GPU green, CPU blue
+GIB = 1024 ** 3
+
+
+def _figure(height: float, rows: int = 1, sharex: bool = False) -> tuple[Figure, Any]:
+    figure = Figure(figsize=(WIDTH, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(rows, 1, sharex=sharex, squeeze=False)[:, 0]
+    return figure, axes
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", dpi=DPI)
+    return path
+
+
+def _colour(device: str, fallback: int) -> str:
+    return DEVICE_COLOURS.get(device, f"C{fallback % 10}")
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+# ---------------------------------------------------------------------- figure 9
+def throughput(runs: list[Run], path: Path) -> Path | None:
+    """Images per second against worker count, one line per device (and profile)."""
+    points: dict[tuple[str, str | None], dict[int, list[float]]] = {}
+    for run in runs:
+        value = run.metrics.get("images_per_second")
+        if run.benchmark == "images" and run.ok and run.workers and isinstance(value, (int, float)):
+            points.setdefault((run.device, run.profile), {}).setdefault(run.workers, []).append(float(value))
+    if not points:
+        return None
+    profiles = {profile for _, profile in points}
+    figure, (axes,) = _figure(4.8)
+    counts: set[int] = set()
+    for i, ((device, profile), by_count) in enumerate(sorted(points.items(), key=lambda kv: str(kv[0]))):
+        name = device + (f" ({profile} profile)" if len(profiles) > 1 else "")
+        colour = _colour(device, i) if len(profiles) == 1 else f"C{i % 10}"
+        xs = sorted(by_count)
+        means = [sum(by_count[x]) / len(by_count[x]) for x in xs]
+        counts.update(xs)
+        axes.plot(xs, means, marker="o", color=colour, linewidth=2, label=f"{name}: mean of runs")
+        for x in xs:
+            if len(by_count[x]) > 1:
+                axes.scatter([x] * len(by_count[x]), by_count[x], color=colour, alpha=0.35, s=18)
+        for x, mean in zip(xs, means):
+            axes.annotate(_fmt(mean), (x, mean), textcoords="offset points", xytext=(0, 7),
+                          ha="center", fontsize=8, color=colour)
+        if len(xs) > 1:
+            ideal = [means[0] * x / xs[0] for x in xs]
+            axes.plot(xs, ideal, linestyle="--", color=colour, alpha=0.5, linewidth=1,
+                      label=f"{name}: linear scaling from {xs[0]} worker{'s' if xs[0] > 1 else ''}")
+    axes.set_xticks(sorted(counts))
+    if len(counts) == 1:
+        only = next(iter(counts))
+        axes.set_xlim(only - 1, only + 1)
+    axes.set_ylim(bottom=0)
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axes.set_xlabel("Dask workers")
+    axes.set_ylabel("Throughput (images/s)")
+    axes.set_title("Image classification: throughput by number of workers and device")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8, loc="upper left")
+    return _save(figure, path)
+
+
+# ---------------------------------------------------------------------- figure 12
+def phases(runs: list[Run], benchmark: str, path: Path) -> Path | None:
+    """Time per phase, stacked, one bar per configuration (mean over succeeded runs)."""
+    groups: dict[tuple[Any, ...], list[Run]] = {}
+    for run in runs:
+        if run.benchmark == benchmark and run.ok and run.phases:
+            groups.setdefault(run.key, []).append(run)
+    if not groups:
+        return None
+    order: list[str] = []
+    for members in groups.values():
+        for run in members:
+            order.extend(p for p in run.phases if p not in order)
+    frames = {"pandas": 0, "cudf": 1}
+    keys = sorted(groups, key=lambda k: (frames.get(k[3], 2), str(k[3]), str(k[1]), k[2] or 0, str(k[4])))
+    figure, (axes,) = _figure(2.2 + 0.55 * len(keys))
+    labels = []
+    for row, key in enumerate(keys):
+        members = groups[key]
+        left = 0.0
+        for i, phase in enumerate(order):
+            values = [run.phases.get(phase, 0.0) for run in members]
+            width = sum(values) / len(values)
+            axes.barh(row, width, left=left, color=f"C{i % 10}", edgecolor="white",
+                      label=phase if row == 0 else None)
+            if width > 0:
+                left += width
+        axes.annotate(f"{_fmt(left)} s", (left, row), xytext=(4, 0), textcoords="offset points",
+                      va="center", fontsize=8)
+        label = describe(key).split(" · ", 1)[1]
+        labels.append(label + (f" (mean of {len(members)})" if len(members) > 1 else ""))
+    axes.set_yticks(range(len(keys)), labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlim(0, axes.get_xlim()[1] * 1.08)
+    axes.set_xlabel("Time (s)")
+    what = {"taxi": "NYC taxi fare regression", "images": "Image classification"}.get(benchmark, benchmark)
+    axes.set_title(f"{what}: time per phase by configuration (lower is better)")
+    axes.grid(True, axis="x", alpha=0.3)
+    figure.legend(*axes.get_legend_handles_labels(), loc="outside lower center", fontsize=8,
+                  ncols=min(len(order), 8), title="phase (in the order they ran)", title_fontsize=8)
+    return _save(figure, path)
+
+
+# ---------------------------------------------------------------------- quality
+def quality(runs: list[Run], path: Path) -> Path | None:
+    """Accuracy of each image run and RMSE of each taxi run."""
+    panels = []
+    images = [r for r in runs if r.benchmark == "images" and r.ok]
+    taxi = [r for r in runs if r.benchmark == "taxi" and r.ok and isinstance(r.metrics.get("rmse"), (int, float))]
+    if images:
+        panels.append(("images", images))
+    if taxi:
+        panels.append(("taxi", taxi))
+    if not panels:
+        return None
+    figure, axes_list = _figure(2.9 * len(panels) + 0.4, rows=len(panels))
+    devices = sorted({r.device for _, members in panels for r in members})
+    palette = {d: _colour(d, i) for i, d in enumerate(devices)}
+    for axes, (benchmark, members) in zip(axes_list, panels):
+        xs = range(len(members))
+        colours = [palette[r.device] for r in members]
+        ticks = [f"#{r.number}\n{r.device} w{r.workers}" + (f"\n{r.dataframe}" if r.dataframe else "")
+                 for r in members]
+        if benchmark == "images":
+            values = [r.metrics.get("accuracy") for r in members]
+            heights = [100 * v if isinstance(v, (int, float)) else 0.0 for v in values]
+            axes.bar(xs, heights, color=colours)
+            for x, v in zip(xs, values):
+                text = f"{100 * v:.1f} %" if isinstance(v, (int, float)) else "n/a"
+                axes.annotate(text, (x, 100 * v if isinstance(v, (int, float)) else 0), xytext=(0, 3),
+                              textcoords="offset points", ha="center", fontsize=8)
+            axes.set_ylim(0, 105)
+            axes.set_ylabel("Top-1 accuracy (%)")
+            axes.set_title("Image classification: accuracy per run (higher is better; n/a = not measured,"
+                           " e.g. random weights)", fontsize=10)
+        else:
+            values = [float(r.metrics["rmse"]) for r in members]
+            axes.bar(xs, values, color=colours)
+            for x, v in zip(xs, values):
+                axes.annotate(f"{v:.3g}", (x, v), xytext=(0, 3), textcoords="offset points", ha="center",
+                              fontsize=8)
+            axes.set_ylim(0, max(values) * 1.15 or 1)
+            axes.set_ylabel("RMSE (US$)")
+            axes.set_title("NYC taxi fare regression: RMSE of the predictions per run (lower is better)",
+                           fontsize=10)
+        axes.set_xticks(list(xs), ticks, fontsize=7)
+        axes.set_xlim(-0.75, max(len(members), 4) - 0.25)
+        axes.grid(True, axis="y", alpha=0.3)
+    handles = [Patch(color=palette[d], label=d) for d in devices]
+    axes_list[0].legend(handles=handles, title="device", fontsize=8, title_fontsize=8, loc="upper right")
+    axes_list[-1].set_xlabel("Run (number in results.jsonl, device, workers)")
+    return _save(figure, path)
+
+
+# ---------------------------------------------------------------------- figures 10, 11, 13
+def utilization(run: Run, path: Path) -> Path | None:
+    """CPU, GPU and memory per worker over the run."""
+    samples = run.samples or []
+    if not samples:
+        return None
+    workers = sorted({str(s["worker"]) for s in samples}, key=_natural)
+    has_gpu = any(isinstance(s.get("gpu_utilization"), (int, float)) for s in samples)
+    panels = [("cpu", "CPU (% of one core)", 1.0)]
+    if has_gpu:
+        panels += [("gpu_utilization", "GPU utilization (%)", 1.0), ("gpu_memory", "GPU memory (GiB)", 1 / GIB)]
+    panels.append(("memory", "Worker memory (GiB)", 1 / GIB))
+    figure, axes_list = _figure(1.0 + 2.0 * len(panels), rows=len(panels), sharex=True)
+    summary = run.utilization() or {}
+    period = summary.get("busy_period")
+    for axes, (field, label, scale) in zip(axes_list, panels):
+        for i, worker in enumerate(workers):
+            rows = [s for s in samples if str(s["worker"]) == worker and isinstance(s.get(field), (int, float))]
+            if rows:
+                axes.plot([s["t"] for s in rows], [s[field] * scale for s in rows], linewidth=1.2,
+                          color=f"C{i % 10}", label=worker)
+        if period:
+            axes.axvspan(period[0], period[1], color="grey", alpha=0.08, linewidth=0)
+        if field == "gpu_memory":
+            totals = [s["gpu_memory_total"] for s in samples
+                      if isinstance(s.get("gpu_memory_total"), (int, float))]
+            if totals:
+                axes.axhline(max(totals) / GIB, color="black", linestyle=":", linewidth=1)
+                axes.annotate("GPU memory size", (0, max(totals) / GIB), xycoords=("axes fraction", "data"),
+                              xytext=(3, -10), textcoords="offset points", fontsize=7)
+        if field == "gpu_utilization":
+            axes.set_ylim(0, 105)
+        else:
+            axes.set_ylim(bottom=0)
+        axes.set_ylabel(label, fontsize=9)
+        axes.grid(True, alpha=0.3)
+        axes.yaxis.set_major_locator(MaxNLocator(5))
+    axes_list[-1].set_xlabel("Time since the run started (s)")
+    balance = summary.get("balance")
+    subtitle = (f"balance {balance:.2f} on {summary.get('basis')} (1.0 = even; shaded: busy period)"
+                if isinstance(balance, (int, float)) else "shaded: busy period")
+    axes_list[0].set_title(f"Run {run.label}: utilization per worker\n{subtitle}", fontsize=10)
+    handles, labels = axes_list[0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="outside right upper", fontsize=8, title="worker", title_fontsize=8,
+                      ncols=1 if len(labels) <= 16 else 2)
+    return _save(figure, path)
+
+
+def _natural(name: str) -> tuple[int, Any]:
+    return (0, int(name)) if name.isdigit() else (1, name)
+
+
+# ---------------------------------------------------------------------- comparison
+def comparison(result: Comparison, path: Path) -> Path | None:
+    """Per benchmark, a grid of configurations x measures holding ``this / other``,
+    coloured by whether this set did better (green) or worse (red)."""
+    ratios = [r for r in result.ratios if math.isfinite(r.ratio) and r.ratio > 0]
+    if not ratios:
+        return None
+    benchmarks = sorted({r.key[0] for r in ratios})
+    grids = []
+    for benchmark in benchmarks:
+        mine = [r for r in ratios if r.key[0] == benchmark]
+        rows = list(dict.fromkeys(r.key for r in mine))
+        columns = list(dict.fromkeys(r.measure for r in mine))
+        grids.append((benchmark, rows, columns, {(r.key, r.measure): r for r in mine}))
+    height = sum(1.3 + 0.45 * len(rows) for _, rows, _, _ in grids) + 0.6
+    figure = Figure(figsize=(WIDTH, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes_list = figure.subplots(len(grids), 1, squeeze=False,
+                                height_ratios=[1.3 + 0.45 * len(rows) for _, rows, _, _ in grids])[:, 0]
+    scores = [math.log10(r.ratio) * (1 if r.higher_is_better else -1) for r in ratios]
+    limit = max(max(abs(v) for v in scores), math.log10(1.25))
+    cmap = matplotlib.colormaps["RdYlGn"]
+    for axes, (benchmark, rows, columns, cells) in zip(axes_list, grids):
+        grid = [[math.nan] * len(columns) for _ in rows]
+        for i, key in enumerate(rows):
+            for j, measure in enumerate(columns):
+                r = cells.get((key, measure))
+                if r is None:
+                    continue
+                grid[i][j] = math.log10(r.ratio) * (1 if r.higher_is_better else -1)
+                axes.text(j, i, f"×{r.ratio:.2f}", ha="center", va="center", fontsize=8)
+        axes.imshow(grid, cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
+        axes.set_yticks(range(len(rows)), [describe(k).split(" · ", 1)[1] for k in rows], fontsize=8)
+        axes.set_xticks(range(len(columns)), [_measure_label(cells, m) for m in columns], fontsize=7,
+                        rotation=30, ha="right", rotation_mode="anchor")
+        axes.set_title(f"{benchmark}: ratio this / other", fontsize=10, loc="left")
+        axes.tick_params(length=0)
+    figure.suptitle("This result set against the other, per matched configuration\n"
+                    "green: this set better (higher throughput, shorter time); red: worse; ×1 = equal",
+                    fontsize=10)
+    return _save(figure, path)
+
+
+def _measure_label(cells: dict[Any, Any], measure: str) -> str:
+    example = next(r for (_, m), r in cells.items() if m == measure)
+    name = measure.replace("phase ", "").replace("_per_second", "/s").replace("_", " ")
+    unit = "" if name.endswith("/s") else f"{example.unit}, "
+    return f"{name} ({unit}{'higher' if example.higher_is_better else 'lower'} better)"

@@ -1,0 +1,279 @@
+"""The report's view of ``results.jsonl``: one :class:`Run` per record, the utilization
+sidecars they name, and the ratios between two result sets."""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import WorkloadError
+from ..results import RESULTS_FILE
+from ..utilization import read_samples, summarize
+
+logger = logging.getLogger(__name__)
+
+#: Throughput metrics per benchmark (higher is better), with their units.
+THROUGHPUT = {
+    "images": {"images_per_second": "images/s"},
+    "taxi": {"load_rows_per_second": "rows/s", "train_rows_per_second": "rows/s"},
+}
+#: The metrics the table shows per benchmark (others: the first few scalar metrics).
+KEY_METRICS = {
+    "images": ("images_per_second", "images_total", "images_failed", "accuracy"),
+    "taxi": ("rmse", "r2", "rows_clean", "load_rows_per_second", "train_rows_per_second"),
+}
+
+
+class NoResults(WorkloadError):
+    """The results directory holds no readable record."""
+
+
+@dataclass
+class Run:
+    """One record, with the fields the report groups and labels by."""
+
+    number: int  # 1-based position in results.jsonl (its line number among records)
+    record: dict[str, Any]
+    samples: list[dict[str, Any]] | None = None  # the utilization sidecar, when present
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def benchmark(self) -> str:
+        return str(self.record.get("benchmark") or "?")
+
+    @property
+    def status(self) -> str:
+        return str(self.record.get("status") or "?")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "succeeded"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.record.get("config") or {}
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.record.get("metrics") or {}
+
+    @property
+    def phases(self) -> dict[str, float]:
+        return {k: float(v) for k, v in (self.record.get("phases") or {}).items() if _is_number(v)}
+
+    @property
+    def unfinished(self) -> dict[str, float]:
+        return {k: float(v) for k, v in (self.record.get("unfinished_phases") or {}).items() if _is_number(v)}
+
+    @property
+    def artifacts(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (self.record.get("artifacts") or {}).items() if v}
+
+    @property
+    def device(self) -> str:
+        return str(self.config.get("device") or "?")
+
+    @property
+    def workers(self) -> int | None:
+        value = self.config.get("workers", (self.record.get("cluster") or {}).get("workers"))
+        return int(value) if _is_number(value) else None
+
+    @property
+    def dataframe(self) -> str | None:
+        """The partition type a taxi run used (the resolved backend, else what was asked)."""
+        if self.benchmark != "taxi":
+            return None
+        inner = self.config.get("benchmark") or {}
+        return self.metrics.get("backend") or self.config.get("dataframe") or inner.get("dataframe")
+
+    @property
+    def profile(self) -> str | None:
+        return self.config.get("profile")
+
+    @property
+    def started_at(self) -> str:
+        return str(self.record.get("started_at") or "")
+
+    @property
+    def error(self) -> str | None:
+        return self.record.get("error")
+
+    @property
+    def key(self) -> tuple[str, str, int | None, str | None, str | None]:
+        """What makes two runs comparable: benchmark, device, workers, dataframe, profile."""
+        return (self.benchmark, self.device, self.workers, self.dataframe, self.profile)
+
+    @property
+    def label(self) -> str:
+        return f"#{self.number} {describe(self.key)}"
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.phases.values()) + sum(self.unfinished.values())
+
+    def utilization(self) -> dict[str, Any] | None:
+        """The utilization summary: the record's own, else computed from the sidecar."""
+        summary = self.metrics.get("utilization")
+        if isinstance(summary, dict) and summary.get("workers"):
+            return summary
+        return summarize(self.samples) if self.samples else None
+
+
+def describe(key: tuple[Any, ...]) -> str:
+    """``images · cuda · 4 workers · small`` for a run key."""
+    benchmark, device, workers, dataframe, profile = key
+    parts = [benchmark, device]
+    if dataframe:
+        parts.append(str(dataframe))
+    if workers is not None:
+        parts.append(f"{workers} worker{'s' if workers != 1 else ''}")
+    if profile:
+        parts.append(str(profile))
+    return " · ".join(str(p) for p in parts)
+
+
+@dataclass
+class ResultSet:
+    directory: Path
+    runs: list[Run]
+    notes: list[str]  # lines skipped, sidecars missing
+
+
+def load(results_dir: str | os.PathLike) -> ResultSet:
+    """Every record in ``results_dir/results.jsonl`` with its utilization sidecar.
+
+    Raises
+    ------
+    NoResults
+        The file is missing, or holds no valid record.
+    """
+    directory = Path(results_dir)
+    path = directory / RESULTS_FILE
+    if not path.is_file():
+        raise NoResults(f"no {RESULTS_FILE} in {directory}: run `python -m workloads.run` first"
+                        " (or name the results directory)")
+    notes, runs = [], []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            torn = number == len(lines)
+            notes.append(f"{RESULTS_FILE} line {number} is not valid JSON"
+                         + (" (a torn last line: a run still writing, or one cut short)" if torn else "")
+                         + "; skipped")
+            continue
+        if not isinstance(record, dict) or "benchmark" not in record:
+            notes.append(f"{RESULTS_FILE} line {number} is not a run record; skipped")
+            continue
+        runs.append(Run(len(runs) + 1, record))
+    if not runs:
+        raise NoResults(f"{path} holds no run records" + (f" ({'; '.join(notes)})" if notes else ""))
+    for run in runs:
+        _attach_samples(directory, run)
+        notes.extend(f"run #{run.number}: {note}" for note in run.notes)
+    return ResultSet(directory, runs, notes)
+
+
+def _attach_samples(directory: Path, run: Run) -> None:
+    relative = run.artifacts.get("utilization")
+    if not relative:
+        return
+    path = directory / relative
+    try:
+        run.samples = read_samples(path)
+    except FileNotFoundError:
+        run.notes.append(f"utilization file {relative} is missing")
+    except OSError as exc:
+        run.notes.append(f"utilization file {relative} not readable ({exc.strerror or exc})")
+
+
+# ---------------------------------------------------------------------- comparison
+@dataclass(frozen=True)
+class Ratio:
+    """One measure of one configuration in both sets: ``ratio = this / other``."""
+
+    key: tuple[Any, ...]
+    measure: str  # a metric name, "phase <name>" or "total time"
+    unit: str
+    higher_is_better: bool
+    this: float
+    other: float
+    n_this: int
+    n_other: int
+
+    @property
+    def ratio(self) -> float:
+        return self.this / self.other if self.other else math.inf
+
+    @property
+    def better(self) -> bool | None:
+        """Whether this set did better on this measure (None when equal)."""
+        if math.isclose(self.this, self.other, rel_tol=1e-9):
+            return None
+        return (self.this > self.other) == self.higher_is_better
+
+
+@dataclass
+class Comparison:
+    ratios: list[Ratio]
+    only_here: list[tuple[Any, ...]]
+    only_there: list[tuple[Any, ...]]
+
+
+def compare(this: list[Run], other: list[Run]) -> Comparison:
+    """Ratios between two sets of runs, matched by :attr:`Run.key`.
+
+    Only succeeded runs count; several runs of one configuration are averaged (the mean
+    of each measure over the runs that have it). Throughput metrics are better when
+    higher, phase times and the total time when lower.
+    """
+    mine, theirs = _group(this), _group(other)
+    ratios = []
+    for key in sorted(set(mine) & set(theirs), key=_sort_key):
+        a, b = _measures(mine[key]), _measures(theirs[key])
+        for measure in [m for m in a if m in b]:
+            (value_a, n_a, unit, higher), (value_b, n_b, _, _) = a[measure], b[measure]
+            ratios.append(Ratio(key, measure, unit, higher, value_a, value_b, n_a, n_b))
+    return Comparison(ratios, sorted(set(mine) - set(theirs), key=_sort_key),
+                      sorted(set(theirs) - set(mine), key=_sort_key))
+
+
+def _group(runs: list[Run]) -> dict[tuple[Any, ...], list[Run]]:
+    groups: dict[tuple[Any, ...], list[Run]] = {}
+    for run in runs:
+        if run.ok:
+            groups.setdefault(run.key, []).append(run)
+    return groups
+
+
+def _measures(runs: list[Run]) -> dict[str, tuple[float, int, str, bool]]:
+    """measure -> (mean over runs, how many runs, unit, higher is better), in display order."""
+    values: dict[str, list[float]] = {}
+    units: dict[str, tuple[str, bool]] = {}
+    for run in runs:
+        for name, unit in THROUGHPUT.get(run.benchmark, {}).items():
+            if _is_number(run.metrics.get(name)):
+                values.setdefault(name, []).append(float(run.metrics[name]))
+                units[name] = (unit, True)
+        for phase, seconds in run.phases.items():
+            values.setdefault(f"phase {phase}", []).append(seconds)
+            units[f"phase {phase}"] = ("s", False)
+        if run.phases:
+            values.setdefault("total time", []).append(sum(run.phases.values()))
+            units["total time"] = ("s", False)
+    return {m: (sum(v) / len(v), len(v), *units[m]) for m, v in values.items()}
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple("" if v is None else (f"{v:08d}" if isinstance(v, int) else str(v)) for v in key)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,156 @@
+"""The results record: one JSON line per run, the same schema for every benchmark.
+
+A record carries ``benchmark``, ``status`` (succeeded | failed | interrupted),
+``config``, ``phases`` (seconds per named phase, in the order they ran), ``metrics``,
+``versions``, ``hardware``, ``cluster``, ``started_at`` and, where it applies, ``error``,
+``unfinished_phases`` (seconds spent in phases that raised or were interrupted) and
+``artifacts`` (paths of files written beside the results, relative to the results
+directory). Lines are only ever appended: an earlier result is never overwritten.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+logger = logging.getLogger(__name__)
+
+RESULTS_FILE = "results.jsonl"
+STATUSES = ("succeeded", "failed", "interrupted")
+
+
+@dataclass
+class PhaseTimer:
+    """Times named phases. A phase that raises is recorded as not finished (its time so
+    far goes to ``unfinished``) so the record still shows everything measured up to the
+    failure."""
+
+    phases: dict[str, float] = field(default_factory=dict)
+    unfinished: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if name in self.phases:
+            raise ValueError(f"phase {name!r} timed twice")
+        start = time.perf_counter()
+        try:
+            yield
+        except BaseException:
+            self.unfinished[name] = time.perf_counter() - start
+            raise
+        self.phases[name] = time.perf_counter() - start
+
+    def record(self, name: str, seconds: float) -> None:
+        """Record a phase measured elsewhere (e.g. on the workers)."""
+        self.phases[name] = float(seconds)
+
+
+def make_record(
+    *,
+    benchmark: str,
+    status: str,
+    config: dict[str, Any],
+    phases: dict[str, float],
+    metrics: dict[str, Any],
+    versions: dict[str, Any],
+    hardware: dict[str, Any],
+    cluster: dict[str, Any],
+    started_at: str,
+    error: str | None = None,
+    artifacts: dict[str, str] | None = None,
+    unfinished: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+    record: dict[str, Any] = {
+        "benchmark": benchmark,
+        "status": status,
+        "config": config,
+        "phases": {k: round(v, 6) for k, v in phases.items()},
+        "metrics": metrics,
+        "versions": versions,
+        "hardware": hardware,
+        "cluster": cluster,
+        "started_at": started_at,
+    }
+    if error is not None:
+        record["error"] = error
+    if unfinished:
+        record["unfinished_phases"] = {k: round(v, 6) for k, v in unfinished.items()}
+    if artifacts:
+        record["artifacts"] = artifacts
+    return record
+
+
+def append_record(results_dir: str | os.PathLike, record: dict[str, Any]) -> Path:
+    """Append one record to ``results_dir/results.jsonl`` and flush it to disk. After a
+    torn last line (a process killed mid-write) the record starts a line of its own, so
+    only the torn line is unreadable, never the new record."""
+    directory = Path(results_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / RESULTS_FILE
+    line = json.dumps(record, sort_keys=False, default=_jsonable) + "\n"
+    with open(path, "a+b") as fh:
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = "\n" + line
+        fh.write(line.encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return path
+
+
+def read_records(results_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every record in ``results_dir/results.jsonl``; a torn last line is skipped."""
+    path = Path(results_dir) / RESULTS_FILE
+    if not path.exists():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            logger.warning("%s:%d is not valid JSON; skipped", path, number)
+    return records
+
+
+def config_key(benchmark: str, config: dict[str, Any]) -> str:
+    """What makes two runs the same configuration (``--resume``): the benchmark, the
+    profile, the device the run used, its worker count, and the benchmark's own options
+    (its config less ``workers``, the addresses a run was restricted to, which differ from
+    one cluster start to the next). Where the cluster came from and the runner's own
+    policies (``max_lost_workers``) are not part of it. ``config`` is a record's
+    ``config``; tuples and lists compare equal (as they do once written)."""
+    options = dict(config.get("benchmark") or {})
+    options.pop("workers", None)
+    return json.dumps([benchmark, config.get("profile"), config.get("device"), config.get("workers"), options],
+                      sort_keys=True, default=_jsonable)
+
+
+def succeeded_configs(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The configurations already recorded as ``succeeded`` in ``results_dir``, by
+    :func:`config_key`, each with its latest succeeded record."""
+    return {config_key(r.get("benchmark", ""), r.get("config") or {}): r
+            for r in read_records(results_dir) if r.get("status") == "succeeded"}
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,410 @@
+"""``python -m workloads.run``: run the paper's benchmarks on a Dask cluster and append one
+JSON line per run to ``<output>/results.jsonl``.
+
+Where: ``--stack NAME`` | ``--outputs FILE`` | ``--scheduler-address ADDR`` | ``--local``
+(default: ``DASK_SCHEDULER_ADDRESS`` when set, else a local cluster). What:
+``--benchmark images|taxi|all``, ``--profile smoke|small|reference``, ``--workers 1,2``
+(a sweep), ``--device cpu|cuda|auto``, ``--data-dir`` (else the stack's dataset mount, or
+data generated with a fixed seed for the local cluster).
+
+Faults: a run survives up to ``--max-lost-workers`` (default 1) workers lost while it runs
+(Dask recomputes their work; the taxi benchmark retries its training); one more fails it,
+naming the lost workers. A lost scheduler fails the run and ends the sweep. SIGINT
+(Ctrl-C) and SIGTERM stop the run the same way: its record says ``interrupted``, with the
+phases measured so far. ``--resume`` skips the configurations ``results.jsonl`` already
+holds as succeeded (:func:`workloads.results.config_key` says what "the same" means).
+
+Exit codes: 0 all runs succeeded; 1 a run failed; 2 the setup is wrong (bad outputs,
+unreachable scheduler, too few workers, failed preflight); 130 interrupted (SIGINT);
+143 terminated (SIGTERM).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from workloads import benchmarks, instrumentation, local, preflight, record, results, summary
+from workloads import endpoint as endpoints
+from workloads.common import load_yaml, prog, setup_logging
+from workloads.config import cache_dir
+from workloads.contract import ContractError
+from workloads.exceptions import WorkersLostError, WorkloadError
+from workloads.record import Placement, RunContext, RunOutcome
+from workloads.session import ClusterSession
+from workloads.stopping import Stopper, stop_reason
+
+logger = logging.getLogger("workloads.run")
+
+PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
+EXIT_OK, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_MAX_LOST_WORKERS = 1  # one loss is Dask's to absorb; a second says something is wrong
+
+
+def echo_stdout(text: str, error: bool = False) -> None:
+    print(text, file=sys.stderr if error else sys.stdout, flush=True)
+
+
+def benchmark_profile(module: ModuleType, profile: str) -> dict[str, Any]:
+    """The ``profile`` section of ``workloads/<bench>/profiles.yaml`` (empty if absent)."""
+    path = Path(module.__file__).with_name("profiles.yaml")
+    return dict(load_yaml(path).get(profile) or {}) if path.exists() else {}
+
+
+def import_benchmarks() -> tuple[dict[str, ModuleType], dict[str, str]]:
+    """Every registered benchmark that imports, and why the others do not."""
+    modules, unavailable = {}, {}
+    for name in benchmarks.BENCHMARKS:
+        try:
+            modules[name] = benchmarks.load(name)
+        except ImportError as exc:
+            unavailable[name] = f"{type(exc).__name__}: {exc}"
+    return modules, unavailable
+
+
+def worker_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected worker counts like 1,2,4, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"worker counts must be >= 1, got {text!r}")
+    return counts
+
+
+def lost_workers_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a worker count >= 0, got {text!r}")
+    return value
+
+
+def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) -> argparse.ArgumentParser:
+    profiles = list(load_yaml(PROFILES_FILE))
+    parser = argparse.ArgumentParser(
+        prog=prog("python -m workloads.run"), description=__doc__.split("\n\n")[0],
+        epilog="".join(f"benchmark {n!r} is not available here: {why}\n" for n, why in unavailable.items()) or None)
+    where = parser.add_argument_group("where (one of; default: DASK_SCHEDULER_ADDRESS if set, else --local)")
+    where.add_argument("--stack", metavar="NAME", help="read the outputs of this Pulumi stack (needs the pulumi CLI)")
+    where.add_argument("--outputs", metavar="FILE", help="the JSON of `pulumi stack output --json --show-secrets`")
+    where.add_argument("--scheduler-address", metavar="ADDR", help="tcp://host:8786")
+    where.add_argument("--local", action="store_true", help="start a local cluster sized to this machine")
+    what = parser.add_argument_group("what")
+    what.add_argument("--benchmark", choices=[*benchmarks.BENCHMARKS, "all"], default="all")
+    what.add_argument("--profile", choices=profiles, default="smoke", help="sizes (default: smoke)")
+    what.add_argument("--data-dir", metavar="PATH",
+                      help="dataset root as the workers see it (dogs/Images/..., taxi/...); default: the"
+                           " stack's dataset mount, or generated data for the local cluster")
+    what.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                      help="auto: cuda when every worker has it (default)")
+    what.add_argument("--workers", type=worker_counts, metavar="N[,N...]",
+                      help="worker counts to sweep (default: the profile's)")
+    what.add_argument("--output", metavar="DIR", default="results", help="results directory (default: results/)")
+    what.add_argument("--wait-timeout", type=float, metavar="SECONDS", help="wait for workers (default: profile's)")
+    what.add_argument("--performance-report", action=argparse.BooleanOptionalAction, default=True,
+                      help="write distributed's HTML performance report of each run beside the results (default)")
+    what.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
+                      help="render <output>/report/report.html at the end (default)")
+    what.add_argument("--allocator", choices=local.ALLOCATORS, default="auto",
+                      help="local cluster: tcmalloc when installed (auto), or glibc")
+    what.add_argument("--dashboard-address", default="127.0.0.1:8787",
+                      help="local cluster's dashboard (default: this machine only; :0 for any free port)")
+    what.add_argument("--max-lost-workers", type=lost_workers_limit, default=DEFAULT_MAX_LOST_WORKERS,
+                      metavar="N", help="fail a run that loses more than N workers while it runs"
+                                        f" (default: {DEFAULT_MAX_LOST_WORKERS})")
+    what.add_argument("--resume", action="store_true",
+                      help="skip the configurations results.jsonl already records as succeeded (same"
+                           " benchmark, profile, device, worker count and benchmark options)")
+    what.add_argument("-v", "--verbose", action="store_true")
+    for module in dict.fromkeys(modules.values()):  # a module registered twice adds its options once
+        module.add_arguments(parser)
+    return parser
+
+
+class Runner:
+    """One invocation: resolve the endpoint, then for each worker count start/scale or
+    restrict, wait, preflight, and run each benchmark, writing a record per run.
+
+    The cluster session (:class:`ClusterSession`), stopping (:class:`Stopper`) and the
+    record (:mod:`workloads.record`) each live in their own module; this class only
+    sequences them."""
+
+    def __init__(self, args: argparse.Namespace, modules: dict[str, ModuleType], echo=echo_stdout):
+        self.args = args
+        self.modules = modules
+        self.echo = echo
+        self.profile = load_yaml(PROFILES_FILE)[args.profile]
+        self.stopper = Stopper()
+        self.done = results.succeeded_configs(args.output) if args.resume else {}
+        self.records: list[dict[str, Any]] = []
+        self.session: ClusterSession | None = None
+        self.context: RunContext | None = None
+        self.scheduler_lost: str | None = None  # why the sweep stopped early
+
+    # ------------------------------------------------------------------ top level
+    def execute(self) -> int:
+        args = self.args
+        where = endpoints.resolve(args.stack, args.outputs, args.scheduler_address, args.local)
+        self.echo(f"cluster: {where.describe()}")
+        data_dir, generated = self.data_root(where)
+        self.context = RunContext(profile=args.profile, device_requested=args.device,
+                                  max_lost_workers=args.max_lost_workers, endpoint_kind=where.kind,
+                                  local=where.local, output=args.output, data_dir=data_dir,
+                                  data_generated=generated)
+        with ClusterSession(where, echo=self.echo, dashboard_address=args.dashboard_address) as self.session:
+            for count in args.workers or [None]:
+                code = self.run_count(count)
+                if code != EXIT_OK:
+                    return code
+                if self.scheduler_lost:
+                    self.echo(f"error: {self.scheduler_lost}: the sweep stops here", error=True)
+                    return EXIT_FAILED
+        return EXIT_FAILED if any(r["status"] != "succeeded" for r in self.records) else EXIT_OK
+
+    def data_root(self, where: endpoints.Endpoint) -> tuple[Path, bool]:
+        if self.args.data_dir:
+            return Path(self.args.data_dir).expanduser().absolute(), False
+        if where.data_dir:
+            return Path(where.data_dir), False
+        if where.local:
+            return cache_dir() / "data" / self.args.profile, True
+        raise WorkloadError(f"no --data-dir, and {where.source} names no dataset mount: pass --data-dir"
+                            " (the dataset root as the workers see it)")
+
+    def run_count(self, count: int | None) -> int:
+        """Everything for one worker count (None: the profile's locally, every worker of a
+        remote cluster); returns EXIT_SETUP when the cluster is unfit."""
+        if self.all_done_before_start(count):
+            return EXIT_OK
+        started = time.perf_counter()
+        try:
+            placement = self.prepare(count)
+        except (WorkloadError, KeyboardInterrupt) as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            error = stop_reason(exc) if interrupted else str(exc)
+            if not interrupted:
+                self.echo(f"error: {exc}", error=True)
+            for name in self.modules:
+                self.write(name, Placement(count=count or self.profile["workers"]),
+                           RunOutcome(status="interrupted" if interrupted else "failed", error=error,
+                                      phases={"setup": time.perf_counter() - started}))
+            if interrupted:
+                raise
+            return EXIT_SETUP
+        self.echo(f"preflight: {len(placement.connected)} worker(s) ok, device {placement.device}")
+        for name, module in self.modules.items():
+            self.run_one(name, module, placement)
+            if self.scheduler_lost:
+                break
+        return EXIT_OK
+
+    def prepare(self, count: int | None) -> Placement:
+        """Start or reach the cluster, wait for its workers, run the preflight."""
+        session = self.session
+        timeout = self.args.wait_timeout or self.profile.get("wait_timeout_s", 300)
+        if session.endpoint.local:
+            want = session.use_local(self.plan_for(count))
+        else:
+            session.connect()
+            want = session.remote_target(count)
+            if count is not None and session.scale(want):
+                self.echo(f"scaled the cluster to {want} worker(s)")
+        connected = session.wait(want, timeout)
+        used = connected if count is None and not session.endpoint.local else connected[:want]
+        packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
+        checked = preflight.check(session.client, connected, packages, self.args.device)
+        return Placement(count=len(used), used=tuple(used), connected=tuple(connected), checked=checked)
+
+    def plan_for(self, count: int | None) -> local.LocalPlan:
+        return local.plan(count or self.profile["workers"], self.args.device, self.args.allocator, cap=count is None)
+
+    # ------------------------------------------------------------------ resume
+    def all_done_before_start(self, count: int | None) -> bool:
+        """With --resume and a fixed device: every benchmark of this count already
+        succeeded, known before any cluster starts (when the count is known then)."""
+        if not self.done or self.args.device not in ("cpu", "cuda"):
+            return False
+        where = self.session.endpoint
+        planned = self.plan_for(count).n_workers if where.local else (count or where.expected_workers)
+        if not planned:
+            return False
+        found = {n: self.previous_success(n, m, planned, self.args.device) for n, m in self.modules.items()}
+        if not all(found.values()):
+            return False
+        for name, record in found.items():
+            self.say_skipped(name, record, planned)
+        return True
+
+    def previous_success(self, name: str, module: ModuleType, count: int, device: str) -> dict[str, Any] | None:
+        """The succeeded record of this configuration (see ``results.config_key``), if
+        ``--resume`` found one."""
+        if not self.done:
+            return None
+        try:
+            config = module.make_config(self.args, benchmark_profile(module, self.args.profile),
+                                        self.context.data_dir, device)
+        except Exception:  # a config that cannot be made is reported by the run itself
+            return None
+        key = results.config_key(name, {"profile": self.args.profile, "device": device, "workers": count,
+                                        "benchmark": record.benchmark_options(config)})
+        return self.done.get(key)
+
+    def say_skipped(self, name: str, found: dict[str, Any], count: int) -> None:
+        self.echo(f"{name}: {count} worker(s), profile {self.args.profile}: skipped (--resume), succeeded"
+                  f" at {found.get('started_at', '?')}")
+
+    # ------------------------------------------------------------------ one run
+    def run_one(self, name: str, module: ModuleType, placement: Placement) -> None:
+        """Run one benchmark; a restricted run that loses a worker while a spare is
+        connected is run again there (the record names both)."""
+        found = self.previous_success(name, module, len(placement.used), placement.device)
+        if found is not None:
+            self.say_skipped(name, found, len(placement.used))
+            return
+        self.echo(f"{name}: {len(placement.used)} worker(s), profile {self.args.profile}, device {placement.device}")
+        started_at = results.utc_now()
+        lost, replaced = [], []
+        while True:
+            outcome, replacement, escaping = self.attempt(name, module, placement, started_at)
+            lost += list(outcome.workers_lost or ())
+            if replacement is None:
+                break
+            gone, spare = replacement
+            replaced.append({"lost": endpoints.redact(gone), "replaced_by": endpoints.redact(spare)})
+            self.echo(f"{name}: worker {endpoints.redact(gone)} lost; running again with {endpoints.redact(spare)}")
+            used = tuple(spare if a == gone else a for a in placement.used)
+            placement = dataclasses.replace(placement, used=used)
+        outcome = dataclasses.replace(outcome, workers_lost=tuple(lost), workers_replaced=tuple(replaced))
+        written = self.write(name, placement, outcome)  # a result already measured is never lost
+        self.echo(f"{name}: {outcome.status} in {summary.seconds(written):.1f} s"
+                  + (f": {outcome.error}" if outcome.error else ""), error=bool(outcome.error))
+        if escaping is not None:  # Ctrl-C, SIGTERM, or a BaseException: the sweep stops
+            raise escaping
+
+    def attempt(self, name: str, module: ModuleType, placement: Placement, started_at: str
+                ) -> tuple[RunOutcome, tuple[str, str] | None, BaseException | None]:
+        """One try of a run: its outcome, (lost, spare) when it must run again there, and
+        the exception to raise once the outcome is recorded (an interruption)."""
+        args, client = self.args, self.session.client
+        timer = results.PhaseTimer()
+        config, metrics, artifacts, status, error = None, {}, {}, "succeeded", None
+        watch = inst = replacement = escaping = None
+        restricted = len(placement.used) < len(placement.connected)
+        try:
+            section = benchmark_profile(module, args.profile)
+            if self.context.data_generated:
+                module.generate(self.context.data_dir, section)
+            config = module.make_config(args, section, self.context.data_dir, placement.device)
+            if restricted:
+                config = restrict(config, list(placement.used), len(placement.connected))
+            watch = endpoints.WorkerWatch(
+                client, args.max_lost_workers, placement.used if restricted else None, self.stopper.stop_run,
+                spares=[a for a in placement.connected if a not in placement.used],
+                on_replace=lambda why: self.stopper.stop_run(why, status="replace"))
+            run_id = instrumentation.make_run_id(name, len(placement.used), started_at)
+            with instrumentation.instrument(client, args.output, run_id,
+                                            performance_report=args.performance_report) as inst, watch, \
+                    self.stopper.running():
+                metrics = module.run(client, config, timer)
+            if watch.exceeded:  # the run finished before the stop reached it
+                raise WorkersLostError(watch.exceeded)
+        except KeyboardInterrupt as exc:
+            status, error = getattr(exc, "status", "interrupted"), stop_reason(exc)
+            if status == "replace":
+                replacement = watch.replacement
+            elif status == "interrupted":
+                escaping = exc
+        except BaseException as exc:
+            status, error = "failed", self.failure(exc)
+            if not isinstance(exc, Exception):
+                escaping = exc
+        finally:
+            if inst is not None:  # utilization and the performance report, also after a failure
+                artifacts.update(inst.artifacts)
+                if inst.metrics:
+                    metrics = {**(metrics or {}), "utilization": inst.metrics}
+        outcome = RunOutcome(status=status, error=error, timer=timer, config=config, metrics=metrics or {},
+                             started_at=started_at, artifacts=artifacts,
+                             workers_lost=tuple(watch.losses()) if watch is not None else None)
+        return outcome, replacement, escaping
+
+    def failure(self, exc: BaseException) -> str:
+        """The error of a failed run; a lost scheduler also ends the sweep."""
+        error = f"{type(exc).__name__}: {exc}"
+        logger.debug("run failed", exc_info=True)
+        if not self.session.endpoint.local and not self.session.running():
+            self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.session.endpoint.scheduler_address)}"
+            error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
+        return error
+
+    def write(self, name: str, placement: Placement, outcome: RunOutcome) -> dict[str, Any]:
+        """Build and append one record (also for runs that never started)."""
+        cluster = record.cluster_facts(self.context, placement, self.session)
+        built = record.build(name, self.context, placement, outcome, cluster)
+        results.append_record(self.args.output, built)
+        self.records.append(built)
+        return built
+
+
+def restrict(config: Any, addresses: list[str], connected: int) -> Any:
+    """The config with ``workers`` set to ``addresses`` (see the protocol's optional field)."""
+    if not dataclasses.is_dataclass(config) or "workers" not in {f.name for f in dataclasses.fields(config)}:
+        raise WorkloadError(f"the cluster has {connected} workers and this run wants {len(addresses)}, but the"
+                            " benchmark's config has no `workers` field to restrict it: scale the cluster instead")
+    return dataclasses.replace(config, workers=tuple(addresses))
+
+
+def main(argv: list[str] | None = None) -> int:
+    modules, unavailable = import_benchmarks()
+    args = build_parser(modules, unavailable).parse_args(argv)
+    setup_logging(args.verbose)
+    names = list(benchmarks.BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
+    missing = [n for n in names if n not in modules]
+    if missing:
+        print("error: " + "; ".join(f"benchmark {n!r} is not available: {unavailable[n]}" for n in missing),
+              file=sys.stderr)
+        return EXIT_SETUP
+
+    runner = Runner(args, {n: modules[n] for n in names})
+    code = EXIT_SETUP
+    try:
+        with runner.stopper.handlers():
+            code = runner.execute()
+    except (ContractError, WorkloadError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = EXIT_SETUP
+    except KeyboardInterrupt as exc:
+        print(stop_reason(exc), file=sys.stderr)
+        code = getattr(exc, "exit_code", EXIT_INTERRUPTED)
+    finally:
+        if runner.records:
+            headlines = {n: getattr(m, "HEADLINE_METRICS", None) for n, m in runner.modules.items()}
+            print("\n" + summary.render(runner.records, headlines))
+            print(f"\n{len(runner.records)} record(s) appended to {Path(args.output) / results.RESULTS_FILE}")
+            if args.report:
+                print(render_report(args.output))
+    return code
+
+
+def render_report(output: str) -> str:
+    """Render the report of everything in ``output``; a report problem never changes the
+    exit code (the records are already safe on disk)."""
+    try:
+        from workloads.report import render
+
+        return f"report: {render(output)}"
+    except Exception as exc:  # noqa: BLE001
+        logger.debug("report failed", exc_info=True)
+        return f"report: not rendered ({type(exc).__name__}: {exc}); try python -m workloads.report {output}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""One Dask cluster session: the local cluster the runner starts, or the remote one it
+connects to; scaling, waiting for workers, the dashboard link, closing.
+
+The runner and ``bench/`` both use it (``with ClusterSession.start_local(plan) as s:``), so a
+cluster is started, connected to and waited for in one place.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Callable
+
+from workloads import endpoint as endpoints
+from workloads import local
+from workloads.exceptions import EndpointError
+
+logger = logging.getLogger(__name__)
+
+
+class ClusterSession:
+    """A client and, for a local cluster, the cluster object, for as long as a runner or a
+    benchmark needs them. A context manager: leaving it closes both."""
+
+    def __init__(self, where: endpoints.Endpoint, echo: Callable[..., None] = print,
+                 dashboard_address: str = "127.0.0.1:8787"):
+        self.endpoint = where
+        self.echo = echo
+        self.dashboard_address = dashboard_address
+        self.cluster = None
+        self.client = None
+        self.plan: local.LocalPlan | None = None
+
+    @classmethod
+    def start_local(cls, plan: local.LocalPlan, dashboard_address: str = ":0",
+                    echo: Callable[..., None] = lambda *a, **k: None) -> ClusterSession:
+        """A local cluster of ``plan``, started and with all its workers connected."""
+        session = cls(endpoints.local(), echo=echo, dashboard_address=dashboard_address)
+        try:
+            session.use_local(plan)
+            session.wait(plan.n_workers, timeout=120)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def __enter__(self) -> ClusterSession:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ local
+    def use_local(self, plan: local.LocalPlan) -> int:
+        """(Re)start the local cluster as ``plan`` says, unless it already runs so; returns
+        its worker count."""
+        if self.plan == plan and self.cluster is not None:
+            return plan.n_workers
+        self.close()
+        self.plan = plan
+        self.echo(f"starting a local cluster: {plan.n_workers} worker(s) x {plan.threads_per_worker} thread(s),"
+                  f" {plan.allocator}" + (f", {plan.gpus} GPU(s)" if plan.gpus else ""))
+        from distributed import Client
+
+        self.cluster = local.start(plan, dashboard_address=self.dashboard_address)
+        self.client = Client(self.cluster)
+        self.echo(f"dashboard: {self.dashboard()}")
+        return plan.n_workers
+
+    # ------------------------------------------------------------------ remote
+    def connect(self):
+        """The client of the remote scheduler (connected on first use)."""
+        if self.client is None:
+            self.client = endpoints.connect(self.endpoint.scheduler_address, self.endpoint.security)
+            self.echo(f"dashboard: {self.dashboard()}")
+        return self.client
+
+    def remote_target(self, count: int | None) -> int:
+        """How many workers a run on the remote cluster uses: ``count`` when asked for; else
+        what the stack deployed, else every worker connected now (at least one)."""
+        if count is not None:
+            return count
+        if self.endpoint.expected_workers:
+            return self.endpoint.expected_workers
+        return max(1, len(self.workers()))
+
+    def scale(self, want: int) -> bool:
+        """Scale a remote cluster that has a cluster object (a bare scheduler address has
+        none: the runner then restricts the run instead). True if it scaled."""
+        cluster = None if self.endpoint.local else getattr(self.client, "cluster", None)
+        if cluster is not None and hasattr(cluster, "scale"):
+            cluster.scale(want)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ both
+    def workers(self) -> list[str]:
+        """The addresses of the workers connected now, sorted (asked of the scheduler, not
+        the client's cache, which its periodic refresh may have emptied)."""
+        return sorted(self.client.sync(self.client.scheduler.identity, n_workers=-1)["workers"])
+
+    def wait(self, want: int, timeout: float) -> list[str]:
+        """Wait until ``want`` workers are connected (``Client.wait_for_workers``), saying
+        have/want; returns every connected worker's address. EndpointError on timeout."""
+        have = len(self.workers())
+        self.echo(f"workers: have {have}, want {want}")
+        if have < want:
+            try:
+                self.client.wait_for_workers(want, timeout=timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                have = len(self.workers())
+                raise EndpointError(f"only {have} of {want} workers connected to"
+                                    f" {endpoints.redact(self.client.scheduler.address)} after {timeout:.0f} s") from None
+            self.echo(f"workers: have {len(self.workers())}, want {want}")
+        return self.workers()
+
+    def dashboard(self) -> str:
+        if self.cluster is not None:
+            return self.cluster.dashboard_link
+        return self.endpoint.dashboard_url or getattr(self.client, "dashboard_link", "") or ""
+
+    def running(self) -> bool:
+        return self.client is not None and self.client.status == "running"
+
+    def close(self) -> None:
+        for thing in (self.client, self.cluster):
+            if thing is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):  # a lost scheduler cancels
+                    thing.close()
+        self.client = self.cluster = None
+
+    def describe_plan(self) -> dict[str, Any] | None:
+        return self.plan.describe() if self.plan is not None and self.endpoint.local else None

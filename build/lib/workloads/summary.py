@@ -1,0 +1,52 @@
+"""The table printed at the end of a run: one row per record written."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+COLUMNS = ("benchmark", "workers", "device", "status", "seconds", "headline")
+
+
+def headline(record: dict[str, Any], keys: Sequence[str] | None = None) -> str:
+    """``key=value`` for the benchmark's headline metrics (all scalar metrics, at most
+    four, when it names none), or the error on one line (100 characters at most)."""
+    if record.get("status") != "succeeded":
+        error = " ".join((record.get("error") or "").split())
+        return error if len(error) <= 100 else error[:99] + "…"
+    metrics = record.get("metrics") or {}
+    if not keys:
+        keys = [k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:4]
+    return ", ".join(f"{key}={_format(metrics.get(key))}" for key in keys if key in metrics)
+
+
+def render(records: Iterable[dict[str, Any]], headlines: dict[str, Sequence[str]] | None = None) -> str:
+    """A plain-text table of ``records``."""
+    rows = []
+    for record in records:
+        config, cluster = record.get("config") or {}, record.get("cluster") or {}
+        rows.append((
+            record.get("benchmark", "?"),
+            str(cluster.get("workers", config.get("workers", ""))),
+            str(config.get("device", "")),
+            record.get("status", "?"),
+            _format(seconds(record)),
+            headline(record, (headlines or {}).get(record.get("benchmark"))),
+        ))
+    if not rows:
+        return "no runs"
+    widths = [max(len(COLUMNS[i]), *(len(row[i]) for row in rows)) for i in range(len(COLUMNS))]
+    def line(cells):
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+    return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *(line(row) for row in rows)])
+
+
+def seconds(record: dict[str, Any]) -> float:
+    """Time spent in the run's phases, the unfinished one (failed, interrupted) included."""
+    return sum((record.get("phases") or {}).values()) + sum((record.get("unfinished_phases") or {}).values())
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)

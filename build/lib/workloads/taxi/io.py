@@ -1,0 +1,341 @@
+"""Finding and reading the yellow-taxi files: CSV and Parquet, both schemas, bad files.
+
+``plan`` (run on a worker: the dataset lives on the workers' volume, which the client may
+not mount) lists ``<data_dir>/taxi/`` (or the paper's ``taxi-csv/``), reads each file's
+header or Parquet footer, and cuts the file into chunks: byte ranges of a CSV, groups of
+row groups of a Parquet file. ``read_chunk`` turns one chunk into a typed table
+(``schema.RAW_SCHEMA``) plus a count of what it had to drop.
+
+Problems are reported, never fatal, per file and per reason. Units differ by reason:
+
+========================  =======  ==================================================
+reason                    counts   meaning
+========================  =======  ==================================================
+``empty_file``            files    a 0-byte file
+``header_only``           files    a CSV header (or a Parquet schema) without rows
+``unreadable_file``       files    not a CSV/Parquet file this reader can open
+``missing_column``        files    lacks a column the benchmark uses; skipped whole
+``unknown_column``        columns  a column outside the TLC schemas; ignored
+``wrong_field_count``     lines    a CSV line with more or fewer fields than its header
+``unparsable_value``      lines    a number, datetime or Y/N flag that does not parse
+``unreadable_chunk``      chunks   a block the parser rejects as a whole
+========================  =======  ==================================================
+
+A CSV chunk owns the lines that *start* inside its byte range, so neighbouring chunks
+never share or lose a line (quoted fields with embedded newlines do not occur in these
+files and are not supported).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from io import RawIOBase
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from ..exceptions import DatasetError
+from . import schema as s
+
+logger = logging.getLogger(__name__)
+
+DIRECTORIES = ("taxi", "taxi-csv")  # the dataset layout's name first, then the paper's
+FORMATS = {".csv": "csv", ".parquet": "parquet"}
+REASONS = ("empty_file", "header_only", "unreadable_file", "missing_column", "unknown_column",
+           "wrong_field_count", "unparsable_value", "unreadable_chunk")
+_HEADER_LIMIT = 1 << 16  # a header line longer than this is not a TLC header
+_SMALL_FILE = 1 << 16  # a rest this short is read to tell "header only" from "has rows"
+PARSE_BLOCK = 1 << 20  # bytes of CSV text the reader parses at a time
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One partition's worth of one file."""
+
+    path: str
+    format: str  # "csv" | "parquet"
+    columns: tuple[str, ...]  # the file's columns, canonical spelling, in file order
+    start: int = 0  # CSV: byte range [start, end) of the lines this chunk owns
+    end: int = 0
+    row_groups: tuple[int, ...] = ()  # Parquet
+
+
+@dataclass
+class FilePlan:
+    name: str
+    format: str
+    bytes: int
+    schema: str = ""
+    problems: dict[str, int] = field(default_factory=dict)
+    unknown_columns: tuple[str, ...] = ()
+    chunks: list[Chunk] = field(default_factory=list)
+
+
+@dataclass
+class ChunkResult:
+    """A chunk's typed rows and what was dropped on the way."""
+
+    table: pa.Table
+    problems: dict[str, int] = field(default_factory=dict)
+
+
+def taxi_directory(data_dir: str | Path) -> Path:
+    """``<data_dir>/taxi`` or, failing that, the paper's ``<data_dir>/taxi-csv``."""
+    root = Path(data_dir)
+    for name in DIRECTORIES:
+        if (root / name).is_dir():
+            return root / name
+    looked = " or ".join(str(root / name) for name in DIRECTORIES)
+    raise DatasetError(f"no taxi data directory: neither {looked} exists")
+
+
+def find_files(data_dir: str | Path, pattern: str) -> list[Path]:
+    """The ``pattern.csv`` and ``pattern.parquet`` files of the taxi directory, sorted."""
+    directory = taxi_directory(data_dir)
+    globs = [pattern + suffix for suffix in FORMATS]
+    paths = sorted({p for g in globs for p in directory.glob(g) if p.is_file()})
+    if not paths:
+        raise DatasetError(f"no files matching {' or '.join(globs)} in {directory}")
+    return paths
+
+
+def plan(data_dir: str, pattern: str, block_bytes: int) -> list[FilePlan]:
+    """Every matching file's header, problems found so far and chunks."""
+    if block_bytes <= 0:
+        raise ValueError(f"block_bytes must be positive, got {block_bytes}")
+    plans = []
+    for path in find_files(data_dir, pattern):
+        fmt = FORMATS[path.suffix]
+        file_plan = FilePlan(name=path.name, format=fmt, bytes=path.stat().st_size)
+        if file_plan.bytes == 0:
+            file_plan.problems["empty_file"] = 1
+        elif fmt == "csv":
+            _plan_csv(path, file_plan, block_bytes)
+        else:
+            _plan_parquet(path, file_plan, block_bytes)
+        if file_plan.problems:
+            logger.warning("%s: %s", path, file_plan.problems)
+        plans.append(file_plan)
+    return plans
+
+
+def _check_columns(columns: tuple[str, ...], file_plan: FilePlan) -> bool:
+    """Record unknown and missing columns; False when the file cannot be used."""
+    file_plan.schema = s.schema_name(columns)
+    file_plan.unknown_columns = tuple(c for c in columns if c not in s.FILE_TYPES)
+    if file_plan.unknown_columns:
+        file_plan.problems["unknown_column"] = len(file_plan.unknown_columns)
+    if any(name not in columns for name in s.USED):
+        file_plan.problems["missing_column"] = 1
+        return False
+    return True
+
+
+def _plan_csv(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
+    with open(path, "rb") as fh:
+        first = fh.readline(_HEADER_LIMIT)
+        rest = fh.read(_SMALL_FILE + 1) if file_plan.bytes - len(first) <= _SMALL_FILE else b"x"
+    try:
+        header = first.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        file_plan.problems["unreadable_file"] = 1
+        return
+    columns = tuple(s.canonical(name) for name in header.strip().split(","))
+    if not _check_columns(columns, file_plan):
+        return
+    if not rest.strip():
+        file_plan.problems["header_only"] = 1
+        return
+    file_plan.chunks = [
+        Chunk(str(path), "csv", columns, start, min(start + block_bytes, file_plan.bytes))
+        for start in range(len(first), file_plan.bytes, block_bytes)
+    ]
+
+
+def _plan_parquet(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
+    try:
+        metadata = pq.ParquetFile(path).metadata
+    except (pa.ArrowException, OSError) as error:
+        logger.warning("%s: not readable as Parquet: %s", path, error)
+        file_plan.problems["unreadable_file"] = 1
+        return
+    columns = tuple(s.canonical(name) for name in metadata.schema.to_arrow_schema().names)
+    if not _check_columns(columns, file_plan):
+        return
+    if metadata.num_rows == 0:
+        file_plan.problems["header_only"] = 1
+        return
+    groups: list[int] = []
+    size = 0
+    for index in range(metadata.num_row_groups):
+        if metadata.row_group(index).num_rows == 0:
+            continue
+        groups.append(index)
+        size += metadata.row_group(index).total_byte_size
+        if size >= block_bytes:
+            file_plan.chunks.append(Chunk(str(path), "parquet", columns, row_groups=tuple(groups)))
+            groups, size = [], 0
+    if groups:
+        file_plan.chunks.append(Chunk(str(path), "parquet", columns, row_groups=tuple(groups)))
+
+
+def line_range(path: str | Path, start: int, end: int) -> tuple[int, int]:
+    """The byte range ``[begin, stop)`` of the lines that start in ``[start, end)``
+    (``start`` is never inside the header: chunks begin after it)."""
+    with open(path, "rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            if fh.read(1) != b"\n":
+                fh.readline()  # the line in progress belongs to the previous chunk
+        begin = fh.tell()
+        if begin >= end:
+            return begin, begin
+        fh.seek(end - 1)  # the last line that starts before `end` ends at `stop`
+        stop = end if fh.read(1) == b"\n" else end + len(fh.readline())
+    return begin, stop
+
+
+def read_range(path: str | Path, start: int, end: int) -> bytes:
+    """The bytes of the lines that start in [start, end)."""
+    begin, stop = line_range(path, start, end)
+    with open(path, "rb") as fh:
+        fh.seek(begin)
+        return fh.read(stop - begin)
+
+
+class _RangeStream(RawIOBase):
+    """A file's bytes ``[begin, stop)`` as a stream, so the CSV reader pulls one parse
+    block at a time instead of the chunk's text being read into memory whole."""
+
+    def __init__(self, path: str | Path, begin: int, stop: int) -> None:
+        super().__init__()
+        self._file = open(path, "rb", buffering=0)
+        self._file.seek(begin)
+        self._left = stop - begin
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        view = memoryview(buffer)[:self._left]
+        count = self._file.readinto(view) if len(view) else 0
+        self._left -= count
+        return count
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def read_chunk(chunk: Chunk) -> ChunkResult:
+    """Read ``chunk`` into the typed table; malformed lines are counted and dropped."""
+    try:
+        if chunk.format == "csv":
+            table, problems = _read_csv(chunk)
+        else:
+            table, problems = _read_parquet(chunk), {}
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+        logger.warning("%s [%s]: unreadable: %s", chunk.path, _where(chunk), error)
+        return ChunkResult(s.empty_raw_table(), {"unreadable_chunk": 1})
+    table, unparsable = _normalize(table)
+    if unparsable:
+        problems["unparsable_value"] = problems.get("unparsable_value", 0) + unparsable
+    return ChunkResult(table, {k: v for k, v in problems.items() if v})
+
+
+def _where(chunk: Chunk) -> str:
+    if chunk.format == "csv":
+        return f"bytes {chunk.start}-{chunk.end}"
+    return f"row groups {list(chunk.row_groups)}"
+
+
+def _read_csv(chunk: Chunk) -> tuple[pa.Table, dict[str, int]]:
+    begin, stop = line_range(chunk.path, chunk.start, chunk.end)
+    if stop <= begin:
+        return s.empty_raw_table(), {}
+    try:
+        return _parse_csv(chunk.path, begin, stop, chunk.columns, s.CSV_PARSE_TYPES)
+    except pa.ArrowInvalid as error:  # a value that does not parse: redo this chunk as text
+        logger.info("%s [%s]: %s; parsing as text", chunk.path, _where(chunk), error)
+        return _parse_csv(chunk.path, begin, stop, chunk.columns,
+                          {name: pa.string() for name in s.USED})
+
+
+def _parse_csv(path: str, begin: int, stop: int, columns: tuple[str, ...],
+               types: dict[str, pa.DataType]) -> tuple[pa.Table, dict[str, int]]:
+    wrong = 0
+
+    def skip(row: pacsv.InvalidRow) -> str:
+        nonlocal wrong
+        wrong += 1
+        return "skip"
+
+    with pa.PythonFile(_RangeStream(path, begin, stop), mode="r") as source:
+        table = pacsv.read_csv(
+            source,
+            # block by block: parsing a chunk as one block held ~3x its text at once
+            read_options=pacsv.ReadOptions(column_names=list(columns), use_threads=False,
+                                           block_size=PARSE_BLOCK),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=skip),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, include_columns=list(s.USED), null_values=[""],
+                strings_can_be_null=True, quoted_strings_can_be_null=True),
+        )
+    return table, {"wrong_field_count": wrong}
+
+
+def _read_parquet(chunk: Chunk) -> pa.Table:
+    parquet = pq.ParquetFile(chunk.path)
+    in_file = {s.canonical(name): name for name in parquet.schema_arrow.names}
+    table = parquet.read_row_groups(list(chunk.row_groups),
+                                    columns=[in_file[name] for name in s.USED], use_threads=False)
+    return table.rename_columns(list(s.USED))
+
+
+def _normalize(table: pa.Table) -> tuple[pa.Table, int]:
+    """Cast every used column to its typed-frame type; rows with a value that does not
+    convert are dropped and counted. A no-op cast on the CSV fast path."""
+    columns = []
+    bad = np.zeros(table.num_rows, dtype=bool)
+    for name in s.USED:
+        values, failed = _convert(table[name], name)  # chunk by chunk: no whole copy
+        columns.append(values)
+        if failed is not None:
+            bad |= failed
+    typed = pa.table(columns, schema=s.RAW_SCHEMA)
+    if bad.any():
+        typed = typed.filter(pa.array(~bad))
+    return typed, int(bad.sum())
+
+
+def _convert(values: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, np.ndarray | None]:
+    """``values`` as the typed frame's type for column ``name`` and a mask of the entries
+    that were present but did not convert (None when none can fail)."""
+    target = s.RAW_TYPES[name]
+    if name == s.STORE_AND_FWD:
+        text = pc.utf8_trim_whitespace(values.cast(pa.string()))
+        flag = pc.if_else(pc.equal(text, "Y"), 1.0, pc.if_else(pc.equal(text, "N"), 0.0, None))
+        failed = pc.and_(pc.is_valid(text), pc.is_null(flag))
+        return flag.cast(target), failed.to_numpy(zero_copy_only=False)
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return _convert_text(values, target)
+    return values.cast(target, safe=False), None
+
+
+def _convert_text(values: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+    import pandas as pd  # only on the slow path: a chunk with unparsable values
+
+    text = pd.Series(values.to_pandas(), dtype=object)
+    present = text.notna() & (text.str.strip() != "")
+    if pa.types.is_timestamp(target):
+        converted = pd.to_datetime(text.where(present), format="ISO8601", errors="coerce")
+        array = pa.array(converted.astype("datetime64[us]"), type=target, from_pandas=True)
+    else:
+        converted = pd.to_numeric(text.where(present), errors="coerce")
+        array = pa.array(converted.to_numpy(dtype="float64"), from_pandas=True).cast(target)
+    failed = (present & converted.isna()).to_numpy(dtype=bool)
+    return array, failed

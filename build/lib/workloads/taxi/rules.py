@@ -1,0 +1,137 @@
+"""The cleansing rules, as data, and the one function that applies them to a partition.
+
+A rule names the rows it drops with a small predicate tree (``Cmp``, ``Any``, ``All``,
+``IsNA``), so the list below reads like the rules themselves, the record can carry them
+verbatim, and the same interpreter runs on pandas and cuDF partitions. Rules apply in
+order: a row is charged to the first rule that drops it, so each rule's count is the
+number of rows it removes from what the rules before it left.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any as AnyType
+from typing import Union
+
+from . import schema as s
+
+KEPT = 0  # label of a row no rule drops; rule i (0-based) labels its rows i + 1
+
+
+@dataclass(frozen=True)
+class Col:
+    """The value of another column, as the right-hand side of a comparison."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Cmp:
+    column: str
+    op: str  # one of _OPS
+    value: Union[float, Col]
+
+
+@dataclass(frozen=True)
+class IsNA:
+    """True where any of ``columns`` is missing."""
+
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Any:
+    terms: tuple["Predicate", ...]
+
+
+@dataclass(frozen=True)
+class All:
+    terms: tuple["Predicate", ...]
+
+
+Predicate = Union[Cmp, IsNA, Any, All]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    drops: Predicate  # the rows this rule removes
+    description: str
+    origin: str  # "seed" (the paper's notebook) or "rapids" (RAPIDS' end-to-end taxi notebook)
+
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "==": operator.eq, "!=": operator.ne}
+
+
+def _outside(column: str, low: float, high: float, *, high_inclusive: bool = False) -> Any:
+    """Rows whose ``column`` is not in (low, high) (or (low, high] when inclusive)."""
+    return Any((Cmp(column, "<=", low), Cmp(column, ">" if high_inclusive else ">=", high)))
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("missing_values", IsNA(s.USED), "a used column is empty", "seed"),
+    Rule("fare_not_positive", Cmp(s.FARE, "<=", 0.0), "fare_amount <= 0", "seed"),
+    Rule("total_not_positive", Cmp(s.TOTAL, "<=", 0.0), "total_amount <= 0", "seed"),
+    Rule("passengers_not_positive", Cmp(s.PASSENGERS, "<=", 0.0), "passenger_count <= 0",
+         "seed"),
+    Rule("fare_out_of_range", _outside(s.FARE, 1.0, 500.0), "fare_amount not in (1, 500)",
+         "rapids"),
+    Rule("passengers_out_of_range", _outside(s.PASSENGERS, 0.0, 6.0, high_inclusive=True),
+         "passenger_count not in (0, 6]", "rapids"),
+    Rule("distance_out_of_range", _outside(s.DISTANCE, 0.0, 500.0),
+         "trip_distance not in (0, 500)", "rapids"),
+    Rule("long_trip_low_fare", All((Cmp(s.DISTANCE, ">", 50.0), Cmp(s.FARE, "<", 50.0))),
+         "trip_distance > 50 and fare_amount < 50", "rapids"),
+    Rule("short_trip_high_fare", All((Cmp(s.DISTANCE, "<", 10.0), Cmp(s.FARE, ">", 300.0))),
+         "trip_distance < 10 and fare_amount > 300", "rapids"),
+    Rule("dropoff_not_after_pickup", Cmp(s.DROPOFF, "<=", Col(s.PICKUP)),
+         "tpep_dropoff_datetime <= tpep_pickup_datetime", "rapids"),
+)
+RULE_NAMES = tuple(rule.name for rule in RULES)
+
+
+def select(names: tuple[str, ...] | list[str]) -> tuple[Rule, ...]:
+    """The rules called ``names``, in their canonical order (order decides the counts)."""
+    unknown = sorted(set(names) - set(RULE_NAMES))
+    if unknown:
+        raise ValueError(f"unknown cleansing rule(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(RULE_NAMES)}")
+    return tuple(rule for rule in RULES if rule.name in set(names))
+
+
+def evaluate(predicate: Predicate, frame: AnyType) -> AnyType:
+    """The boolean Series of rows ``predicate`` holds for (missing values compare False)."""
+    if isinstance(predicate, IsNA):  # column by column: no row-wise reduction needed
+        missing = frame[predicate.columns[0]].isna()
+        for column in predicate.columns[1:]:
+            missing = missing | frame[column].isna()
+        return missing
+    if isinstance(predicate, Cmp):
+        right = frame[predicate.value.name] if isinstance(predicate.value, Col) else predicate.value
+        return _OPS[predicate.op](frame[predicate.column], right)
+    if isinstance(predicate, (Any, All)):
+        combine = operator.or_ if isinstance(predicate, Any) else operator.and_
+        result = evaluate(predicate.terms[0], frame)
+        for term in predicate.terms[1:]:
+            result = combine(result, evaluate(term, frame))
+        return result
+    raise TypeError(f"not a predicate: {predicate!r}")
+
+
+def label(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
+    """An int8 Series: ``KEPT`` for rows every rule keeps, else 1 + the index of the first
+    rule that drops the row. Works on pandas and cuDF partitions alike."""
+    alive = frame[s.FARE].isna() | frame[s.FARE].notna()  # all True, on the frame's index
+    # (built from a column so the same code makes a pandas or a cuDF Series)
+    labels = alive.astype("int8") * 0
+    for number, rule in enumerate(rules, start=1):
+        hit = evaluate(rule.drops, frame) & alive
+        labels = labels + hit.astype("int8") * number
+        alive = alive & ~hit
+    return labels.astype("int8")
+
+
+def describe(rules: tuple[Rule, ...]) -> list[dict[str, str]]:
+    """The rules as plain records (for the results record and ``--help``)."""
+    return [{"name": r.name, "drops": r.description, "origin": r.origin} for r in rules]

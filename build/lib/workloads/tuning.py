@@ -1,0 +1,44 @@
+"""The Dask workers' tuning environment: one source for the runner's local cluster
+(``workloads.local``) and the deployed workers (``components/dask``).
+
+Measured on torch inference and XGBoost (README, "Benchmarks"; ``workloads.md``, "CPU
+performance pitfalls"):
+
+* ``MALLOC_TRIM_THRESHOLD_``: Dask's nanny sets it to 65536 for every worker; with it a torch
+  forward pass page-faults 2-3x more and ran up to 1.7x slower. It is unset (None).
+* threads: Dask starts worker processes with one BLAS/OpenMP thread, so torch and XGBoost
+  would run on one core of a six-core worker: ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` /
+  ``OPENBLAS_NUM_THREADS`` are set to the worker's thread count.
+* tcmalloc: where Debian's ``libtcmalloc-minimal4`` is installed it is preloaded
+  (ResNet-50 2.1 -> 1.6 s per batch of 32 on 2 cores).
+
+Standard library only, and no Dask: the Pulumi program imports it too.
+"""
+from __future__ import annotations
+
+import os
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+TCMALLOC_PATHS = (
+    "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",  # Debian/Ubuntu amd64 (the images' path)
+    "/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
+    "/usr/lib64/libtcmalloc_minimal.so.4",
+)
+IMAGE_TCMALLOC = TCMALLOC_PATHS[0]
+
+
+def find_tcmalloc() -> str | None:
+    """This machine's tcmalloc, or None."""
+    return next((path for path in TCMALLOC_PATHS if os.path.exists(path)), None)
+
+
+def worker_environ(threads: int, tcmalloc: str | None = None, preload: str = "") -> dict[str, str | None]:
+    """The variables a worker process gets (None: unset). ``tcmalloc`` is the library to
+    preload, if any; ``preload`` is an ``LD_PRELOAD`` already in force, kept after it."""
+    if threads < 1:
+        raise ValueError(f"worker threads must be >= 1, got {threads}")
+    environ: dict[str, str | None] = {"MALLOC_TRIM_THRESHOLD_": None}
+    environ.update({name: str(threads) for name in THREAD_VARIABLES})
+    if tcmalloc:
+        environ["LD_PRELOAD"] = preload if tcmalloc in preload.split() else " ".join(filter(None, [tcmalloc, preload]))
+    return environ
