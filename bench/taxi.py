@@ -188,6 +188,7 @@ def read_csv(paths, threads: int) -> dict[str, Any]:
         rows, schema = rows + table.num_rows, table.schema
     seconds = time.perf_counter() - started
     return {"rate": rows / seconds, "rows": rows, "wrong_field_count": len(wrong), "threads": pa.cpu_count(),
+            "memory_pool": pa.default_memory_pool().backend_name,
             "columns": {field.name: str(field.type) for field in schema}}
 
 
