@@ -104,6 +104,9 @@ def fitted_weights(client, listing, recipe: str, name: str, seed: int, path: Pat
     return client.submit(save, str(path), name, seed, weight, bias, pure=False).result()
 
 
+LIVE_MARGIN = 50.0
+
+
 def logit_agreement(images_dir: str, files: Sequence[str], recipe: str, spec: dict[str, Any], threads: int,
                     candidate: str = "bf16", perturb: float = 0.0) -> dict[str, Any]:
     """fp32 vs ``candidate`` (autocast dtype) logits of the workers' model holder on
@@ -132,7 +135,11 @@ def logit_agreement(images_dir: str, files: Sequence[str], recipe: str, spec: di
         reference = plugin.model(batch).float()
         with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):
             other = broken(batch).float()
-    cosine = torch.nn.functional.cosine_similarity(reference, other, dim=1)
+    # the cosine over the classes in play: a logit 50 below the image's best is a class the
+    # model never predicts (the probe's absent classes sit at -100 whatever the image), and
+    # those constant entries would make any two logit vectors look alike
+    live = reference > reference.max(dim=1, keepdim=True).values - LIVE_MARGIN
+    cosine = torch.nn.functional.cosine_similarity(reference * live, other * live, dim=1)
     same = (reference.argmax(1) == other.argmax(1))
     return {"files": kept, "top1_same": same.tolist(), "cosine": cosine.tolist()}
 
