@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 NAMES = ("taxi_load_vs_pyarrow", "taxi_train_dask_vs_single", "taxi_peak_memory_vs_frame",
          "taxi_scale_default_vs_quick")
 SCALE_SIZES = ("default", "quick")  # the scale figure: numerator, denominator
+PHASES = ("load", "cleanse", "split", "train", "infer", "evaluate")
 
 
 @dataclass
@@ -122,8 +123,11 @@ class DaskSide:
         from workloads.taxi import benchmark
 
         keep_training = self.training is None
+        after = {phase: self._peak_after(phase) for phase in PHASES}  # where the peak rose (diagnosis)
+        after["evaluate"] = lambda: self.memory.update(peak=self.client.run(_peak),
+                                                       peak_after_evaluate=self.client.run(_peak))
         timer = HookTimer(before={"load": lambda: self.memory.update(start=self.client.run(_reset_peak))},
-                          after={"evaluate": lambda: self.memory.update(peak=self.client.run(_peak))})
+                          after=after)
         metrics = benchmark.run(self.client, self.config, timer,
                                 on_training_data=self._keep if keep_training else None)
         phases = timer.phases
@@ -133,12 +137,16 @@ class DaskSide:
         self.facts.update(rmse=metrics["rmse"], xgboost_nthread=metrics["xgboost_nthread"],
                           xgboost_ranks=metrics["xgboost_ranks"], xgboost_rank_nthread=metrics["xgboost_rank_nthread"],
                           peak_rss_bytes=self.memory["peak"], rss_at_load_bytes=self.memory["start"],
+                          peak_rss_after_phase_bytes={phase: self.memory[f"peak_after_{phase}"] for phase in PHASES},
                           phases={k: round(v, 3) for k, v in phases.items()})
         if self.rows["rows_train"] != self.facts["training_rows"]:
             raise RuntimeError(f"the Dask side trained on {self.rows['rows_train']} rows in this run, on"
                                f" {self.facts['training_rows']} in the warm-up: the split is not deterministic")
         return {"dask": metrics["rows_raw"] / (phases["load"] + phases["cleanse"]), "dask_train": phases["train"],
                 "dask_peak": peak}
+
+    def _peak_after(self, phase: str) -> Callable[[], None]:
+        return lambda: self.memory.update({f"peak_after_{phase}": self.client.run(_peak)})
 
     def _keep(self, placed) -> None:
         """Gather the placed training columns, rank after rank (the warm-up run only: its
@@ -303,8 +311,8 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         fig.denominator = Measurement("cleaned_frame_bytes", "bytes", [frame_bytes] * len(samples["dask_peak"]),
                                       {"how": "memory_usage(deep=True) of the cleaned frame, index included"})
         fig.notes = {**notes, **rows, "phases_measured": ["load", "cleanse", "split", "train", "infer", "evaluate"],
-                     "sides": {"dask": _pick(facts["dask"], "peak_rss_bytes", "rss_at_load_bytes", "phases",
-                                             "workers")}}
+                     "sides": {"dask": _pick(facts["dask"], "peak_rss_bytes", "rss_at_load_bytes",
+                                             "peak_rss_after_phase_bytes", "phases", "workers")}}
     if NAMES[3] in figures:
         fig = figures[NAMES[3]]
         fig.numerator = Measurement("default_size_rows_per_second", "rows/s", samples["scale_default"],
