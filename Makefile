@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine with Python 3.11:
 #   make run    the main job (the runner on its embedded default: a local Dask cluster)
 #   make test   the test suite, with the pinned upstream artifacts (fetched, sha256-verified)
-#               and the offline stand-ins it needs (vcsim, Kubernetes 1.20, Chromium), built
+#               and the offline stand-ins it needs (vcsim, Kubernetes 1.20, Helm 3, Chromium), built
 #               into $(DASK_TKG__CACHE), outside the repository.
 PYTHON ?= python3.11
 VENV   ?= .venv
@@ -28,6 +28,7 @@ stand-ins:
 	scripts/install_system_packages.sh
 	scripts/build_vcsim.sh
 	scripts/build_kube_apiserver.sh
+	scripts/install_helm.sh
 
 test: $(VENV)/.test-installed stand-ins
 	$(PY) -m pytest $(ARGS)

@@ -13,8 +13,10 @@ from components.addons.shared_storage import SharedStorage, SharedStorageArgs
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
-from components.dask.dask_release import RELEASE, DaskRelease, DaskReleaseArgs
+from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
+from components.dask.operator_cluster import DaskOperatorCluster, DaskOperatorClusterArgs
 from components.settings import load_settings
+from components.settings.operator import initial_workers
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 
@@ -51,10 +53,16 @@ if settings.data.enabled:
         dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
         depends_on=(storage,)), in_guest),)
 
-# --- 13 Dask: scheduler, GPU workers, Jupyter ------------------------------------------
-dask = DaskRelease("dask", DaskReleaseArgs(
-    settings=settings, namespace=workspace.name, dataset_claim=storage.dataset_claim,
-    pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps)), in_guest)
+# --- 13 Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) -----
+dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
+                   pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps))
+operator = settings.dask.operator if settings.dask.backend == "operator" else None
+if operator:
+    dask = DaskOperatorCluster("dask", DaskOperatorClusterArgs(settings=settings, **dask_inputs), in_guest)
+else:
+    dask = DaskRelease("dask", DaskReleaseArgs(
+        dask=settings.dask, placement=DaskPlacement.from_settings(settings),
+        dataset_mount=settings.storage.dataset_mount, **dask_inputs), in_guest)
 
 # --- exports: the contract the runner reads ---------------------------------------------
 mount = settings.storage.dataset_mount
@@ -69,7 +77,7 @@ pulumi.export(contract.DATASET_MOUNT, mount)
 pulumi.export(contract.DATASET_LAYOUT, {"dogs_images": f"{mount}/dogs/Images",
                                         "dogs_labels": f"{mount}/dogs/imagenet1000_clsidx_to_labels.txt",
                                         "models": f"{mount}/models", "taxi": f"{mount}/taxi"})
-pulumi.export(contract.WORKERS, settings.dask.workers.replicas)
+pulumi.export(contract.WORKERS, initial_workers(settings))
 pulumi.export(contract.GPUS_PER_WORKER, settings.dask.workers.gpus)
 pulumi.export(contract.THREADS_PER_WORKER, settings.dask.workers.threads)
 pulumi.export(contract.IMAGE, settings.dask.image)
@@ -77,6 +85,10 @@ pulumi.export(contract.DASK_VERSION, settings.dask.dask_version)
 pulumi.export(contract.TLS_CA, dask.tls_ca)
 pulumi.export(contract.TLS_CLIENT_CERT, dask.tls_client_cert)
 pulumi.export(contract.TLS_CLIENT_KEY, dask.tls_client_key)
+pulumi.export(contract.BACKEND, settings.dask.backend)
+pulumi.export(contract.DASK_CLUSTER_NAME, dask.cluster_name if operator else "")
+pulumi.export(contract.AUTOSCALE_MIN, operator.min_workers if operator and operator.autoscale else 0)
+pulumi.export(contract.AUTOSCALE_MAX, operator.max_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.SUPERVISOR_NAMESPACE, platform.namespace)
 pulumi.export(contract.CLUSTER_NAME, cluster.name)
 pulumi.export(contract.NFS_SERVER, platform.nfs_server)

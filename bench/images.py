@@ -152,7 +152,7 @@ def tuned_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
     facts["tuned"] = {"process": loop.call(plain.load_model, spec=spec, threads=s.threads)}
     return _loop_side(loop, facts["tuned"], plain.tuned_loop, images_dir=s.listing.images_dir,
                       files=list(s.listing.files), recipe=base.preprocess, batch_size=base.batch_size,
-                      forward_batch=base.forward_batch, decode=base.decode)
+                      forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
 
 
 def naive_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:

@@ -41,23 +41,30 @@ def forward(state: dict[str, Any], chunk: int) -> dict[str, Any]:
 
 
 def tuned_loop(state: dict[str, Any], images_dir: str, files: list[str], recipe: str, batch_size: int,
-               forward_batch: int, decode: str) -> dict[str, Any]:
-    """What one worker task does, batch after batch, in this one process: the workers'
-    decoder (:func:`workloads.images.jpeg.resolve`) and model holder (folded, channels-last,
-    all of this process's threads)."""
-    from workloads.images import jpeg
+               forward_batch: int, decode: str, prefetch: int | None = None) -> dict[str, Any]:
+    """What one worker task does (``workloads.images.benchmark.classify_batch``), batch
+    after batch, in this one process: the workers' decoder (:func:`jpeg.resolve`) and
+    decode path (:func:`overlap.classify_files`, the same prefetch depth), the same model
+    holder (folded, channels-last, all of this process's threads)."""
+    from workloads.images import jpeg, overlap
 
     plugin = state["plugin"]
     decoder = jpeg.resolve(decode, plugin.device)
+    depth = prefetch if prefetch is not None else (2 if decoder == "gpu" else 0)
     images = 0
     started = time.perf_counter()
     for i in range(0, len(files), batch_size):
-        batch, kept = _decode(images_dir, files[i:i + batch_size], recipe, decoder, plugin.device)
-        if batch is not None:
-            plugin.predict(batch, chunk=forward_batch)
-            images += len(kept)
+        names = files[i:i + batch_size]
+        if decoder == "pil":
+            batch, kept = _decode(images_dir, names, recipe, "pil", plugin.device)
+            if batch is not None:
+                plugin.predict(batch, chunk=forward_batch)
+        else:
+            kept = overlap.classify_files(plugin.predict, images_dir, names, recipe, forward_batch,
+                                          "cuda" if decoder == "gpu" else "cpu", depth).files
+        images += len(kept)
     return {"started": started, "finished": time.perf_counter(), "images": images, "decoder": decoder,
-            "batchnorm_folded": plugin.batchnorm_folded, "threads": plugin.threads}
+            "batchnorm_folded": plugin.batchnorm_folded, "threads": plugin.threads, "prefetch": depth}
 
 
 def load_naive(state: dict[str, Any], name: str, weights: str, seed: int, threads: int,

@@ -26,6 +26,10 @@ DASK_VERSION = "daskVersion"
 TLS_CA = "tlsCaCert"  # "" when TLS is off
 TLS_CLIENT_CERT = "tlsClientCert"  # secret
 TLS_CLIENT_KEY = "tlsClientKey"  # secret
+BACKEND = "daskBackend"  # helm | operator (absent in stacks older than the operator backend: helm)
+DASK_CLUSTER_NAME = "daskClusterName"  # the DaskCluster's name (operator backend), "" with Helm
+AUTOSCALE_MIN = "autoscaleMinWorkers"  # the DaskAutoscaler's bounds; 0/0 without one
+AUTOSCALE_MAX = "autoscaleMaxWorkers"
 
 # Exported for the platform's operators; the runner does not read them.
 SUPERVISOR_NAMESPACE = "supervisorNamespace"
@@ -61,6 +65,10 @@ class StackOutputs:
     tls_client_key: str = ""
     jupyter_password: str = ""
     kubeconfig: str = ""
+    backend: str = "helm"
+    dask_cluster: str = ""  # the DaskCluster (operator backend)
+    autoscale_min: int = 0
+    autoscale_max: int = 0
 
     def __repr__(self) -> str:  # never print secrets
         shown = {f.name: getattr(self, f.name) for f in fields(self)
@@ -91,6 +99,10 @@ _SCHEMA: dict[str, tuple[str, type, bool]] = {
     TLS_CLIENT_KEY: ("tls_client_key", str, False),
     JUPYTER_PASSWORD: ("jupyter_password", str, False),
     KUBECONFIG: ("kubeconfig", str, False),
+    BACKEND: ("backend", str, False),
+    DASK_CLUSTER_NAME: ("dask_cluster", str, False),
+    AUTOSCALE_MIN: ("autoscale_min", int, False),
+    AUTOSCALE_MAX: ("autoscale_max", int, False),
 }
 
 
@@ -120,6 +132,10 @@ def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> Stac
     if address.startswith("tls://") and not (values.get("tls_client_cert") and values.get("tls_client_key")):
         problems.append(f"scheduler uses TLS but {TLS_CLIENT_CERT!r}/{TLS_CLIENT_KEY!r} are missing"
                         " (read the outputs with --show-secrets)")
+    if values.get("backend", "helm") not in ("helm", "operator"):
+        problems.append(f"output {BACKEND!r} must be helm or operator, got {values['backend']!r}")
+    elif values.get("backend") == "operator" and not values.get("dask_cluster"):
+        problems.append(f"output {BACKEND!r} is operator but {DASK_CLUSTER_NAME!r} (the DaskCluster to scale) is missing")
     if problems:
         raise ContractError(f"{source}: " + "; ".join(problems))
     return StackOutputs(**values)

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
@@ -40,6 +40,7 @@ class Endpoint:
     security: Any = None  # distributed.security.Security with TLS, else None
     data_dir: str | None = None  # dataset root as the workers see it (stack outputs)
     expected_workers: int | None = None  # what the stack deployed
+    outputs: StackOutputs | None = field(default=None, repr=False, compare=False)  # the stack's, when read
 
     @property
     def local(self) -> bool:
@@ -72,7 +73,7 @@ def from_outputs(raw: Any, source: str, kind: str = "outputs") -> Endpoint:
     security = security_from_outputs(outputs) if outputs.tls else None
     return Endpoint(kind=kind, source=source, scheduler_address=outputs.scheduler_address,
                     dashboard_url=outputs.dashboard_url, security=security,
-                    data_dir=outputs.dataset_mount or None, expected_workers=outputs.workers)
+                    data_dir=outputs.dataset_mount or None, expected_workers=outputs.workers, outputs=outputs)
 
 
 def read_outputs_file(path: str | os.PathLike) -> Endpoint:

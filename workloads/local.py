@@ -36,10 +36,12 @@ class LocalPlan:
     gpus: int  # > 0: a dask_cuda.LocalCUDACluster, one worker per GPU
     allocator: str  # tcmalloc | glibc
     environ: dict[str, str | None] = field(default_factory=dict)  # None: unset
+    worker_ttl_s: float = tuning.WORKER_TTL_S  # a silent worker is restarted after this
 
     def describe(self) -> dict[str, object]:
         return {"n_workers": self.n_workers, "threads_per_worker": self.threads_per_worker,
                 "cores": self.cores, "gpus": self.gpus, "allocator": self.allocator,
+                "worker_ttl_s": self.worker_ttl_s,
                 "cluster_class": "LocalCUDACluster" if self.gpus else "LocalCluster",
                 "worker_environ": {k: v for k, v in self.environ.items()}}
 
@@ -97,7 +99,7 @@ def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = T
     """Start the cluster ``spec`` describes; returns the (Local|LocalCUDA)Cluster."""
     kwargs = dict(n_workers=spec.n_workers, threads_per_worker=spec.threads_per_worker,
                   dashboard_address=dashboard_address, local_directory=local_directory)
-    with worker_environ(spec.environ):
+    with worker_environ(spec.environ), dask.config.set(tuning.failure_detection_config(spec.worker_ttl_s)):
         if spec.gpus:
             from dask_cuda import LocalCUDACluster
 

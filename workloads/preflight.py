@@ -70,6 +70,12 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
         if device == "cuda" and not _has_cuda(found, packages):
             issues.append("device cuda requested but no CUDA device"
                           + (" (torch.cuda.is_available() is False)" if "torch" in packages else " (no GPU via NVML)"))
+    resolved = device
+    if device == "auto":
+        resolved = "cuda" if all(_has_cuda(f, packages) for f in facts.values()) else "cpu"
+    if resolved == "cuda" and "torchvision" in packages and not problems_left(problems):
+        for address, found in _decoder_problems(client, workers, facts).items():
+            problems.setdefault(address, []).extend(found)
     problems = {k: v for k, v in problems.items() if v}
     if problems:
         failed = [k for k in problems if k != "scheduler"]
@@ -78,10 +84,23 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
         for address, issues in problems.items():
             lines.append(f"  {_label(address, facts.get(address))}: " + "; ".join(issues))
         raise PreflightError("\n".join(lines))
-    resolved = device
-    if device == "auto":
-        resolved = "cuda" if all(_has_cuda(f, packages) for f in facts.values()) else "cpu"
     return Preflight(resolved, dict(sorted(facts.items())), mine, scheduler, shipped)
+
+
+def problems_left(problems: dict[str, list[str]]) -> bool:
+    return any(problems.values())
+
+
+def _decoder_problems(client, workers: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """The images benchmark's JPEG decoder chain on each GPU worker (nvImageCodec's JPEG
+    engines, CUDA, torchvision, CPU): a GPU worker that would decode on its CPU alone is a
+    problem. Each worker's report is kept with its facts (the record's hardware)."""
+    from workloads.images import decoders
+
+    reports = client.run(decoders.probe, "cuda", workers=workers)
+    for address, report in reports.items():
+        facts.setdefault(address, {})["decoders"] = report
+    return decoders.preflight_problems(reports)
 
 
 AGREEING_PACKAGES = ("dask", "distributed")  # must be the client's on the scheduler and every worker

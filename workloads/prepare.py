@@ -14,18 +14,27 @@ Layout under ``--root``::
     taxi/yellow_tripdata_YYYY-MM.<csv|parquet>
     .prepare-status.json                      what the last run did, per file
 
-Each download goes to ``<dest>.part``, resumes with ``Range: bytes=<n>-``, and is renamed
-to ``<dest>`` only when its size (and sha256, when known) checks out, so an existing
-destination is complete. A destination with the expected size (``--checksums``, else a
+Each download goes to ``<dest>.part``, with the server's validator of those bytes (its
+ETag, else its Last-Modified) kept beside it in ``<dest>.part.validator``; a resume asks
+for the rest with ``Range: bytes=<n>-`` *and* ``If-Range: <validator>`` (RFC 7233 3.2),
+so a server whose file changed since answers 200 with the whole new file instead of 206
+with the rest of it, and the download starts over (logged) rather than stitching two
+versions. A partial file without a usable validator (none, a weak ETag, a Last-Modified
+less than 60 s before the server's Date: RFC 7232 2.2.2) is resumed only when its sha256
+is known (``--checksums`` catches a stitch), else fetched again from zero. A file is
+renamed to ``<dest>`` only when its size (and sha256, when known) checks out, so an
+existing destination is complete. A destination with the expected size (``--checksums``, else a
 HEAD's Content-Length) and sha256 (when known) is skipped. Transient errors are retried
 with exponential backoff; a file that fails ``--retries`` times is reported and the
-others are still fetched. Exit status: 0 all done or skipped, 1 something failed, 2 bad
-usage.
+others are still fetched. Ctrl-C (SIGINT) or SIGTERM ends the run with one line on stderr
+naming what was left partial. Exit status: 0 all done or skipped, 1 something failed,
+2 bad usage, 130/143 interrupted by SIGINT/SIGTERM.
 """
 from __future__ import annotations
 
 import argparse
 import base64
+import email.utils
 import hashlib
 import http.client
 import json
@@ -33,6 +42,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import sys
 import tarfile
 import tempfile
@@ -58,6 +68,8 @@ MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 SECRET_QUERY_KEYS = re.compile(r"token|sig|signature|secret|password|credential|key", re.I)
 CHUNK = 1 << 20
 MAX_BACKOFF = 300.0
+VALIDATOR_SUFFIX = ".validator"  # beside the .part file
+STRONG_DATE_MARGIN = 60  # seconds a Last-Modified must precede Date to be strong (RFC 7232 2.2.2)
 
 
 class PrepareError(Exception):
@@ -70,6 +82,14 @@ class TransientError(PrepareError):
 
 class VerifyError(PrepareError):
     """Bytes that do not match the known size or sha256 (the partial file is deleted)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM: the run ends with one line, not a traceback."""
+
+    def __init__(self, signal_name: str, exit_code: int):
+        super().__init__(signal_name)
+        self.signal_name, self.exit_code = signal_name, exit_code
 
 
 @dataclass(frozen=True)
@@ -167,7 +187,7 @@ def _read_json(path: str) -> Optional[dict]:
 
 # --- HTTP ---------------------------------------------------------------------------------
 
-def _open(url: str, opts: Options, method: str = "GET", offset: int = 0):
+def _open(url: str, opts: Options, method: str = "GET", offset: int = 0, if_range: Optional[str] = None):
     """urlopen with userinfo turned into a Basic header that is never sent on a redirect."""
     parts = urllib.parse.urlsplit(url)
     auth = None
@@ -180,6 +200,8 @@ def _open(url: str, opts: Options, method: str = "GET", offset: int = 0):
         "User-Agent": "dask-tkg-prepare/1", "Accept-Encoding": "identity"})
     if offset:
         request.add_header("Range", "bytes=%d-" % offset)
+        if if_range:
+            request.add_header("If-Range", if_range)
     if auth:
         request.add_unredirected_header("Authorization", auth)
     return urllib.request.urlopen(request, timeout=opts.timeout)
@@ -240,17 +262,64 @@ class _Progress:
         logger.info("%s: %s%s at %s/s", self.label, _human(done), of, _human(rate))
 
 
+def _discard_partial(part: str) -> None:
+    _remove(part)
+    _remove(part + VALIDATOR_SUFFIX)
+
+
+def _keep_validator(part: str, headers) -> None:
+    """Keep what identifies the bytes about to be written to ``part``: its ETag,
+    Last-Modified and the response's Date (to tell a strong Last-Modified)."""
+    validator = {key: headers.get(name) for key, name in
+                 (("etag", "ETag"), ("last_modified", "Last-Modified"), ("date", "Date"))}
+    if validator["etag"] or validator["last_modified"]:
+        _write_json(part + VALIDATOR_SUFFIX, validator)
+    else:
+        _remove(part + VALIDATOR_SUFFIX)
+
+
+def if_range_value(validator: Optional[dict]) -> Optional[str]:
+    """The If-Range value for a resume, or None when there is no strong validator: a
+    weak ETag may not be sent (RFC 7233 3.2); a Last-Modified only without an ETag and
+    when at least 60 s before the response's Date (RFC 7232 2.2.2)."""
+    if not validator:
+        return None
+    etag = validator.get("etag")
+    if etag:
+        return None if etag.startswith("W/") else etag
+    modified, date = validator.get("last_modified"), validator.get("date")
+    try:
+        seconds = (email.utils.parsedate_to_datetime(date)
+                   - email.utils.parsedate_to_datetime(modified)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return modified if seconds >= STRONG_DATE_MARGIN else None
+
+
+def _resume_offset(item: Item, part: str, known: Known) -> Tuple[int, Optional[str]]:
+    """(bytes to keep, If-Range value) for ``part``: 0 where the bytes cannot be
+    resumed safely (the partial file is then removed)."""
+    offset = os.path.getsize(part) if os.path.exists(part) else 0
+    if not offset or (known.size is not None and offset > known.size):
+        _discard_partial(part)
+        return 0, None
+    if_range = if_range_value(_read_json(part + VALIDATOR_SUFFIX))
+    if if_range is None and not known.sha256:
+        logger.info("%s: no strong validator (ETag or Last-Modified) kept for the %d-byte partial file, "
+                    "and no sha256 known: starting over", item.dest, offset)
+        _discard_partial(part)
+        return 0, None
+    return offset, if_range
+
+
 def _transfer(item: Item, part: str, known: Known, opts: Options, outcome: Outcome) -> Tuple[int, str]:
     """Bring ``part`` to the whole file; return (size, sha256). Counts bytes in ``outcome``."""
-    offset = os.path.getsize(part) if os.path.exists(part) else 0
-    if known.size is not None and offset > known.size:
-        _remove(part)
-        offset = 0
+    offset, if_range = _resume_offset(item, part, known)
     if offset and offset == known.size:
         logger.info("%s: the partial file already has all %d bytes", item.dest, offset)
         return offset, _sha256_file(part).hexdigest()
     try:
-        response = _open(item.url, opts, offset=offset)
+        response = _open(item.url, opts, offset=offset, if_range=if_range)
     except urllib.error.HTTPError as exc:
         total = _content_range(exc.headers.get("Content-Range"))[1] if exc.headers else None
         exc.close()
@@ -258,7 +327,7 @@ def _transfer(item: Item, part: str, known: Known, opts: Options, outcome: Outco
             if total == offset:
                 logger.info("%s: server says the %d-byte partial file is complete", item.dest, offset)
                 return offset, _sha256_file(part).hexdigest()
-            _remove(part)
+            _discard_partial(part)
             raise TransientError("HTTP 416 for a %d-byte partial file (server total %s): restarting"
                                  % (offset, total)) from None
         raise _http_error(exc) from None
@@ -270,15 +339,22 @@ def _transfer(item: Item, part: str, known: Known, opts: Options, outcome: Outco
             logger.info("%s: resuming at byte %d", item.dest, offset)
             mode, digest = "ab", _sha256_file(part)
         elif response.status == 206:
-            _remove(part)
+            _discard_partial(part)
             raise TransientError("server answered a range starting at %s, not %d: restarting" % (start, offset))
         else:
-            if offset:
+            unchanged = if_range in (response.headers.get("ETag"), response.headers.get("Last-Modified"))
+            if offset and if_range and not unchanged:
+                logger.warning("%s changed on the server since the %d-byte partial download (If-Range %s, "
+                               "now ETag %s, Last-Modified %s): HTTP %d, starting over", item.dest, offset,
+                               if_range, response.headers.get("ETag"), response.headers.get("Last-Modified"),
+                               response.status)
+            elif offset:
                 logger.info("%s: server ignored Range (HTTP %d): restarting from zero", item.dest, response.status)
             offset, mode, digest = 0, "wb", hashlib.sha256()
             total = _int(response.headers.get("Content-Length"))
+            _keep_validator(part, response.headers)
         if known.size is not None and total is not None and total != known.size:
-            _remove(part)
+            _discard_partial(part)
             raise VerifyError("server says %d bytes, checksums say %d" % (total, known.size))
         progress = _Progress(item.dest, total, offset, opts.progress_bytes)
         done = offset
@@ -354,9 +430,10 @@ def fetch(item: Item, root: str, known: Known, opts: Options) -> Outcome:
                 try:
                     _verify(size, sha, known)
                 except VerifyError:
-                    _remove(part)
+                    _discard_partial(part)
                     raise
                 os.replace(part, dest)
+                _remove(part + VALIDATOR_SUFFIX)
                 outcome.status, outcome.size, outcome.sha256 = "done", size, sha
                 logger.info("done %s: %s, sha256 %s", item.dest, _human(size), sha)
                 return outcome
@@ -542,6 +619,43 @@ def load_checksums(path: Optional[str], error) -> Dict[str, Known]:
     return known
 
 
+def _fetch_all(plan: List[Item], root: str, known: Dict[str, Known], opts: Options,
+               outcomes: List[Outcome], current: List[str]) -> None:
+    for item in plan:
+        current[:] = ["download", item.dest]
+        outcome = fetch(item, root, known.get(item.dest, Known()), opts)
+        outcomes.append(outcome)
+        if item.dest == DOGS_ARCHIVE:
+            if outcome.status == "failed":
+                logger.error("not extracting %s: its download failed", DOGS_ARCHIVE)
+            else:
+                current[:] = ["extract", DOGS_IMAGES]
+                outcomes.append(extract_dogs(root, outcome))
+    current[:] = []
+
+
+def _on_sigterm_interrupt():
+    """SIGTERM (a Job's pod deleted) ends the run like Ctrl-C; returns the old handler."""
+    def handler(signum, frame):
+        raise Interrupted("SIGTERM", 128 + signal.SIGTERM)
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def interrupted_line(signal_name: str, root: str, current: List[str]) -> str:
+    """The one line an interrupted run ends with: what was under way and what it left."""
+    if not current:
+        return "prepare: interrupted (%s); nothing was left partial" % signal_name
+    kind, dest = current
+    if kind == "extract":
+        return ("prepare: interrupted (%s) while extracting %s into %s; nothing was left partial "
+                "(the next run extracts again)" % (signal_name, DOGS_ARCHIVE, dest))
+    part = os.path.join(root, *dest.split("/")) + ".part"
+    if not os.path.exists(part):
+        return "prepare: interrupted (%s) before %s was written; nothing was left partial" % (signal_name, dest)
+    return ("prepare: interrupted (%s); %s left partial: %d bytes in %s (the next run resumes it)"
+            % (signal_name, dest, os.path.getsize(part), part))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -568,15 +682,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     opts = Options(args.retries, args.timeout, args.backoff_seconds, int(args.progress_mb * (1 << 20)))
     started = _now()
     os.makedirs(root, exist_ok=True)
-    outcomes = []
-    for item in plan:
-        outcome = fetch(item, root, known.get(item.dest, Known()), opts)
-        outcomes.append(outcome)
-        if item.dest == DOGS_ARCHIVE:
-            if outcome.status == "failed":
-                logger.error("not extracting %s: its download failed", DOGS_ARCHIVE)
-            else:
-                outcomes.append(extract_dogs(root, outcome))
+    outcomes: List[Outcome] = []
+    current: List[str] = []  # what is under way, for the line an interruption prints
+    previous = _on_sigterm_interrupt()
+    try:
+        _fetch_all(plan, root, known, opts, outcomes, current)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM through _on_sigterm_interrupt
+        signal_name, code = (stop.signal_name, stop.exit_code) if isinstance(stop, Interrupted) \
+            else ("SIGINT", 130)
+        line = interrupted_line(signal_name, root, current)
+        _write_json(os.path.join(root, STATUS_FILE), {
+            "started": started, "finished": _now(), "root": root, "ok": False, "interrupted": line,
+            "files": [asdict(o) for o in outcomes]})
+        print(line, file=sys.stderr, flush=True)
+        return code
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("done", "skipped", "failed")}
     _write_json(os.path.join(root, STATUS_FILE), {
         "started": started, "finished": _now(), "root": root, "ok": counts["failed"] == 0,

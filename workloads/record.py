@@ -24,6 +24,7 @@ class RunContext:
     output: str  # the results directory
     data_dir: Path | None = None
     data_generated: bool = False
+    adaptive: tuple[int, int] | None = None  # --adaptive MIN,MAX
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ def cluster_facts(context: RunContext, placement: Placement, session) -> dict[st
             cluster = environment.record_cluster(
                 session.client, list(placement.used), list(placement.connected), probes, cluster["kind"],
                 session.dashboard(), session.describe_plan())
+    if session is not None and session.detection is not None:
+        cluster["failure_detection"] = dict(session.detection)
     return cluster
 
 
@@ -95,6 +98,7 @@ def build(name: str, context: RunContext, placement: Placement, outcome: RunOutc
                 "endpoint": context.endpoint_kind,
                 "data_dir": str(context.data_dir) if context.data_dir else None,
                 "data_generated": context.data_generated,
+                "adaptive": list(context.adaptive) if context.adaptive else None,
                 "benchmark": benchmark_options(outcome.config)},
         phases=timer.phases if timer else dict(outcome.phases), metrics=outcome.metrics or {},
         versions=environment.record_versions(probes, used, client_facts),

@@ -127,12 +127,14 @@ def config_key(benchmark: str, config: dict[str, Any]) -> str:
     profile, the device the run used, its worker count, and the benchmark's own options
     (its config less ``workers``, the addresses a run was restricted to, which differ from
     one cluster start to the next). Where the cluster came from and the runner's own
-    policies (``max_lost_workers``) are not part of it. ``config`` is a record's
-    ``config``; tuples and lists compare equal (as they do once written)."""
+    policies (``max_lost_workers``) are not part of it; an adaptive run's bounds are.
+    ``config`` is a record's ``config``; tuples and lists compare equal (as they do once written)."""
     options = dict(config.get("benchmark") or {})
     options.pop("workers", None)
-    return json.dumps([benchmark, config.get("profile"), config.get("device"), config.get("workers"), options],
-                      sort_keys=True, default=_jsonable)
+    key = [benchmark, config.get("profile"), config.get("device"), config.get("workers"), options]
+    if config.get("adaptive"):
+        key.append({"adaptive": list(config["adaptive"])})
+    return json.dumps(key, sort_keys=True, default=_jsonable)
 
 
 def succeeded_configs(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:

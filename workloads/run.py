@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from workloads import benchmarks, instrumentation, local, preflight, record, results, summary
+from workloads import benchmarks, instrumentation, local, preflight, record, results, summary, tuning
 from workloads import endpoint as endpoints
 from workloads.common import load_yaml, prog, setup_logging
 from workloads.config import cache_dir
@@ -77,6 +77,15 @@ def worker_counts(text: str) -> list[int]:
     return counts
 
 
+def adaptive_bounds(text: str) -> tuple[int, int]:
+    from workloads import scaling
+
+    try:
+        return scaling.parse_adaptive(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def lost_workers_limit(text: str) -> int:
     try:
         value = int(text)
@@ -120,6 +129,9 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
     what.add_argument("--max-lost-workers", type=lost_workers_limit, default=DEFAULT_MAX_LOST_WORKERS,
                       metavar="N", help="fail a run that loses more than N workers while it runs"
                                         f" (default: {DEFAULT_MAX_LOST_WORKERS})")
+    what.add_argument("--adaptive", type=adaptive_bounds, metavar="MIN,MAX",
+                      help="operator backend: let the DaskAutoscaler scale between MIN and MAX workers during"
+                           " each run, recording the worker count over time")
     what.add_argument("--resume", action="store_true",
                       help="skip the configurations results.jsonl already records as succeeded (same"
                            " benchmark, profile, device, worker count and benchmark options)")
@@ -158,7 +170,7 @@ class Runner:
         self.context = RunContext(profile=args.profile, device_requested=args.device,
                                   max_lost_workers=args.max_lost_workers, endpoint_kind=where.kind,
                                   local=where.local, output=args.output, data_dir=data_dir,
-                                  data_generated=generated)
+                                  data_generated=generated, adaptive=args.adaptive)
         with ClusterSession(where, echo=self.echo, dashboard_address=args.dashboard_address) as self.session:
             for count in args.workers or [None]:
                 code = self.run_count(count)
@@ -215,13 +227,31 @@ class Runner:
         else:
             session.connect()
             want = session.remote_target(count)
-            if count is not None and session.scale(want):
-                self.echo(f"scaled the cluster to {want} worker(s)")
+            if self.args.adaptive:
+                session.adapt(*self.args.adaptive)
+                want, count = max(1, self.args.adaptive[0]), None  # every worker the autoscaler gives
+            elif count is not None and not session.scale(want, timeout):
+                session.say_restricted(len(session.workers()))
         connected = session.wait(want, timeout)
+        self.say_failure_detection()
         used = connected if count is None and not session.endpoint.local else connected[:want]
         packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
         checked = preflight.check(session.client, connected, packages, self.args.device)
         return Placement(count=len(used), used=tuple(used), connected=tuple(connected), checked=checked)
+
+    def say_failure_detection(self) -> None:
+        """Once per cluster: how soon a silent worker or an unreachable scheduler is noticed."""
+        if self.session.detection is not None:
+            return
+        found = self.session.failure_detection()
+        ttl = found["worker_ttl_s"]
+        self.echo(f"failure detection: a silent worker is restarted after {ttl:.0f} s (scheduler worker-ttl),"
+                  f" an unresponsive connection dropped after {found['tcp_timeout_s']:.0f} s" if ttl else
+                  "failure detection: the scheduler has no worker-ttl: a silent worker is never removed"
+                  " (set distributed.scheduler.worker-ttl on the scheduler)")
+        if ttl and ttl > 2 * tuning.WORKER_TTL_S:
+            self.echo(f"warning: the scheduler's worker-ttl is {ttl:.0f} s: a partitioned worker stalls runs that"
+                      f" long (the program deploys {tuning.WORKER_TTL_S} s)", error=True)
 
     def plan_for(self, count: int | None) -> local.LocalPlan:
         return local.plan(count or self.profile["workers"], self.args.device, self.args.allocator, cap=count is None)
@@ -254,7 +284,8 @@ class Runner:
         except Exception:  # a config that cannot be made is reported by the run itself
             return None
         key = results.config_key(name, {"profile": self.args.profile, "device": device, "workers": count,
-                                        "benchmark": record.benchmark_options(config)})
+                                        "benchmark": record.benchmark_options(config),
+                                        "adaptive": self.args.adaptive})
         return self.done.get(key)
 
     def say_skipped(self, name: str, found: dict[str, Any], count: int) -> None:
@@ -331,10 +362,22 @@ class Runner:
                 artifacts.update(inst.artifacts)
                 if inst.metrics:
                     metrics = {**(metrics or {}), "utilization": inst.metrics}
+                if args.adaptive and "utilization" in artifacts:
+                    metrics = {**(metrics or {}), "worker_count_timeline": self.worker_timeline(artifacts)}
         outcome = RunOutcome(status=status, error=error, timer=timer, config=config, metrics=metrics or {},
                              started_at=started_at, artifacts=artifacts,
                              workers_lost=tuple(watch.losses()) if watch is not None else None)
         return outcome, replacement, escaping
+
+    def worker_timeline(self, artifacts: dict[str, str]) -> list[dict[str, Any]]:
+        """An adaptive run's worker count over time, from its utilization samples."""
+        from workloads import scaling, utilization
+
+        try:
+            return scaling.worker_count_timeline(utilization.read_samples(Path(self.args.output) / artifacts["utilization"]))
+        except (OSError, ValueError) as exc:
+            logger.warning("worker count over time not recorded: %s", exc)
+            return []
 
     def failure(self, exc: BaseException) -> str:
         """The error of a failed run; a lost scheduler also ends the sweep."""

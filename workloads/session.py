@@ -30,6 +30,9 @@ class ClusterSession:
         self.cluster = None
         self.client = None
         self.plan: local.LocalPlan | None = None
+        self.detection: dict[str, float | None] | None = None  # see failure_detection()
+        self.scaler = None  # workloads.scaling.ClusterScaler: the operator backend's, made on connect
+        self.restriction_said = False
 
     @classmethod
     def start_local(cls, plan: local.LocalPlan, dashboard_address: str = ":0",
@@ -73,6 +76,10 @@ class ClusterSession:
         if self.client is None:
             self.client = endpoints.connect(self.endpoint.scheduler_address, self.endpoint.security)
             self.echo(f"dashboard: {self.dashboard()}")
+            if self.endpoint.outputs is not None and self.scaler is None:
+                from workloads import scaling
+
+                self.scaler = scaling.ClusterScaler.from_outputs(self.endpoint.outputs, self.echo)
         return self.client
 
     def remote_target(self, count: int | None) -> int:
@@ -84,14 +91,37 @@ class ClusterSession:
             return self.endpoint.expected_workers
         return max(1, len(self.workers()))
 
-    def scale(self, want: int) -> bool:
-        """Scale a remote cluster that has a cluster object (a bare scheduler address has
-        none: the runner then restricts the run instead). True if it scaled."""
+    def scale(self, want: int, timeout: float) -> bool:
+        """Resize a remote cluster to ``want`` workers where it can be: the operator backend's
+        DaskCluster (then wait until exactly that many are connected), or a cluster object.
+        A bare scheduler address or the Helm release cannot: the runner then restricts the
+        run instead. True if it scaled."""
+        if self.scaler is not None:
+            from workloads import scaling
+
+            self.scaler.pin(want)
+            scaling.wait_for_worker_count(self.client, want, timeout, echo=self.echo)
+            return True
         cluster = None if self.endpoint.local else getattr(self.client, "cluster", None)
         if cluster is not None and hasattr(cluster, "scale"):
             cluster.scale(want)
             return True
         return False
+
+    def adapt(self, minimum: int, maximum: int) -> None:
+        """Adaptive scaling between the bounds for the next run (the operator backend only)."""
+        if self.scaler is None:
+            raise EndpointError("--adaptive needs the Dask operator backend (stack output daskBackend=operator):"
+                                " the Helm release runs a fixed number of workers")
+        self.scaler.adapt(minimum, maximum)
+
+    def say_restricted(self, connected: int) -> None:
+        """Once: the cluster cannot be resized, runs are restricted to part of it."""
+        if not self.restriction_said:
+            from workloads import scaling
+
+            self.echo(scaling.helm_restriction_notice(connected))
+            self.restriction_said = True
 
     # ------------------------------------------------------------------ both
     def workers(self) -> list[str]:
@@ -123,11 +153,35 @@ class ClusterSession:
         return self.client is not None and self.client.status == "running"
 
     def close(self) -> None:
+        if self.scaler is not None:  # the deployed autoscaler bounds back, also after a failed sweep
+            with contextlib.suppress(Exception):
+                self.scaler.restore()
+            self.scaler = None
         for thing in (self.client, self.cluster):
             if thing is not None:
                 with contextlib.suppress(Exception, asyncio.CancelledError):  # a lost scheduler cancels
                     thing.close()
         self.client = self.cluster = None
+        self.detection = None
+
+    def failure_detection(self) -> dict[str, float | None]:
+        """How soon this cluster notices a silent worker (the scheduler's worker-ttl, as it
+        applies it: never under 10 heartbeats) and this client an unresponsive connection."""
+        import dask.config
+        from dask.utils import parse_timedelta
+
+        ttl = self.client.run_on_scheduler(_scheduler_worker_ttl)
+        tcp = parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp"), default="seconds")
+        self.detection = {"worker_ttl_s": ttl, "tcp_timeout_s": tcp}
+        return self.detection
 
     def describe_plan(self) -> dict[str, Any] | None:
         return self.plan.describe() if self.plan is not None and self.endpoint.local else None
+
+
+def _scheduler_worker_ttl(dask_scheduler=None) -> float | None:
+    """On the scheduler: the worker-ttl its TTL check uses (None: no check at all)."""
+    from distributed.scheduler import heartbeat_interval
+
+    ttl = dask_scheduler.worker_ttl
+    return None if not ttl else max(ttl, 10 * heartbeat_interval(len(dask_scheduler.workers)))

@@ -42,3 +42,26 @@ def worker_environ(threads: int, tcmalloc: str | None = None, preload: str = "")
     if tcmalloc:
         environ["LD_PRELOAD"] = preload if tcmalloc in preload.split() else " ".join(filter(None, [tcmalloc, preload]))
     return environ
+
+
+# Failure detection. Dask's defaults notice a silent worker (a stopped process, a partition
+# that drops packets) only after the scheduler's worker-ttl of 5 minutes. Workers heartbeat
+# every 0.5-1 s on clusters this size (distributed: heartbeat_interval), and the scheduler never
+# uses less than 10 heartbeats; 60 s tolerates a worker whose event loop is held up for tens of
+# seconds by a long GIL-holding call or a swap storm, and is 5x sooner than Dask's default. An
+# unresponsive connection is called dead after Dask's TCP timeout (TCP_USER_TIMEOUT + keepalive),
+# kept at its default of 30 s and stated here so it is recorded.
+WORKER_TTL_S = 60
+TCP_TIMEOUT_S = 30
+
+
+def failure_detection_config(worker_ttl_s: float = WORKER_TTL_S, tcp_timeout_s: float = TCP_TIMEOUT_S) -> dict[str, str]:
+    """Dask config keys (``distributed.*``) the scheduler, workers and client start with."""
+    return {"distributed.scheduler.worker-ttl": f"{worker_ttl_s:g}s",
+            "distributed.comm.timeouts.tcp": f"{tcp_timeout_s:g}s"}
+
+
+def failure_detection_env(worker_ttl_s: float = WORKER_TTL_S, tcp_timeout_s: float = TCP_TIMEOUT_S) -> dict[str, str]:
+    """The same as pod environment variables (Dask reads ``DASK_*`` as config)."""
+    return {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): value
+            for key, value in failure_detection_config(worker_ttl_s, tcp_timeout_s).items()}

@@ -3,11 +3,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.addons.facts import NFS_IMAGE_REGISTRY
 from components.settings.model import GpuOperatorSpec, StorageSpec
 
 LICENSING_NAME = "licensing-config"
 NGC_SECRET_NAME = "ngc-secret"
-NFS_PROVISIONER_IMAGE = ("k8s.gcr.io/sig-storage/nfs-subdir-external-provisioner", "v4.0.2")
+NFS_PROVISIONER_IMAGE = (f"{NFS_IMAGE_REGISTRY.what}/sig-storage/nfs-subdir-external-provisioner", "v4.0.2")
+
+# Values keys the charts' templates read but their values.yaml does not declare (the render
+# tests check every emitted key against the chart's own values.yaml plus these): key -> the
+# template expression that reads it. None needed today.
+GPU_OPERATOR_KEYS_NOT_IN_VALUES_YAML: dict[str, str] = {}
+NFS_PROVISIONER_KEYS_NOT_IN_VALUES_YAML: dict[str, str] = {}
 
 
 def licensing_uses_secret(spec: GpuOperatorSpec) -> bool:
@@ -22,12 +29,16 @@ def gridd_conf(spec: GpuOperatorSpec) -> str:
 def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, Any]:
     """Values for the NVAIE GPU operator chart on vGPU guests: NVIDIA's vGPU guest driver
     image from NGC (the public data-center driver does not probe on a vGPU VM), pulled with
-    the NGC secret, licensed through NLS/CLS."""
+    the NGC secret, licensed through NLS (NVAIE 1.1 and later license through NLS only).
+
+    ``nlsEnabled`` is always true: before it, the operator mounts only gridd.conf and never
+    the client configuration token (``components/addons/facts.py``), and gridd.conf without a
+    legacy ServerAddress licenses nothing."""
     licensing: dict[str, Any]
     if licensing_uses_secret(spec):
         licensing = {"secretName": LICENSING_NAME, "nlsEnabled": True}
     else:
-        licensing = {"configMapName": LICENSING_NAME, "nlsEnabled": spec.version_tuple >= (24, 0, 0)}
+        licensing = {"configMapName": LICENSING_NAME, "nlsEnabled": True}
     values: dict[str, Any] = {
         "operator": {"defaultRuntime": "containerd"},
         "driver": {
@@ -47,7 +58,9 @@ def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, 
 def nfs_provisioner_values(storage: StorageSpec, nfs_server: str, nfs_path: str, enforces_psp: bool) -> dict[str, Any]:
     """Values for nfs-subdir-external-provisioner: one RWX StorageClass over the share.
 
-    Reclaim policy Retain: deleting a claim must never delete the dataset behind it.
+    Reclaim policy Retain: deleting a claim must never delete the dataset behind it. No
+    volume expansion: the provisioner cannot resize (``facts.NFS_NO_EXPANSION``), so a resized
+    claim would be accepted and never grow.
     """
     repository, tag = NFS_PROVISIONER_IMAGE
     return {
@@ -59,6 +72,7 @@ def nfs_provisioner_values(storage: StorageSpec, nfs_server: str, nfs_path: str,
             "reclaimPolicy": "Retain",
             "archiveOnDelete": True,
             "defaultClass": False,
+            "allowVolumeExpansion": False,
         },
         "podSecurityPolicy": {"enabled": enforces_psp},
     }

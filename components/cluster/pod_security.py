@@ -7,6 +7,7 @@ Security Admission reads namespace labels instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -23,6 +24,7 @@ class GuestNamespaceArgs:
     namespace: str
     level: str  # privileged | baseline | restricted (Pod Security Standards)
     enforces_psp: bool
+    labels: Mapping[str, str] | None = None  # extra namespace labels (e.g. for NetworkPolicy selectors)
 
 
 class GuestNamespace(pulumi.ComponentResource):
@@ -31,7 +33,7 @@ class GuestNamespace(pulumi.ComponentResource):
     def __init__(self, name: str, args: GuestNamespaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:cluster:GuestNamespace", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {"app.kubernetes.io/managed-by": "dask-tkg"}
+        labels = {"app.kubernetes.io/managed-by": "dask-tkg", **(args.labels or {})}
         if not args.enforces_psp:
             labels.update(psa_labels(args.level))
         self.namespace = k8s.core.v1.Namespace(

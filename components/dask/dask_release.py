@@ -12,15 +12,33 @@ from components.dask.exposure import ExposureArgs, external_host, external_servi
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, dashboard_url, fullname, scheduler_host
-from components.settings.checks import placement_pool
-from components.settings.model import POOL_ROLE_LABEL, Settings
+from components.settings.checks import placement_pool, placement_warnings
+from components.settings.model import POOL_ROLE_LABEL, DaskSpec, Settings
 
 RELEASE = "dask"
 
 
 @dataclass(frozen=True)
+class DaskPlacement:
+    """Where the Dask pods go (node selectors by pool role) and the rollouts that cannot
+    proceed there (warnings shown at preview)."""
+
+    scheduler_selector: dict[str, str]
+    jupyter_selector: dict[str, str]
+    worker_selector: dict[str, str]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> "DaskPlacement":
+        return cls(scheduler_selector=_selector(s, "scheduler"), jupyter_selector=_selector(s, "jupyter"),
+                   worker_selector={POOL_ROLE_LABEL: "gpu"}, warnings=tuple(placement_warnings(s)))
+
+
+@dataclass(frozen=True)
 class DaskReleaseArgs:
-    settings: Settings
+    dask: DaskSpec
+    placement: DaskPlacement
+    dataset_mount: str
     namespace: pulumi.Input[str]
     dataset_claim: pulumi.Input[str]
     pip_cache_claim: pulumi.Input[str]
@@ -40,11 +58,12 @@ class DaskRelease(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DaskReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:dask:DaskRelease", name, None, opts)
-        s = args.settings
-        d = s.dask
+        d = args.dask
         child = pulumi.ResourceOptions(parent=self)
         prefix = fullname(RELEASE)
         namespace = pulumi.Output.from_input(args.namespace)
+        for warning in args.placement.warnings:
+            pulumi.log.warn(warning, resource=self)
 
         self.password = JupyterPassword(f"{name}-jupyter", child)
         tls_secret = f"{prefix}-tls" if d.tls else None
@@ -52,17 +71,18 @@ class DaskRelease(pulumi.ComponentResource):
         if d.tls:
             self.tls = DaskTls(f"{name}-tls", DaskTlsArgs(
                 namespace=args.namespace, secret_name=tls_secret,
-                scheduler_dns_names=[f"{prefix}-scheduler", *_service_names(prefix, s.storage.namespace)]), child)
+                scheduler_dns_names=namespace.apply(
+                    lambda ns: [f"{prefix}-scheduler", *_service_names(prefix, ns)])), child)
 
         def build(a: list) -> dict:
             ns, dataset, pip_cache, password_hash = a
             return dask_values(DaskValuesInputs(
                 dask=d, namespace=ns, release=RELEASE,
-                scheduler_selector=_selector(s, "scheduler"),
-                jupyter_selector=_selector(s, "jupyter"),
-                worker_selector={POOL_ROLE_LABEL: "gpu"},
+                scheduler_selector=args.placement.scheduler_selector,
+                jupyter_selector=args.placement.jupyter_selector,
+                worker_selector=args.placement.worker_selector,
                 dataset_claim=dataset, pip_cache_claim=pip_cache,
-                dataset_mount=s.storage.dataset_mount,
+                dataset_mount=args.dataset_mount,
                 jupyter_password_hash=password_hash, tls_secret=tls_secret,
             ))
 
@@ -87,7 +107,21 @@ class DaskRelease(pulumi.ComponentResource):
         self.jupyter_url = namespace.apply(
             lambda ns: f"http://{prefix}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}" if d.jupyter.enabled else "")
 
-        self.external = {}
+        self.external: dict[str, k8s.core.v1.Service] = {}
+        self._expose(name, args, after_release, scheme)
+
+        self.jupyter_password = self.password.password
+        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
+        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
+        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
+        self.register_outputs({
+            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
+            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
+        })
+
+    def _expose(self, name: str, args: DaskReleaseArgs, after_release: pulumi.ResourceOptions, scheme: str) -> None:
+        """Guarded external Services where asked; the addresses follow a LoadBalancer's."""
+        d = args.dask
         if d.scheduler.service_type != "ClusterIP":
             svc = external_service(f"{name}-scheduler-external", ExposureArgs(
                 namespace=args.namespace, release=RELEASE, component="scheduler",
@@ -104,21 +138,12 @@ class DaskRelease(pulumi.ComponentResource):
         if d.jupyter.enabled and d.jupyter.service_type != "ClusterIP":
             svc = external_service(f"{name}-jupyter-external", ExposureArgs(
                 namespace=args.namespace, release=RELEASE, component="jupyter",
-                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, 8888),),
+                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, chart.JUPYTER_CONTAINER_PORT),),
                 source_ranges=d.lb_source_ranges), after_release)
             self.external["jupyter"] = svc
             if d.jupyter.service_type == "LoadBalancer":
                 self.jupyter_url = pulumi.Output.all(external_host(svc), self.jupyter_url).apply(
                     lambda a: f"http://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
-
-        self.jupyter_password = self.password.password
-        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
-        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
-        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
-        self.register_outputs({
-            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
-            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
-        })
 
 
 def _selector(s: Settings, role: str) -> dict[str, str]:

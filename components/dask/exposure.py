@@ -7,6 +7,7 @@ source ranges is refused by the settings unless ``allowPublicLoadBalancer`` is s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,6 +21,8 @@ class ExposureArgs:
     service_type: str  # NodePort | LoadBalancer
     ports: tuple[tuple[str, int, int], ...]  # (name, port, targetPort)
     source_ranges: tuple[str, ...]
+    # The pods' labels when they are not the chart's (the operator's scheduler pods).
+    pod_selector: Mapping[str, str] | None = None
 
 
 def selector(release: str, component: str) -> dict[str, str]:
@@ -30,7 +33,7 @@ def selector(release: str, component: str) -> dict[str, str]:
 def external_service(name: str, args: ExposureArgs, opts: pulumi.ResourceOptions) -> k8s.core.v1.Service:
     spec: dict = {
         "type": args.service_type,
-        "selector": selector(args.release, args.component),
+        "selector": dict(args.pod_selector) if args.pod_selector else selector(args.release, args.component),
         "ports": [{"name": n, "port": p, "targetPort": t, "protocol": "TCP"} for n, p, t in args.ports],
     }
     if args.service_type == "LoadBalancer" and args.source_ranges:

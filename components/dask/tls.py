@@ -17,7 +17,7 @@ _SERVER_USES = ["digital_signature", "key_encipherment", "server_auth", "client_
 class DaskTlsArgs:
     namespace: pulumi.Input[str]
     secret_name: str
-    scheduler_dns_names: list[str]
+    scheduler_dns_names: pulumi.Input[list[str]]
 
 
 class DaskTls(pulumi.ComponentResource):

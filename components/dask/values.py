@@ -15,29 +15,21 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from components.dask import chart
+from components.dask import chart, podspec
+# The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
+# the names stay importable from here.
+from components.dask.podspec import (GPU_RESOURCE, NO_BACKGROUND_JUPYTER, PIP_CACHE_MOUNT,  # noqa: F401
+                                     SCRATCH_MOUNT, TLS_KEYS, worker_memory_limit, worker_tuning_env)
+from components.dask.podspec import resources as _resources
+from components.dask.podspec import tls_env as _tls_env
 from components.settings.model import DaskSpec
-from workloads import tuning
 
-PIP_CACHE_MOUNT = "/root/.cache/pip"
-SCRATCH_MOUNT = "/scratch"
-GPU_RESOURCE = "nvidia.com/gpu"
-
-# Secret keys of the TLS material (see tls.py) and the Dask config each one feeds.
-TLS_KEYS = {
-    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
-    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
-    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
-    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
-    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
-    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
-    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
-}
-_ROLE_KEYS = {
-    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
-    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
-    "jupyter": ("ca.crt", "client.crt", "client.key"),
-}
+# Every pod of the release: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab
+# in the background unless DISABLE_JUPYTER is set (facts.IMAGES); harmless for images without one.
+# Jupyter in the foreground as the container's main process (the image's CMD may be a shell
+# that exits without a TTY), behind the chart's config in /usr/local/etc/jupyter (password).
+JUPYTER_ARGS = ["jupyter", "lab", "--ip=0.0.0.0", f"--port={chart.JUPYTER_CONTAINER_PORT}", "--no-browser",
+                "--allow-root"]
 
 
 @dataclass(frozen=True)
@@ -75,52 +67,8 @@ def dashboard_url(release: str, namespace: str) -> str:
     return f"http://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
 
 
-def worker_tuning_env(threads: int, tcmalloc: bool) -> list[dict[str, str]]:
-    """The workers' tuning environment (``workloads.tuning``, shared with the runner's local
-    cluster) as pod variables. Dask reads the nanny's pre-spawn environment from
-    ``DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON`` as a Python literal (None unsets)."""
-    environ = tuning.worker_environ(threads, tuning.IMAGE_TCMALLOC if tcmalloc else None)
-    env = [{"name": "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON", "value": repr(environ)}]
-    # The nanny prefers a variable already in the pod's environment over its config, so an
-    # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
-    env += [{"name": name, "value": value} for name, value in environ.items()
-            if value is not None and name in tuning.THREAD_VARIABLES + ("LD_PRELOAD",)]
-    return env
-
-
-def _resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
-    amounts: dict[str, Any] = {"cpu": str(cpu), "memory": memory}
-    if gpus:
-        amounts[GPU_RESOURCE] = gpus
-    return {"limits": dict(amounts), "requests": dict(amounts)}
-
-
-def _tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
-    if not secret:
-        return []
-    env: list[dict[str, Any]] = [
-        {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
-        {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
-    ]
-    env += [{"name": TLS_KEYS[key], "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-            for key in _ROLE_KEYS[role]]
-    return env
-
-
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
-    volumes = [
-        {"name": "dataset", "persistentVolumeClaim": {"claimName": inputs.dataset_claim}},
-        {"name": "pip-cache", "persistentVolumeClaim": {"claimName": inputs.pip_cache_claim}},
-    ]
-    mounts = [
-        {"name": "dataset", "mountPath": inputs.dataset_mount},
-        {"name": "pip-cache", "mountPath": PIP_CACHE_MOUNT},
-    ]
-    if scratch:
-        volumes.append({"name": "scratch", "emptyDir": {}})
-        mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})
-    return {"volumes": volumes, "volumeMounts": mounts}
-
+    return podspec.mounts(podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount), scratch)
 
 def labextension_config(url: str) -> str:
     """Jupyter server config (Python) that points the Dask JupyterLab extension at the
@@ -138,52 +86,68 @@ def labextension_config(url: str) -> str:
     ])
 
 
-def dask_values(inputs: DaskValuesInputs) -> dict[str, Any]:
-    """Values for the pinned dask chart. Raises ValueError if a key would be ignored."""
+def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
     d = inputs.dask
-    repository, tag = image_parts(d.image)
-    image = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
-    worker_env = [{"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
-                  *worker_tuning_env(d.workers.threads, d.workers.tcmalloc)]
-    if d.extra_pip_packages:
-        worker_env.append({"name": "EXTRA_PIP_PACKAGES", "value": d.extra_pip_packages})
-    values: dict[str, Any] = {
-        "scheduler": {
-            "image": dict(image),
-            "replicas": 1,
-            "serviceType": "ClusterIP",
-            "servicePort": chart.SCHEDULER_PORT,
-            "extraArgs": ["--protocol", "tls"] if inputs.tls_secret else [],
-            "env": _tls_env("scheduler", inputs.tls_secret),
-            "resources": _resources(d.scheduler.cpu, d.scheduler.memory),
-            "nodeSelector": dict(inputs.scheduler_selector),
-        },
-        "webUI": {"servicePort": chart.DASHBOARD_PORT},
-        "worker": {
-            "image": {**image, "dask_worker": "dask-cuda-worker" if d.workers.gpus else "dask-worker"},
-            "replicas": d.workers.replicas,
-            "threads_per_worker": d.workers.threads,
-            "extraArgs": ["--local-directory", SCRATCH_MOUNT],
-            "env": worker_env + _tls_env("worker", inputs.tls_secret),
-            "resources": _resources(d.workers.cpu, d.workers.memory, d.workers.gpus),
-            "mounts": _claims(inputs, scratch=True),
-            "nodeSelector": dict(inputs.worker_selector),
-        },
-        "jupyter": {
-            "enabled": d.jupyter.enabled,
-            "image": dict(image),
-            "serviceType": "ClusterIP",
-            "servicePort": chart.JUPYTER_PORT,
-            "password": inputs.jupyter_password_hash,
-            "passwordHint": "see the jupyterPassword stack output (pulumi stack output --show-secrets)",
-            "env": _tls_env("jupyter", inputs.tls_secret),
-            "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace)),
-            "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
-            "mounts": _claims(inputs, scratch=False),
-            "nodeSelector": dict(inputs.jupyter_selector),
-        },
+    return {
+        "image": dict(image),
+        "replicas": 1,
+        "serviceType": "ClusterIP",
+        "servicePort": chart.SCHEDULER_PORT,
+        "extraArgs": ["--protocol", "tls"] if inputs.tls_secret else [],
+        "env": podspec.scheduler_env(inputs.tls_secret),
+        "resources": _resources(d.scheduler.cpu, d.scheduler.memory),
+        "nodeSelector": dict(inputs.scheduler_selector),
     }
-    problems = chart.unknown_keys(values)
-    if problems:
-        raise ValueError("dask chart values: " + "; ".join(problems))
-    return values
+
+
+def _worker(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
+    d = inputs.dask
+    env = podspec.worker_env(d)
+    return {
+        "image": {**image, "dask_worker": podspec.worker_command(d)},
+        "replicas": d.workers.replicas,
+        "strategy": chart.WORKER_STRATEGY,
+        "threads_per_worker": d.workers.threads,
+        # After the chart's own --memory-limit (the container limit): the last one wins
+        # (facts.CLICK_LAST_OPTION_WINS).
+        "extraArgs": ["--local-directory", SCRATCH_MOUNT, "--memory-limit", worker_memory_limit(d.workers.memory)],
+        "env": env + _tls_env("worker", inputs.tls_secret),
+        "resources": _resources(d.workers.cpu, d.workers.memory, d.workers.gpus),
+        "mounts": _claims(inputs, scratch=True),
+        "nodeSelector": dict(inputs.worker_selector),
+    }
+
+
+def _jupyter(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
+    d = inputs.dask
+    return {
+        "enabled": d.jupyter.enabled,
+        # The chart's Role lets the notebook's ServiceAccount update and patch Deployments
+        # (anyone with the notebook could swap the workers' image): no chart RBAC, and the
+        # namespace's default ServiceAccount, which has no rights.
+        "rbac": False,
+        "serviceAccountName": "",
+        "image": dict(image),
+        "args": list(JUPYTER_ARGS),
+        "serviceType": "ClusterIP",
+        "servicePort": chart.JUPYTER_PORT,
+        "password": inputs.jupyter_password_hash,
+        "passwordHint": "see the jupyterPassword stack output (pulumi stack output --show-secrets)",
+        "env": [NO_BACKGROUND_JUPYTER, *_tls_env("jupyter", inputs.tls_secret)],
+        "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace)),
+        "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
+        "mounts": _claims(inputs, scratch=False),
+        "nodeSelector": dict(inputs.jupyter_selector),
+    }
+
+
+def dask_values(inputs: DaskValuesInputs) -> dict[str, Any]:
+    """Values for the pinned dask chart (keys checked against its values.yaml in the render tests)."""
+    repository, tag = image_parts(inputs.dask.image)
+    image = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
+    return {
+        "scheduler": _scheduler(inputs, image),
+        "webUI": {"servicePort": chart.DASHBOARD_PORT},
+        "worker": _worker(inputs, image),
+        "jupyter": _jupyter(inputs, image),
+    }

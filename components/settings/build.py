@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from components.settings import checks, records, values
+from components.settings.operator import read_operator
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
     POOL_ROLES,
@@ -349,7 +350,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
     return DaskSpec(
         chart_version=r.check("daskChartVersion", _chart_version),
         image=r.check("daskImage", values.pinned_image),
-        dask_version=r("daskImageDaskVersion"),
+        dask_version=r.check("daskImageDaskVersion", _dask_version),
         extra_pip_packages=r("extraPipPackages") or "",
         scheduler=PodResources(
             cpu=r.check("schedulerCpu", _cpu),
@@ -368,6 +369,8 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         tls=r("daskTls"),
         lb_source_ranges=tuple(_each(r, "loadBalancerSourceRanges", values.cidr)),
         allow_public_lb=r("allowPublicLoadBalancer"),
+        backend=r("daskBackend"),
+        operator=read_operator(r, max(gpu_nodes - (1 if jupyter_takes_gpu else 0), 0)),
     )
 
 
@@ -401,6 +404,14 @@ def _chart_version(text: str) -> str:
     parts = text.lstrip("v").split(".")
     if len(parts) < 3 or not all(p.isdigit() for p in parts[:2]) or not parts[2].split("-")[0].isdigit():
         raise ValueError("must be a pinned chart version such as 1.9.1 or v1.9.1")
+    return text
+
+
+def _dask_version(text: str) -> str:
+    """A Dask version the program knows how to give workers their environment for."""
+    from components.dask.facts import nanny_environ_fact
+
+    nanny_environ_fact(text)  # ValueError names what is missing
     return text
 
 

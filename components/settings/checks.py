@@ -8,9 +8,13 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from components.addons import facts as addon_facts
+from components.dask import chart as dask_chart
 from components.settings import values
 from components.settings.errors import Problem
 from components.settings.model import NodePool, Settings
+from components.settings.operator import operator_checks
+from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
@@ -28,8 +32,10 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets):
+                 _network, _secrets, _gpu_driver, operator_checks):
         problems.extend(rule(s))
+    if not problems:  # sums over pools need each pod and pool to be sound on its own
+        problems.extend(_co_placement(s))
     return problems
 
 
@@ -170,9 +176,11 @@ def _gpu_capacity(s: Settings) -> list[Problem]:
     wanted = workers.replicas * workers.gpus + (1 if jupyter_on_gpu_node else 0)
     if wanted > gpu_nodes:
         extra = " + 1 for Jupyter (jupyterGpu=true)" if jupyter_on_gpu_node else ""
+        fix = (f"; set gpuWorkers to {gpu_nodes - 1}, or to 0 to follow the GPU nodes (all but Jupyter's)"
+               if jupyter_on_gpu_node else "")
         out.append(Problem("gpuWorkers", f"{workers.replicas} GPU worker(s){extra} need {wanted} GPU nodes but the"
                                          f" role=gpu pools have {gpu_nodes}; Kubernetes does not share a GPU"
-                                         " between pods"))
+                                         f" between pods{fix}"))
     gpu_class = s.vm_class(s.cluster.pools("gpu")[0].vm_class)
     if workers.cpu > gpu_class.cpus:
         out.append(Problem("workerCpu", f"{workers.cpu} CPUs per worker exceed VM class {gpu_class.name!r}"
@@ -217,6 +225,67 @@ def placement_pool(s: Settings, role: str) -> NodePool | None:
     own = [p for p in s.cluster.pools(role) if p.replicas > 0]
     cpu = [p for p in s.cluster.pools("cpu") if p.replicas > 0]
     return next(iter(own or cpu), None)
+
+
+def pod_demands(s: Settings) -> list[PodDemand]:
+    """Every pod the program pins to a pool role, with its requests and its rollout's extra pods."""
+    d = s.dask
+    pods = []
+    scheduler_pool = placement_pool(s, "scheduler")
+    if scheduler_pool:
+        pods.append(PodDemand("dask-scheduler", scheduler_pool.role, 1, values.cpu_millis(d.scheduler.cpu),
+                              values.quantity_bytes(d.scheduler.memory), 0, surge_pods(1, None),
+                              "schedulerCpu/schedulerMemory"))
+    jupyter_pool = placement_pool(s, "jupyter") if d.jupyter.enabled else None
+    if jupyter_pool:
+        pods.append(PodDemand("dask-jupyter", jupyter_pool.role, 1, values.cpu_millis(d.jupyter.cpu),
+                              values.quantity_bytes(d.jupyter.memory), 1 if d.jupyter.gpu else 0,
+                              surge_pods(1, None),
+                              f"gpuWorkers to {max(d.workers.replicas - 1, 0)} (a GPU node kept free), jupyterGpu"
+                              if d.jupyter.gpu else "jupyterCpu/jupyterMemory"))
+    pods.append(PodDemand("dask-worker", "gpu", d.workers.replicas, d.workers.cpu * 1000,
+                          values.quantity_bytes(d.workers.memory), d.workers.gpus,
+                          surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY), "gpuWorkers/workerCpu/workerMemory"))
+    return pods
+
+
+def pool_capacities(s: Settings) -> list[PoolCapacity]:
+    known = {c.name for c in s.vm_classes}
+    return [PoolCapacity(p.name, p.role, p.replicas, p.vm_class, s.vm_class(p.vm_class).cpus * 1000,
+                         s.vm_class(p.vm_class).memory_mb * 2**20, 1 if s.vm_class(p.vm_class).has_gpu else 0,
+                         f"nodePools[{i}]")
+            for i, p in enumerate(s.cluster.node_pools) if p.vm_class in known]
+
+
+def _co_placement(s: Settings) -> list[Problem]:
+    """The pods that share a pool role must fit its nodes together."""
+    return [Problem("nodePools", message) for message in shortfalls(pod_demands(s), pool_capacities(s), False)]
+
+
+def placement_warnings(s: Settings) -> list[str]:
+    """Rollouts that cannot proceed: the chart hard-codes RollingUpdate for the scheduler and
+    Jupyter (``dask_chart.FIXED_ROLLING_UPDATE``), so a changed pod template needs room for a
+    second such pod; without it the Helm release times out. Only a warning: the first
+    install places every pod."""
+    pods, pools = pod_demands(s), pool_capacities(s)
+    if shortfalls(pods, pools, False):
+        return []
+    return [f"{message}. The dask chart rolls the scheduler and Jupyter with a fixed RollingUpdate:"
+            " a change to either pod will hang until there is room for the extra pod"
+            for message in shortfalls(pods, pools, True)]
+
+
+def _gpu_driver(s: Settings) -> list[Problem]:
+    """The driver tag the GPU operator will really pull (``addons/facts.py``)."""
+    op = s.gpu_operator
+    known = addon_facts.gpu_operator_facts(op.version)
+    suffix = addon_facts.os_suffix(op.driver_version)
+    if not s.gpu_nodes or known is None or not known.appends_os_tag or suffix is None:
+        return []
+    pulled = addon_facts.resolved_driver_image(known, op.driver_repository, op.driver_image, op.driver_version)
+    return [Problem("vgpuDriverVersion", f"GPU operator {op.version} appends -<os><version> from the node's labels"
+                                         f" to the driver version, so {op.driver_version!r} pulls {pulled!r}:"
+                                         f" give {op.driver_version.removesuffix(suffix)!r}")]
 
 
 def _file_share(s: Settings) -> list[Problem]:

@@ -232,6 +232,20 @@ class JupyterSpec:
 
 
 @dataclass(frozen=True)
+class OperatorSpec:
+    """``daskBackend=operator``: the Dask Kubernetes operator runs the cluster."""
+
+    chart_version: str
+    namespace: str
+    autoscale: bool
+    min_workers: int
+    max_workers: int  # resolved: never 0
+    cpu_workers: int
+    cpu_worker_cpu: int
+    cpu_worker_memory: str
+
+
+@dataclass(frozen=True)
 class DaskSpec:
     chart_version: str
     image: str
@@ -243,6 +257,8 @@ class DaskSpec:
     tls: bool
     lb_source_ranges: tuple[str, ...]
     allow_public_lb: bool
+    backend: str = "helm"  # helm | operator
+    operator: OperatorSpec | None = None  # set when backend == "operator"
 
 
 @dataclass(frozen=True)

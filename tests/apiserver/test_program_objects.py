@@ -12,6 +12,9 @@ from tests.program.graph import run_program
 
 pytestmark = pytest.mark.apiserver
 
+# On vSphere 8 the 1.20 TKRs are not compatible with v1alpha3: the program refuses them at preview.
+TKR_FOR_V1ALPHA3 = "v1.21.6---vmware.1-tkg.1"
+
 # Objects that would start something are only dry-run (there is no scheduler or kubelet,
 # but a dry run still runs defaulting, admission and schema validation).
 DRY_RUN_KINDS = {"Job", "Pod", "Deployment", "DaemonSet", "StatefulSet"}
@@ -47,6 +50,7 @@ def supervisor_namespace(graph) -> str:
     ("dev", {}),
     ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),  # topology B
     ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+                   "tkr": TKR_FOR_V1ALPHA3,
                    "daskTls": False, "rwxProvisioner": "vsphere-csi"}),
 ], ids=["reference", "dev", "topology-b", "vsphere8-csi"])
 def test_every_declared_object_is_accepted(kube_apiserver, tkc_crd, stack, config):
@@ -90,7 +94,8 @@ def test_the_programs_tkc_broken_is_rejected(kube_apiserver, tkc_crd, breakage, 
 
 @pytest.mark.parametrize("stack, config, ready_status", [
     ("reference", {}, {"phase": "running"}),
-    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3"},
+    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+                   "tkr": TKR_FOR_V1ALPHA3},
      {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T00:00:00Z"}]}),
 ], ids=["v1alpha2-phase", "v1alpha3-condition"])
 def test_readiness_wait_matches_a_real_ready_cluster(kube_apiserver, tkc_crd, kube_namespace, stack, config,

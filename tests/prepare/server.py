@@ -1,12 +1,19 @@
 """A threaded HTTP server on 127.0.0.1 serving small generated files, with faults on demand.
 
-The server supports HEAD and ``Range: bytes=<n>-`` (206, or 416 past the end), records
-every request, and can be told per path to cut a body after N bytes, answer 500 once, or
-ignore Range (``Server.fault``). Faults are one-shot except ``ignore_range``.
+The server supports HEAD and ``Range: bytes=<n>-`` (206, or 416 past the end), sends an
+ETag and a Last-Modified and honours ``If-Range`` the way nginx 1.22.1 does
+(``src/http/modules/ngx_http_range_filter_module.c``, ``ngx_http_range_header_filter``: a
+value ending in ``"`` must equal the ETag byte for byte, any other must parse to the
+Last-Modified time; otherwise the Range is ignored and the whole file sent with 200),
+records every request, and can be told per path to cut a body after N bytes, answer 500
+once, or ignore Range (``Server.fault``). Faults are one-shot except ``ignore_range``.
+The downloader's behaviour against the real nginx is tested in ``test_nginx.py``; this
+server is for the faults nginx cannot be told to make.
 """
 from __future__ import annotations
 
 import base64
+import email.utils
 import hashlib
 import io
 import tarfile
@@ -21,6 +28,7 @@ class Seen:
     path: str
     range: str | None
     authorization: str | None
+    if_range: str | None = None
 
 
 @dataclass
@@ -60,7 +68,7 @@ def handler(server: Server):
             path = self.path.split("?", 1)[0]
             with server.lock:
                 server.seen.append(Seen(self.command, path, self.headers.get("Range"),
-                                        self.headers.get("Authorization")))
+                                        self.headers.get("Authorization"), self.headers.get("If-Range")))
                 queue = server.faults.get(path) or []
                 fault = queue.pop(0) if (queue and body) else (None, 0)
             self.close_connection = True
@@ -73,6 +81,8 @@ def handler(server: Server):
                 return
             status, start = 200, 0
             wanted = self.headers.get("Range")
+            if wanted and not _if_range_holds(self.headers.get("If-Range"), data):
+                wanted = None  # nginx: "goto next_filter", the whole file with 200
             if wanted and path not in server.ignore_range:
                 start = int(wanted.split("=", 1)[1].split("-", 1)[0])
                 if start >= len(data):
@@ -87,6 +97,8 @@ def handler(server: Server):
             if status == 206:
                 self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
             self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", etag(data))
+            self.send_header("Last-Modified", LAST_MODIFIED)
             self.send_header("Content-Length", str(len(data) - start))
             self.send_header("Connection", "close")
             self.end_headers()
@@ -98,6 +110,24 @@ def handler(server: Server):
                 self.wfile.flush()
 
     return Handler
+
+
+LAST_MODIFIED = "Sun, 01 Nov 2026 10:00:00 GMT"  # long before any Date: a strong validator
+
+
+def etag(data: bytes) -> str:
+    return '"%s"' % hashlib.sha256(data).hexdigest()[:16]
+
+
+def _if_range_holds(value: str | None, data: bytes) -> bool:
+    if value is None:
+        return True
+    if value.endswith('"'):
+        return value == etag(data)
+    try:
+        return email.utils.parsedate_to_datetime(value) == email.utils.parsedate_to_datetime(LAST_MODIFIED)
+    except (TypeError, ValueError):
+        return False
 
 
 def make_tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:

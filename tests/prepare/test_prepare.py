@@ -16,7 +16,7 @@ import pytest
 
 from workloads import prepare
 
-from .server import FILES, IMAGES, basic, make_tar
+from .server import FILES, IMAGES, LAST_MODIFIED, basic, etag, make_tar
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "workloads" / "prepare.py"
@@ -36,6 +36,12 @@ def log(caplog):
 
 def status(root: Path) -> dict:
     return json.loads((root / ".prepare-status.json").read_text())
+
+
+def keep_validator(part: Path, data: bytes) -> None:
+    """What the downloader keeps beside a partial file of ``data`` from the test server."""
+    (part.parent / (part.name + ".validator")).write_text(json.dumps(
+        {"etag": etag(data), "last_modified": LAST_MODIFIED, "date": "Tue, 01 Dec 2026 09:00:00 GMT"}))
 
 
 def test_full_fetch_writes_the_layout(argv, tmp_path, log):
@@ -154,6 +160,7 @@ def test_a_server_that_ignores_range_restarts_from_zero(argv, server, tmp_path, 
     part = tmp_path / "ml-share/models/resnet50-0676ba61.pth.part"
     part.parent.mkdir(parents=True)
     part.write_bytes(b"stale bytes from another file")
+    keep_validator(part, FILES[WEIGHTS])
     server.ignore_range.add(WEIGHTS)
     assert prepare.main(argv("--only", "weights")) == 0
     assert server.gets(WEIGHTS)[0].range == "bytes=29-"
@@ -165,6 +172,7 @@ def test_a_complete_part_answered_416_is_verified_and_kept(argv, server, tmp_pat
     part = tmp_path / "ml-share/models/resnet50-0676ba61.pth.part"
     part.parent.mkdir(parents=True)
     part.write_bytes(FILES[WEIGHTS])
+    keep_validator(part, FILES[WEIGHTS])
     assert prepare.main(argv("--only", "weights")) == 0
     assert [g.range for g in server.gets(WEIGHTS)] == ["bytes=%d-" % len(FILES[WEIGHTS])]
     assert (part.parent / "resnet50-0676ba61.pth").read_bytes() == FILES[WEIGHTS]

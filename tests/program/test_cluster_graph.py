@@ -75,9 +75,9 @@ def test_gpu_operator_release(graph):
     inputs = release.inputs
     assert (inputs["chart"], inputs["version"], inputs["namespace"]) == ("gpu-operator", "v1.9.1", "gpu-operator")
     driver = inputs["values"]["driver"]
-    assert driver["repository"] == "nvcr.io/nvaie" and driver["version"] == "470.63.01-ubuntu20.04"
+    assert driver["repository"] == "nvcr.io/nvaie" and driver["version"] == "470.63.01"  # the operator appends -ubuntu20.04
     assert driver["imagePullSecrets"] == ["ngc-secret"]
-    assert driver["licensingConfig"] == {"configMapName": "licensing-config", "nlsEnabled": False}
+    assert driver["licensingConfig"] == {"configMapName": "licensing-config", "nlsEnabled": True}  # NLS: the token is mounted
     assert "__secret__" in str(release.raw["inputs"]["repositoryOpts"])  # the NGC key
 
 

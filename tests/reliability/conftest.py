@@ -100,6 +100,24 @@ def cli(cluster, data_root: Path, out: Path, *extra: str) -> tuple[int, list[dic
     return code, results.read_records(out)[before:]
 
 
+def warm_then_calm(cluster, data_root, out, *args: str) -> dict:
+    """An undisturbed run on a warm cluster: a first, discarded run imports the
+    benchmark's libraries on the workers and fills their caches, so the undisturbed run
+    that the disturbed one is compared with is as warm as it (comparing a cold undisturbed
+    run with a warm disturbed one hid the cost of recovering)."""
+    code, (warm_up,) = cli(cluster, data_root, out, *args)
+    assert code == 0 and warm_up["status"] == "succeeded", warm_up.get("error")
+    code, (calm,) = cli(cluster, data_root, out, *args)
+    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+    assert calm["cluster"]["workers_lost"] == []
+    return calm
+
+
+def recovery_cost(calm: dict, hit: dict, phase: str) -> float:
+    """Seconds the fault added to ``phase``: the disturbed run's less the warm undisturbed one's."""
+    return round(hit["phases"][phase] - calm["phases"][phase], 3)
+
+
 def record_figure(artifacts: Path, name: str, value) -> None:
     """Keep a measured figure for RELIABILITY.md (merged into test-artifacts/FIGURES)."""
     path = artifacts / FIGURES

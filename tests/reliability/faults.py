@@ -16,6 +16,8 @@ import signal
 import time
 from pathlib import Path
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 FAULTS_ENV = "DASK_TKG_FAULTS"
 KILL_AT_FORWARD = 3  # a worker's 3rd forward pass: the warm-up, one batch, then death mid-infer
 SLOW_FORWARD_S = 0.4
@@ -40,8 +42,9 @@ def reset(name: str) -> None:
         (faults_dir() / f"{prefix}-{name}").unlink(missing_ok=True)
 
 
-def fire(name: str) -> None:
-    """Kill this process if fault ``name`` is armed and has not fired yet."""
+def fire(name: str, signum: int = signal.SIGKILL) -> None:
+    """Kill (or, with SIGSTOP, freeze: a worker that goes silent, as behind a network
+    partition) this process if fault ``name`` is armed and has not fired yet."""
     directory = faults_dir()
     if not (directory / f"arm-{name}").exists():
         return
@@ -55,7 +58,7 @@ def fire(name: str) -> None:
         fh.write(json.dumps({"address": get_worker().address, "time": time.time(), "pid": os.getpid()}))
         fh.flush()
         os.fsync(fh.fileno())
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signum)
 
 
 def _colour_module(on_forward):
@@ -87,6 +90,16 @@ def killing_colour_classifier():
     return _colour_module(on_forward)
 
 
+def freezing_colour_classifier():
+    """The colour classifier; armed (``images-freeze``), the worker stops itself (SIGSTOP)
+    at its ``KILL_AT_FORWARD``-th forward pass: its process, heartbeats and sockets stay,
+    silent, until something acts on it."""
+    def on_forward(calls, x):
+        if calls == KILL_AT_FORWARD:
+            fire("images-freeze", signal.SIGSTOP)
+    return _colour_module(on_forward)
+
+
 def slow_colour_classifier():
     """The colour classifier taking ``SLOW_FORWARD_S`` per forward pass; each pass after
     the warm-up touches ``forward-slow`` in the fault directory (so a test knows the
@@ -112,3 +125,65 @@ def kill_rank_callback(rank_name: str, at_round: int):
             return False
 
     return KillRank()
+
+
+class FailingTaxiReads(WorkerPlugin):
+    """A Dask worker plugin (``Client.register_plugin``) that makes reading the bytes of
+    one taxi file fail with EIO in the worker processes, the way a read(2) on an NFS soft
+    mount fails while its server does not answer: the first ``failures`` reads of a chunk
+    of ``file_name`` (None: every one) raise ``OSError(EIO)``. Failures are counted in the
+    fault directory, so they add up over both workers. Also shortens the reader's pause
+    between attempts."""
+
+    name = "failing-taxi-reads"
+
+    def __init__(self, file_name: str, failures: int | None, backoff_s: float = 0.05):
+        self.file_name, self.failures, self.backoff_s = file_name, failures, backoff_s
+
+    def setup(self, worker=None) -> None:
+        from workloads.taxi import io
+
+        stream = io._RangeStream
+        real = getattr(stream, "_real_readinto", stream.readinto)
+        stream._real_readinto = real
+        self._saved_backoff = getattr(io, "READ_BACKOFF_S", None)
+        io.READ_BACKOFF_S = self.backoff_s
+        plugin = self
+
+        def readinto(self, buffer):
+            if os.path.basename(self._file.name) == plugin.file_name and plugin._take_a_failure():
+                import errno
+
+                raise OSError(errno.EIO, "Input/output error")
+            return real(self, buffer)
+
+        stream.readinto = readinto
+
+    def teardown(self, worker=None) -> None:
+        from workloads.taxi import io
+
+        io._RangeStream.readinto = io._RangeStream._real_readinto
+        io.READ_BACKOFF_S = self._saved_backoff
+
+    def _take_a_failure(self) -> bool:
+        if self.failures is None:
+            (faults_dir() / "read-failed").open("a").write("x")
+            return True
+        for n in range(self.failures):
+            try:
+                os.close(os.open(faults_dir() / f"read-failed-{n}", os.O_CREAT | os.O_EXCL, 0o644))
+                return True
+            except FileExistsError:
+                continue
+        return False
+
+
+def read_failures() -> int:
+    """How many reads ``FailingTaxiReads`` failed since the last ``reset_read_failures``."""
+    always = faults_dir() / "read-failed"
+    return len(list(faults_dir().glob("read-failed-*"))) + (len(always.read_text()) if always.exists() else 0)
+
+
+def reset_read_failures() -> None:
+    for path in faults_dir().glob("read-failed*"):
+        path.unlink()

@@ -377,3 +377,60 @@ def test_setting_combination(kind):
     assert any(words in m for m in matching), (matching, str(caught.value))
     assert f"dask-tkg:{key}" in str(caught.value)
 
+
+
+# ----------------------------------------------------------------------------- whole messages
+# The tests elsewhere that first covered these inputs match a fragment; these assert the
+# whole message RELIABILITY.md promises, with the path it names.
+
+def test_a_missing_images_directory_is_named_with_the_layout_expected(tmp_path):
+    missing = tmp_path / "dogs" / "Images"
+    with pytest.raises(DatasetError) as caught:
+        dataset.walk_images(missing)
+    assert str(caught.value) == f"images directory {missing} does not exist (expected <data root>/dogs/Images)"
+
+
+def test_a_class_directory_without_images_is_refused(tmp_path):
+    (tmp_path / "Images" / "n02085620-Chihuahua").mkdir(parents=True)
+    with pytest.raises(DatasetError) as caught:
+        dataset.walk_images(tmp_path / "Images")
+    assert str(caught.value) == f"no *.jpg files in {tmp_path / 'Images'}/<wnid>-<breed>/"
+
+
+def test_a_labels_file_names_the_line_that_does_not_parse(tmp_path):
+    broken = tmp_path / "broken.txt"
+    broken.write_text("{0: 'tench',\n 1 goldfish\n")
+    with pytest.raises(DatasetError) as caught:
+        dataset.read_labels_file(broken)
+    assert str(caught.value) == f"{broken}:2: expected `<index>: '<name>',`, got '1 goldfish'"
+
+
+def test_a_labels_file_with_a_gap_in_its_indices(tmp_path):
+    gap = tmp_path / "gap.txt"
+    gap.write_text("{0: 'a', 2: 'c'}")
+    with pytest.raises(DatasetError) as caught:
+        dataset.read_labels_file(gap)
+    assert str(caught.value) == f"{gap}: expected class indices 0..N-1, got 2 entries"
+
+
+def test_a_wnids_file_names_the_line_that_does_not_parse(tmp_path):
+    wnids = tmp_path / "wnids.txt"
+    wnids.write_text("nonsense line here\n")
+    with pytest.raises(DatasetError) as caught:
+        dataset.read_wnids_file(wnids)
+    assert str(caught.value) == f"{wnids}:1: expected `<wnid> [names]` or `<index> <wnid>`, got 'nonsense line here'"
+
+
+def test_missing_weights_are_named_as_missing_on_the_worker(tmp_path):
+    from workloads.images import model
+
+    with pytest.raises(FileNotFoundError) as caught:
+        model.load_state_dict(str(tmp_path / "missing.pt"))
+    assert str(caught.value) == f"weights file {tmp_path / 'missing.pt'} does not exist on this worker"
+
+
+def test_a_tls_address_without_the_outputs_credentials():
+    with pytest.raises(EndpointError) as caught:
+        endpoint.from_address("tls://dask-scheduler:8786")
+    assert str(caught.value) == ("--scheduler-address: tls://dask-scheduler:8786 needs TLS credentials: use --stack or"
+                                 " --outputs (the stack outputs carry the CA and client certificate)")

@@ -3,13 +3,17 @@ benchmark, through the runner: the run completes with the undisturbed run's resu
 more losses than ``--max-lost-workers`` allows fail it, naming the lost workers."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import signal
 import time
 
 import pytest
 import xgboost.dask
 
 from . import faults
-from .conftest import cli, record_figure, recovery, wait_for_workers, workers_now
+from .conftest import cli, record_figure, recovery, recovery_cost, wait_for_workers, warm_then_calm, workers_now
 
 IMAGES = ["--benchmark", "images", "--model", "tests.reliability.faults:killing_colour_classifier",
           "--image-batch", "2", "--forward-batch", "2"]
@@ -43,8 +47,7 @@ def armed(faults_dir, client):
 
 
 def test_images_survive_a_worker_killed_mid_infer(cluster, client, data_root, tmp_path, armed, artifacts_dir):
-    code, (calm,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
-    assert code == 0 and calm["status"] == "succeeded" and calm["cluster"]["workers_lost"] == []
+    calm = warm_then_calm(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
 
     armed("images-kill")
     code, (hit,) = cli(cluster, data_root, tmp_path, *IMAGES, "--workers", "2")
@@ -61,13 +64,12 @@ def test_images_survive_a_worker_killed_mid_infer(cluster, client, data_root, tm
     assert sum(metrics["images_per_worker"].values()) == metrics["images_scored"]  # nothing twice
     record_figure(artifacts_dir, "images_kill", {
         "infer_s_undisturbed": calm["phases"]["infer"], "infer_s_with_kill": hit["phases"]["infer"],
-        **recovery(client, killed)})
+        "recovery_s": recovery_cost(calm, hit, "infer"), **recovery(client, killed)})
 
 
 def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, client, data_root, tmp_path, armed,
                                                                    monkeypatch, artifacts_dir):
-    code, (calm,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
-    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+    calm = warm_then_calm(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
     assert calm["metrics"]["train_attempts"] == 1 and calm["metrics"]["train_workers_lost"] == []
 
     train = xgboost.dask.train
@@ -90,7 +92,39 @@ def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, clien
     record_figure(artifacts_dir, "taxi_kill", {
         "train_s_undisturbed": calm["phases"]["train"], "train_s_with_kill": hit["phases"]["train"],
         "train_attempts": metrics["train_attempts"], "train_attempt_seconds": metrics["train_attempt_seconds"],
-        "train_recovery_seconds": metrics["train_recovery_seconds"], **recovery(client, killed)})
+        "train_recovery_seconds": metrics["train_recovery_seconds"], "recovery_s": recovery_cost(calm, hit, "train"),
+        **recovery(client, killed)})
+
+
+def test_taxi_survives_a_worker_lost_while_the_split_is_placed(cluster, client, data_root, tmp_path, armed,
+                                                                monkeypatch):
+    """A worker killed (SIGKILL, on the worker itself through ``faults.fire``) just as the
+    split's training groups are placed: the placement waits for the worker's replacement,
+    ranks the workers again and places again; the model equals an undisturbed run's."""
+    from workloads.taxi import training
+
+    code, (calm,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    assert code == 0 and calm["status"] == "succeeded", calm.get("error")
+    real_place = training.place
+
+    def place_after_a_kill(client_, source, columns, workers):
+        if not faults.fired("taxi-place-kill"):
+            client_.submit(faults.fire, "taxi-place-kill", workers=[workers[-1]], allow_other_workers=False,
+                           pure=False)
+            deadline = time.monotonic() + 30
+            while workers[-1] in workers_now(client_) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        return real_place(client_, source, columns, workers)
+
+    monkeypatch.setattr(training, "place", place_after_a_kill)
+    armed("taxi-place-kill")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    killed = faults.fired("taxi-place-kill")
+    assert killed, "the fault never fired"
+    assert code == 0 and hit["status"] == "succeeded", hit.get("error")
+    assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [killed["address"]]
+    assert hit["metrics"]["rmse"] == calm["metrics"]["rmse"] and hit["metrics"]["r2"] == calm["metrics"]["r2"]
+    assert hit["metrics"]["rows_train"] == calm["metrics"]["rows_train"]
 
 
 def test_more_lost_workers_than_allowed_fail_the_run_naming_them(cluster, data_root, tmp_path, armed):
@@ -137,3 +171,52 @@ def test_a_restricted_run_that_loses_its_worker_goes_on_with_a_spare(cluster, cl
     assert stable(hit["metrics"], IMAGES_VOLATILE) == stable(calm["metrics"], IMAGES_VOLATILE)
     metrics = hit["metrics"]
     assert metrics["images_scored"] + metrics["images_failed"] == metrics["images_total"]
+
+
+FROZEN_TTL_S = 20  # this test's cluster: a silent worker is restarted after 20-40 s
+
+
+@pytest.fixture(scope="module")
+def ttl_cluster(faults_dir):
+    """A cluster of its own with a short worker-ttl (the runner's default is 60 s)."""
+    from workloads import local
+
+    plan = local.plan(2, device="cpu", threads_per_worker=1)
+    plan = dataclasses.replace(plan, worker_ttl_s=FROZEN_TTL_S)
+    started = local.start(plan, dashboard_address=":0")
+    yield started
+    started.close()
+
+
+def test_a_silent_worker_is_noticed_within_the_ttl_and_the_run_recovers(ttl_cluster, data_root, tmp_path,
+                                                                        faults_dir):
+    """A worker frozen by SIGSTOP mid-infer (no crash, no closed socket: what a network
+    partition looks like) is restarted by the scheduler's worker-ttl check within about
+    2 x ttl, not Dask's default 5 minutes; its tasks run elsewhere and nothing is lost."""
+    from distributed import Client
+
+    faults.reset("images-freeze")
+    faults.arm("images-freeze")
+    model = ["--model", "tests.reliability.faults:freezing_colour_classifier"]
+    extra = [a for a in IMAGES if not a.startswith("tests.reliability.faults:")]
+    extra = [a for a in extra if a != "--model"]
+    try:
+        code, (hit,) = cli(ttl_cluster, data_root, tmp_path, *extra, *model, "--workers", "2")
+        frozen = faults.fired("images-freeze")
+        assert frozen, "the fault never fired"
+        assert code == 0 and hit["status"] == "succeeded", hit.get("error")
+        assert hit["cluster"]["failure_detection"]["worker_ttl_s"] == FROZEN_TTL_S
+        assert [lost["address"] for lost in hit["cluster"]["workers_lost"]] == [frozen["address"]]
+        metrics = hit["metrics"]
+        assert metrics["images_scored"] + metrics["images_failed"] == metrics["images_total"]
+        with Client(ttl_cluster, set_as_default=False) as client:
+            events = client.get_events("all")
+        removed = next(t for t, m in events if m.get("action") == "remove-worker"
+                       and m.get("worker") == frozen["address"])
+        assert removed - frozen["time"] < 2 * FROZEN_TTL_S + 10
+    finally:
+        fired = faults.fired("images-freeze")
+        faults.reset("images-freeze")
+        if fired:  # the nanny has killed it already when the ttl check restarted it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(fired["pid"], signal.SIGKILL)

@@ -1,17 +1,23 @@
 """Mutual TLS for Dask, for real on a local cluster: certificates shaped like the ones the
 program issues (ECDSA P-256, one private CA, scheduler/worker/client pairs), a client with
-the client certificate computes, a client without one (or with a foreign CA's) is refused,
-and the environment variables the Helm values set are the ones Dask reads."""
+the client certificate computes; a client without one, or with a foreign CA's, is refused
+by the scheduler with the TLS alert that says why (and the scheduler logs the reason); a
+client trusting another CA refuses the scheduler's certificate; and the environment variables the Helm values set are the ones Dask reads."""
 from __future__ import annotations
 
 import json
+import logging
 import os
+import socket
+import ssl
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster
+from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
 from components.dask.values import TLS_KEYS
@@ -69,18 +75,89 @@ def test_client_with_the_outputs_certificate_computes(tls_cluster, pki, tmp_path
         assert pem.stat().st_mode & 0o077 == 0, f"{pem.name} is readable by others"
 
 
-def test_client_without_a_certificate_is_refused(tls_cluster):
-    with pytest.raises(Exception) as info:
+class HandshakeLog(logging.Handler):
+    """The scheduler's own account of refused handshakes (it runs in this process):
+    distributed 2026.7 ``comm/tcp.py`` logs ``TLS handshake failed with remote ...: <reason>``."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def refused(self, reason: str, timeout: float = 10) -> bool:
+        """Whether the scheduler logged a handshake refused for ``reason`` (it logs from
+        its own event loop, possibly after the client already read the alert)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any("TLS handshake failed" in m and reason in m for m in self.messages):
+                return True
+            time.sleep(0.05)
+        return False
+
+
+@pytest.fixture
+def handshake_log():
+    handler, logger = HandshakeLog(), logging.getLogger("distributed.comm.tcp")
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+
+
+def tls_exchange(address: str, ca_file: str, cert: str | None = None, key: str | None = None) -> None:
+    """A TLS client that trusts ``ca_file`` (so the scheduler's certificate is accepted)
+    and presents ``cert`` (or none), then reads: with TLS 1.3 the server's
+    verdict on the client's certificate arrives as an alert on the first read (RFC 8446
+    4.4.2.4: ``certificate_required`` when none was sent; 6.2: ``unknown_ca``)."""
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
+    context.check_hostname = False  # the scheduler's SAN is checked by Dask's own test above
+    if cert:
+        context.load_cert_chain(cert, key)
+    with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as tls:
+        assert tls.version() == "TLSv1.3"
+        tls.recv(8)  # nothing sent: data after the server's close could make it reset the alert away
+
+
+def pem_files(pems: dict[str, str], folder: Path, *names: str) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_text(pems[name])
+    return [str(folder / name) for name in names]
+
+
+def test_client_without_a_certificate_is_refused(tls_cluster, pki, tmp_path, handshake_log):
+    (ca,) = pem_files(pki, tmp_path, "ca.crt")
+    with pytest.raises(ssl.SSLError) as refused:
+        tls_exchange(tls_cluster.scheduler_address, ca)
+    assert refused.value.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED"
+    assert handshake_log.refused("PEER_DID_NOT_RETURN_A_CERTIFICATE"), handshake_log.messages
+
+
+def test_a_dask_client_without_tls_settings_cannot_even_try(tls_cluster):
+    with pytest.raises(TypeError, match=r"TLS expects a `ssl_context` argument of type ssl.SSLContext"):
         Client(tls_cluster.scheduler_address, timeout=5)
-    assert "TLS" in str(info.value) or "Timed out" in str(info.value) or "ssl" in str(info.value).lower()
 
 
-def test_client_with_another_ca_is_refused(tls_cluster, tmp_path):
+def test_client_with_another_cas_certificate_is_refused(tls_cluster, pki, tmp_path, handshake_log):
+    foreign = issue_pki(tmp_path / "foreign", roles=("client",))
+    (ca,) = pem_files(pki, tmp_path, "ca.crt")
+    cert, key = pem_files(foreign, tmp_path / "foreign-pem", "client.crt", "client.key")
+    with pytest.raises(ssl.SSLError) as refused:
+        tls_exchange(tls_cluster.scheduler_address, ca, cert, key)
+    assert refused.value.reason == "TLSV1_ALERT_UNKNOWN_CA"
+    assert handshake_log.refused("CERTIFICATE_VERIFY_FAILED"), handshake_log.messages
+
+
+def test_client_trusting_another_ca_refuses_the_scheduler(tls_cluster, tmp_path):
     foreign = issue_pki(tmp_path / "foreign", roles=("client",))
     security = Security(tls_ca_file=foreign["ca.crt"], tls_client_cert=foreign["client.crt"],
                         tls_client_key=foreign["client.key"], require_encryption=True)
-    with pytest.raises(Exception):
+    with pytest.raises(CommClosedError, match="TLS certificate does not match") as refused:
         Client(tls_cluster.scheduler_address, security=security, timeout=5)
+    cause = refused.value.__cause__
+    assert isinstance(cause, ssl.SSLCertVerificationError) and cause.reason == "CERTIFICATE_VERIFY_FAILED"
 
 
 def test_the_helm_values_env_variables_configure_dask(pki):

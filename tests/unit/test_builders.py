@@ -11,7 +11,6 @@ from argon2 import PasswordHasher
 from components.addons.gpu_operator import docker_config
 from components.addons.values import gpu_operator_values, licensing_uses_secret, nfs_provisioner_values
 from components.cluster.manifests import tkc_manifest
-from components.dask import chart
 from components.dask.jupyter_password import jupyter_hash
 from components.dask.values import DaskValuesInputs, dask_values, labextension_config
 from tests.unit.test_settings import settings
@@ -26,7 +25,8 @@ def values_inputs(s, **overrides):
 
 
 def test_tkc_v1alpha3_waits_on_the_ready_condition_and_asks_for_ubuntu():
-    s = settings(vsphereVersion=8, supervisorId="sv", tkcApiVersion="run.tanzu.vmware.com/v1alpha3")
+    s = settings(vsphereVersion=8, supervisorId="sv", tkcApiVersion="run.tanzu.vmware.com/v1alpha3",
+                 tkr="v1.21.6---vmware.1-tkg.1")  # v1alpha3 needs a TKR >= 1.21
     m = tkc_manifest(s.cluster, "dask")
     assert m["apiVersion"] == "run.tanzu.vmware.com/v1alpha3"
     assert m["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
@@ -37,15 +37,6 @@ def test_tkc_storage_settings_list_every_class_used():
     m = tkc_manifest(settings().cluster, "dask")
     assert m["spec"]["settings"]["storage"] == {"classes": ["vsan-r1-sw8", "vsan-r5"], "defaultClass": "vsan-r5"}
     assert m["spec"]["settings"]["network"]["cni"] == {"name": "antrea"}
-
-
-def test_dask_values_only_emit_keys_the_pinned_chart_reads():
-    values = dask_values(values_inputs(settings()))
-    assert chart.unknown_keys(values) == []
-    assert chart.unknown_keys({"worker": {"dask_worker": "dask-cuda-worker"}}) == [
-        "worker.dask_worker: not read by the pinned dask chart"]
-    assert chart.unknown_keys({"scheduler": {"replicas": "1"}}) == [
-        "scheduler.replicas: must be <class 'int'>, got str"]
 
 
 def test_tls_material_reaches_each_role_from_the_secret():
@@ -59,7 +50,7 @@ def test_tls_material_reaches_each_role_from_the_secret():
     assert keys("worker") == {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"}
     assert keys("jupyter") == {"ca.crt", "client.crt", "client.key"}
     plain = dask_values(values_inputs(settings(daskTls=False), tls_secret=None))
-    assert plain["scheduler"]["extraArgs"] == [] and plain["worker"]["env"][0]["name"] == "DASK_TEMPORARY_DIRECTORY"
+    assert plain["scheduler"]["extraArgs"] == [] and not any("valueFrom" in e for e in plain["worker"]["env"])
 
 
 def test_extra_pip_packages_become_the_worker_env():
@@ -75,7 +66,7 @@ def test_labextension_config_is_python_that_writes_the_default_url(tmp_path, mon
 
 
 @pytest.mark.parametrize("version, expected", [
-    ("v1.9.1", {"configMapName": "licensing-config", "nlsEnabled": False}),
+    ("v1.9.1", {"configMapName": "licensing-config", "nlsEnabled": True}),  # NVAIE 1.1: NLS
     ("v24.9.2", {"configMapName": "licensing-config", "nlsEnabled": True}),
     ("v25.10.0", {"secretName": "licensing-config", "nlsEnabled": True}),
 ])

@@ -25,7 +25,7 @@ from typing import Any
 
 from distributed import get_worker
 
-from workloads.images import dataset, jpeg, model, scoring
+from workloads.images import dataset, jpeg, model, overlap, scoring
 from workloads.progress import track
 from workloads.results import PhaseTimer
 
@@ -51,7 +51,9 @@ class ImagesConfig:
     limit: int | None = None  # first N files of the sorted walk
     precision: str = "fp32"  # fp32 | bf16 | fp16 (CUDA)
     agreement_sample: int = 256  # bf16/fp16: images also classified in fp32 to report top-1 agreement
-    decode: str = "auto"  # pil | cpu (torchvision.io) | gpu (nvJPEG) | auto (gpu on CUDA workers, else cpu)
+    decode: str = "auto"  # pil | cpu (torchvision.io) | gpu (nvImageCodec/nvJPEG) | auto (gpu on CUDA workers, else cpu)
+    prefetch: int | None = None  # batches decoded ahead of the model in a task; None: 2 with GPU decoding, else 0
+    graph: str = "eager"  # eager | cudagraph | compile | compile-cudagraphs (model.GRAPHS)
     channels_last: bool = True
     fold_batchnorm: bool = True  # conv + batch norm merged (model.fold_batchnorm)
     torch_threads: int | None = None  # None: each worker's nthreads
@@ -70,6 +72,10 @@ class ImagesConfig:
             problems.append(f"precision must be one of {model.PRECISIONS}, got {self.precision!r}")
         if self.decode not in jpeg.DECODES:
             problems.append(f"decode must be one of {jpeg.DECODES}, got {self.decode!r}")
+        if self.prefetch is not None and self.prefetch < 0:
+            problems.append(f"prefetch must be >= 0, got {self.prefetch}")
+        if self.graph not in model.GRAPHS:
+            problems.append(f"graph must be one of {model.GRAPHS}, got {self.graph!r}")
         if self.agreement_sample < 0:
             problems.append(f"agreement_sample must be >= 0, got {self.agreement_sample}")
         for name in ("batch_size", "forward_batch"):
@@ -107,6 +113,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="how JPEGs are decoded and preprocessed: cpu (torchvision.io, libjpeg-turbo), gpu"
                             " (nvJPEG on CUDA workers), pil (PIL for every file), or auto: gpu on CUDA workers,"
                             " else cpu (default); files these cannot decode fall back to PIL")
+    group.add_argument("--prefetch", type=int, metavar="N",
+                       help="forward batches decoded ahead of the model inside a task, on their own threads"
+                            " (default: 2 with GPU decoding, 0 on the CPU, whose cores are the model's)")
+    group.add_argument("--graph", choices=model.GRAPHS,
+                       help="how the model runs: eager (default), cudagraph (CUDA graphs captured per batch"
+                            " shape), compile (torch.compile), compile-cudagraphs (torch.compile reduce-overhead)")
     group.add_argument("--agreement-sample", type=int, metavar="N",
                        help="with --precision bf16/fp16, also classify up to N of the images in fp32 and report"
                             " top1_agreement_with_fp32 (default 256; 0: off)")
@@ -139,6 +151,8 @@ def make_config(args: argparse.Namespace, profile: dict[str, Any], data_dir: Pat
         precision=pick("precision", "precision", "fp32"),
         agreement_sample=pick("agreement_sample", "agreement_sample", 256),
         decode=pick("decode", "decode", "auto"),
+        prefetch=pick("prefetch", "prefetch", None),
+        graph=pick("graph", "graph", "eager"),
         channels_last=not getattr(args, "no_channels_last", False) and profile.get("channels_last", True),
         fold_batchnorm=not getattr(args, "no_fold_batchnorm", False) and profile.get("fold_batchnorm", True),
         torch_threads=pick("torch_threads", "torch_threads", None),
@@ -168,7 +182,7 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
     batches = dataset.make_batches(listing.files, config.batch_size)
     spec = model.ModelSpec(model=config.model, weights=config.weights, device=config.device,
                            seed=config.seed, precision=config.precision,
-                           channels_last=config.channels_last, fold_batchnorm=config.fold_batchnorm,
+                           channels_last=config.channels_last, fold_batchnorm=config.fold_batchnorm, graph=config.graph,
                            torch_threads=config.torch_threads,
                            warmup=config.warmup, crop=dataset.RECIPES[config.preprocess][1],
                            warmup_batch=min(config.forward_batch, config.batch_size))
@@ -179,7 +193,7 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
         with timer.phase("infer"):
             futures = client.map(classify_batch, batches, images_dir=listing.images_dir,
                                  recipe=config.preprocess, forward_batch=config.forward_batch,
-                                 decode=config.decode, workers=restrict, pure=False)
+                                 decode=config.decode, prefetch=config.prefetch, workers=restrict, pure=False)
             sizes = {future.key: len(batch) for future, batch in zip(futures, batches)}
             outputs = [future.result() for future in
                        track(futures, NAME, total_units=len(listing.files), units_of=lambda f: sizes[f.key])]
@@ -194,24 +208,32 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
 
 
 def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch: int,
-                   decode: str = "pil", precision: str | None = None) -> dict[str, Any]:
+                   decode: str = "pil", precision: str | None = None, prefetch: int | None = None) -> dict[str, Any]:
     """One task: decode, preprocess and classify a batch of files on this worker
-    (``precision`` overrides the model's, for the fp32 agreement pass)."""
+    (``precision`` overrides the model's, for the fp32 agreement pass). With torchvision
+    or GPU decoding the files go through :func:`overlap.classify_files` in forward
+    batches, ``prefetch`` of them decoded ahead of the model."""
     plugin = model.worker_model()
     decoder = jpeg.resolve(decode, plugin.device)
     started = time.perf_counter()
     if decoder == "pil":
         batch, kept, failed, converted = dataset.load_batch(images_dir, files, recipe)
+        decode_seconds = time.perf_counter() - started
+        top, wait_seconds, forward_seconds = ([], 0.0, 0.0) if batch is None else \
+            plugin.predict(batch, chunk=forward_batch, precision=precision)
+        backends, decode_wait = {"pil": len(kept)} if kept else {}, decode_seconds
     else:
-        batch, kept, failed, converted = jpeg.load_batch(images_dir, files, recipe,
-                                                         "cuda" if decoder == "gpu" else "cpu")
-    decode_seconds = time.perf_counter() - started
-    top, wait_seconds, forward_seconds = ([], 0.0, 0.0) if batch is None else \
-        plugin.predict(batch, chunk=forward_batch, precision=precision)
+        depth = prefetch if prefetch is not None else (2 if decoder == "gpu" else 0)
+        out = overlap.classify_files(plugin.predict, images_dir, files, recipe, forward_batch,
+                                     "cuda" if decoder == "gpu" else "cpu", depth, precision)
+        kept, top, failed, converted, backends = out.files, out.top, out.failed, out.converted, dict(out.backends)
+        decode_seconds, decode_wait = out.decode_seconds, out.wait_seconds
+        wait_seconds, forward_seconds = out.lock_seconds, out.forward_seconds
     return {"worker": get_worker().address, "files": kept, "top": top, "failed": failed,
             "converted": converted, "decode_seconds": decode_seconds, "wait_seconds": wait_seconds,
-            "forward_seconds": forward_seconds, "device": plugin.device, "threads": plugin.threads,
-            "decode": decoder, "batchnorm_folded": plugin.batchnorm_folded}
+            "forward_seconds": forward_seconds, "decode_wait_seconds": decode_wait, "device": plugin.device,
+            "threads": plugin.threads, "decode": decoder, "decode_backends": backends,
+            "batchnorm_folded": plugin.batchnorm_folded}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -230,6 +252,15 @@ def _agreement(client, config: ImagesConfig, images_dir: str, outputs: list[dict
     same = sum(reference[name] == top1[name] for name in reference)
     return {"top1_agreement_with_fp32": round(same / len(reference), 6) if reference else None,
             "agreement_images": len(reference)}
+
+
+def _summed(counts) -> dict[str, int]:
+    """Images per decoder backend over every task (which backend decoded what, this run)."""
+    total: dict[str, int] = {}
+    for count in counts:
+        for name, number in count.items():
+            total[name] = total.get(name, 0) + number
+    return dict(sorted(total.items()))
 
 
 def _release(client, futures: list) -> None:
@@ -272,11 +303,12 @@ def _metrics(config: ImagesConfig, listing: dataset.Listing, batches: list, outp
         "batches": len(batches),
         "devices": sorted({out["device"] for out in outputs}),
         "decoders": sorted({out["decode"] for out in outputs}),
+        "decode_backends": _summed(out.get("decode_backends", {}) for out in outputs),
         "torch_threads": sorted({out["threads"] for out in outputs}),
         "batchnorm_folded": all(out.get("batchnorm_folded", False) for out in outputs) if outputs else None,
         "warmup_in_load_model": config.warmup,
         "worker_seconds": {key: round(sum(out[f"{key}_seconds"] for out in outputs), 3)
-                           for key in ("decode", "wait", "forward")},
+                           for key in ("decode", "wait", "forward", "decode_wait")},
         "images_per_worker": dict(sorted(per_worker.items())),
     }
     if not meaningful:

@@ -21,6 +21,7 @@ from typing import Any
 from distributed import WorkerPlugin, get_worker
 
 from workloads.environment import usable_cores
+from workloads.images.graphs import GRAPHS, accelerate  # noqa: F401  (GRAPHS: the choices, for the config)
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class ModelSpec:
     precision: str = "fp32"  # fp32 | bf16 (autocast) | fp16 (autocast, CUDA only)
     channels_last: bool = True
     fold_batchnorm: bool = True  # merge each eval-mode conv + batch norm into one conv
+    graph: str = "eager"  # eager | cudagraph | compile | compile-cudagraphs (workloads.images.graphs)
     torch_threads: int | None = None  # None: the worker's nthreads, capped at its usable cores
     warmup: bool = True
     crop: int = 224  # warm-up input size
@@ -174,7 +176,8 @@ class ModelPlugin(WorkerPlugin):
         model = model.to(self.device)
         if spec.channels_last:
             model = model.to(memory_format=torch.channels_last)
-        self.model = model
+        model.requires_grad_(False)  # inference only: autocast then keeps no cache of cast weights
+        self.model = accelerate(model, spec.graph, self.device)
         self._lock = threading.Lock()
         if spec.warmup:
             self.predict(torch.zeros(spec.warmup_batch, 3, spec.crop, spec.crop))
@@ -211,7 +214,9 @@ class ModelPlugin(WorkerPlugin):
             if torch.get_num_threads() != self.threads:
                 torch.set_num_threads(self.threads)
             outputs = []
-            with torch.inference_mode(), torch.autocast(self.device, dtype=dtype, enabled=dtype is not None):
+            # no autocast cache: a captured CUDA graph must not point at casts freed on exit
+            with torch.inference_mode(), torch.autocast(self.device, dtype=dtype, enabled=dtype is not None,
+                                                        cache_enabled=False):
                 for i in range(0, len(batch), chunk):
                     part = batch[i:i + chunk].to(self.device, non_blocking=cuda)
                     outputs.append(self.model(part).float().topk(k, dim=1).indices.cpu())

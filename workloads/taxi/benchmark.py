@@ -94,8 +94,9 @@ def run(client: Client, config: Config, timer: PhaseTimer,
         wait([train, test])
         del clean  # its partitions go now, before the training columns are placed (peak memory)
         per_host = config.xgboost.ranks == "per-host"
-        ranks = training.ranked_workers(client, place, per_host)
-        placed = training.place(client, train, [*features.FEATURES, config.target], ranks, per_host)
+        placed = training.place_surviving_losses(client, train, [*features.FEATURES, config.target], place,
+                                                 config.train_attempts, config.recovery_timeout_s, per_host)
+        ranks = placed.workers
     if on_training_data is not None:
         on_training_data(placed)
     metrics["rows_train"], metrics["rows_test"] = (int(n) for n in client.gather(client.compute(

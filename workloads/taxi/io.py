@@ -6,7 +6,8 @@ header or Parquet footer, and cuts the file into chunks: byte ranges of a CSV, g
 row groups of a Parquet file. ``read_chunk`` turns one chunk into a typed table
 (``schema.RAW_SCHEMA``) plus a count of what it had to drop.
 
-Problems are reported, never fatal, per file and per reason. Units differ by reason:
+Problems in the data are reported, never fatal, per file and per reason, and every row
+dropped is counted under its reason. Units differ by reason:
 
 ========================  =======  ==================================================
 reason                    counts   meaning
@@ -18,8 +19,16 @@ reason                    counts   meaning
 ``unknown_column``        columns  a column outside the TLC schemas; ignored
 ``wrong_field_count``     lines    a CSV line with more or fewer fields than its header
 ``unparsable_value``      lines    a number, datetime or Y/N flag that does not parse
-``unreadable_chunk``      chunks   a block the parser rejects as a whole
+``unreadable_chunk``      lines    the lines (Parquet: rows) of a block the parser
+                                   rejects as a whole
 ========================  =======  ==================================================
+
+An I/O error is not a problem in the data and never drops a row: a read that raises
+``OSError`` (an NFS hiccup: ``EIO``, ``ESTALE``, a timeout) is retried from the start of
+its chunk ``READ_ATTEMPTS`` times with a doubling pause, each retry logged with the file
+and the byte range (or row groups); if the last attempt fails too, ``ReadError`` names
+them and the read's task, and so the run, fails. The same holds for the reads ``plan``
+makes.
 
 A CSV chunk owns the lines that *start* inside its byte range, so neighbouring chunks
 never share or lose a line (quoted fields with embedded newlines do not occur in these
@@ -28,6 +37,7 @@ files and are not supported).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from io import RawIOBase
 from pathlib import Path
@@ -50,6 +60,15 @@ REASONS = ("empty_file", "header_only", "unreadable_file", "missing_column", "un
 _HEADER_LIMIT = 1 << 16  # a header line longer than this is not a TLC header
 _SMALL_FILE = 1 << 16  # a rest this short is read to tell "header only" from "has rows"
 PARSE_BLOCK = 1 << 20  # bytes of CSV text the reader parses at a time
+# An NFS soft mount reports a server that stops answering as EIO after its timeo x retrans
+# (seconds); 4 attempts 1 + 2 + 4 s apart ride out a short outage without hiding a long one.
+READ_ATTEMPTS = 4
+READ_BACKOFF_S = 1.0
+
+
+class ReadError(DatasetError):
+    """A read that kept failing with an I/O error: the file and the range are named,
+    and the run fails rather than go on without those rows."""
 
 
 @dataclass(frozen=True)
@@ -109,18 +128,24 @@ def plan(data_dir: str, pattern: str, block_bytes: int) -> list[FilePlan]:
         raise ValueError(f"block_bytes must be positive, got {block_bytes}")
     plans = []
     for path in find_files(data_dir, pattern):
-        fmt = FORMATS[path.suffix]
-        file_plan = FilePlan(name=path.name, format=fmt, bytes=path.stat().st_size)
-        if file_plan.bytes == 0:
-            file_plan.problems["empty_file"] = 1
-        elif fmt == "csv":
-            _plan_csv(path, file_plan, block_bytes)
-        else:
-            _plan_parquet(path, file_plan, block_bytes)
+        file_plan = with_retries(f"{path} (header)", _plan_file, path, block_bytes)
         if file_plan.problems:
             logger.warning("%s: %s", path, file_plan.problems)
         plans.append(file_plan)
     return plans
+
+
+def _plan_file(path: Path, block_bytes: int) -> FilePlan:
+    """One file's plan, made afresh by each attempt (a failed one leaves nothing behind)."""
+    fmt = FORMATS[path.suffix]
+    file_plan = FilePlan(name=path.name, format=fmt, bytes=path.stat().st_size)
+    if file_plan.bytes == 0:
+        file_plan.problems["empty_file"] = 1
+    elif fmt == "csv":
+        _plan_csv(path, file_plan, block_bytes)
+    else:
+        _plan_parquet(path, file_plan, block_bytes)
+    return file_plan
 
 
 def _check_columns(columns: tuple[str, ...], file_plan: FilePlan) -> bool:
@@ -159,7 +184,7 @@ def _plan_csv(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
 def _plan_parquet(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
     try:
         metadata = pq.ParquetFile(path).metadata
-    except (pa.ArrowException, OSError) as error:
+    except pa.ArrowInvalid as error:  # not Parquet; an OSError is an I/O error: retried
         logger.warning("%s: not readable as Parquet: %s", path, error)
         file_plan.problems["unreadable_file"] = 1
         return
@@ -231,20 +256,60 @@ class _RangeStream(RawIOBase):
         super().close()
 
 
+def with_retries(where: str, read, *args):
+    """``read(*args)``, retried on ``OSError`` (from the start: a retry never appends to
+    what a failed attempt read); ``ReadError`` naming ``where`` once every attempt failed."""
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            return read(*args)
+        except OSError as error:
+            if attempt == READ_ATTEMPTS:
+                raise ReadError(f"{where}: I/O error on each of {READ_ATTEMPTS} attempts, "
+                                f"the last: {error!r}; stopping rather than going on "
+                                f"without these rows") from error
+            pause = READ_BACKOFF_S * 2 ** (attempt - 1)
+            logger.warning("%s: I/O error (%r), attempt %d of %d; retrying in %.1f s",
+                           where, error, attempt, READ_ATTEMPTS, pause)
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def read_chunk(chunk: Chunk) -> ChunkResult:
-    """Read ``chunk`` into the typed table; malformed lines are counted and dropped."""
+    """Read ``chunk`` into the typed table; malformed lines are counted and dropped, an
+    I/O error is retried and then raised (``ReadError``)."""
+    return with_retries(f"{chunk.path} [{_where(chunk)}]", _read_chunk_once, chunk)
+
+
+def _read_chunk_once(chunk: Chunk) -> ChunkResult:
     try:
         if chunk.format == "csv":
             table, problems = _read_csv(chunk)
         else:
             table, problems = _read_parquet(chunk), {}
-    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
-        logger.warning("%s [%s]: unreadable: %s", chunk.path, _where(chunk), error)
-        return ChunkResult(s.empty_raw_table(), {"unreadable_chunk": 1})
+    except (pa.ArrowException, UnicodeDecodeError) as error:
+        if isinstance(error, OSError):  # pyarrow's I/O errors are OSErrors: retried
+            raise
+        lines = _rows_in(chunk)
+        logger.warning("%s [%s]: the parser rejects the block, %d lines dropped: %s",
+                       chunk.path, _where(chunk), lines, error)
+        return ChunkResult(s.empty_raw_table(), {"unreadable_chunk": lines})
     table, unparsable = _normalize(table)
     if unparsable:
         problems["unparsable_value"] = problems.get("unparsable_value", 0) + unparsable
     return ChunkResult(table, {k: v for k, v in problems.items() if v})
+
+
+def _rows_in(chunk: Chunk) -> int:
+    """The rows a chunk holds, without parsing it: its lines, or its row groups' rows."""
+    if chunk.format == "parquet":
+        metadata = pq.ParquetFile(chunk.path).metadata
+        return sum(metadata.row_group(index).num_rows for index in chunk.row_groups)
+    begin, stop = line_range(chunk.path, chunk.start, chunk.end)
+    lines, last = 0, b"\n"
+    with _RangeStream(chunk.path, begin, stop) as stream:  # a parse block at a time, as the reader
+        for block in iter(lambda: stream.read(PARSE_BLOCK), b""):
+            lines, last = lines + block.count(b"\n"), block[-1:]
+    return lines + (last != b"\n")  # a last line without its newline
 
 
 def _where(chunk: Chunk) -> str:
@@ -259,10 +324,12 @@ def _read_csv(chunk: Chunk) -> tuple[pa.Table, dict[str, int]]:
         return s.empty_raw_table(), {}
     try:
         return _parse_csv(chunk.path, begin, stop, chunk.columns, s.CSV_PARSE_TYPES)
-    except pa.ArrowInvalid as error:  # a value that does not parse: redo this chunk as text
+    except pa.ArrowInvalid as error:  # a value that does not parse: redo this chunk as bytes
         logger.info("%s [%s]: %s; parsing as text", chunk.path, _where(chunk), error)
+        # binary, not string: a value that is not UTF-8 is then one unparsable value
+        # instead of an error that rejects the whole chunk
         return _parse_csv(chunk.path, begin, stop, chunk.columns,
-                          {name: pa.string() for name in s.USED})
+                          {name: pa.binary() for name in s.USED})
 
 
 def _parse_csv(path: str, begin: int, stop: int, columns: tuple[str, ...],
@@ -316,6 +383,8 @@ def _convert(values: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, np.nd
     """``values`` as the typed frame's type for column ``name`` and a mask of the entries
     that were present but did not convert (None when none can fail)."""
     target = s.RAW_TYPES[name]
+    if pa.types.is_binary(values.type):
+        values = _decoded(values)
     if name == s.STORE_AND_FWD:
         text = pc.utf8_trim_whitespace(values.cast(pa.string()))
         flag = pc.if_else(pc.equal(text, "Y"), 1.0, pc.if_else(pc.equal(text, "N"), 0.0, None))
@@ -324,6 +393,17 @@ def _convert(values: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, np.nd
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         return _convert_text(values, target)
     return values.cast(target, safe=False), None
+
+
+def _decoded(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Raw CSV bytes as text; bytes that are not UTF-8 become U+FFFD, which no number,
+    datetime or flag parses, so the value counts as unparsable (the slow path only)."""
+    try:
+        return values.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.chunked_array([pa.array([None if v is None else v.decode("utf-8", "replace")
+                                           for v in chunk.to_pylist()], type=pa.string())
+                                 for chunk in values.chunks], type=pa.string())
 
 
 def _convert_text(values: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:

@@ -111,6 +111,26 @@ def place(client: Client, source: Any, columns: list[str], workers: list[str], p
                 raise WorkersLostError(f"lost {', '.join(gone)} while placing the training data") from None
 
 
+def place_surviving_losses(client: Client, source: Any, columns: list[str], place_on: list[str] | None,
+                           attempts: int, recovery_timeout_s: float, per_host: bool = False) -> Placed:
+    """:func:`place` on the ranked workers; a worker lost while the groups are placed is
+    survived like a loss during training: wait (at most ``recovery_timeout_s``) until the
+    cluster has as many workers as before, rank them again and place again, up to
+    ``attempts`` placements in all."""
+    for attempt in range(1, attempts + 1):
+        ranked = ranked_workers(client, place_on, per_host)
+        try:
+            return place(client, source, columns, ranked, per_host)
+        except WorkersLostError as exc:
+            gone = lost_workers(client, ranked)
+            logger.warning("placing the training data, attempt %d of %d: %s", attempt, attempts, exc)
+            if attempt == attempts:
+                raise WorkersLostError(f"placing the training data lost a worker in each of its {attempts}"
+                                       f" attempt(s) (--train-attempts): {', '.join(gone)}") from exc
+            wait_for_workers(client, len(ranked), recovery_timeout_s, gone)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 def train(client: Client, placed: Placed, params: dict[str, Any], target: str, num_boost_round: int,
           place_on: list[str] | None, attempts: int, recovery_timeout_s: float) -> tuple[Any, dict[str, Any]]:
     """Train on ``placed``; after an attempt that lost a worker, wait (at most

@@ -1,1 +1,0 @@
-"""Benchmark 1: image-classification inference (PyTorch + Dask) over the Stanford Dogs layout."""

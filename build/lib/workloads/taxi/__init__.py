@@ -1,1 +1,0 @@
-"""Benchmark 2: NYC-taxi fare regression (XGBoost + Dask, dask.dataframe or dask_cudf)."""

@@ -1,0 +1,86 @@
+"""What the GPU operator and the NFS provisioner really do with the values, written down as
+data with the version and the source each fact was read from. The values builder, the
+settings checks and the render tests read them; a chart version with no fact here makes
+the tests name the fact to re-check."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuOperatorFacts:
+    versions: str  # the release line the facts were read for, e.g. "v1.9."
+    source: str
+    # resolveDriverTag: "<repository>/<image>:<version>" + "-<ID><VERSION_ID>" from the node's
+    # NFD labels (feature.node.kubernetes.io/system-os_release.*), unless the version is a digest.
+    appends_os_tag: bool
+    # The licensing ConfigMap always gives gridd.conf; client_configuration_token.tok is mounted
+    # only when driver.licensingConfig.nlsEnabled is true (default false).
+    token_only_with_nls: bool
+    licensing_source: str
+
+    def covers(self, version: str) -> bool:
+        return ("v" + version.lstrip("v")).startswith(self.versions)
+
+
+GPU_OPERATOR: tuple[GpuOperatorFacts, ...] = (
+    GpuOperatorFacts(
+        versions="v1.9.",
+        source="NVIDIA/gpu-operator v1.9.1 controllers/object_controls.go: resolveDriverTag, kernelFullVersion",
+        appends_os_tag=True,
+        token_only_with_nls=True,
+        licensing_source=("NVIDIA/gpu-operator v1.9.1 controllers/object_controls.go (TransformDriver, the"
+                          " licensing-config volume) and api/v1/clusterpolicy_types.go (IsNLSEnabled)"),
+    ),
+)
+
+# The node OS a TKGS vGPU node runs: the Ubuntu TKR v1.20.8---vmware.1-tkg.2 (VMware's vGPU
+# documentation for TKGS asks for the Ubuntu edition), so NFD labels it ubuntu / 20.04.
+NODE_OS_TAG = "ubuntu20.04"
+_OS_SUFFIX = re.compile(r"-(ubuntu|rhel|rhcos|centos)\d+(\.\d+)?$")
+
+
+def gpu_operator_facts(version: str) -> GpuOperatorFacts | None:
+    return next((facts for facts in GPU_OPERATOR if facts.covers(version)), None)
+
+
+def os_suffix(driver_version: str) -> str | None:
+    """The ``-<os><version>`` end of a driver tag (``470.63.01-ubuntu20.04`` -> ``-ubuntu20.04``)."""
+    match = _OS_SUFFIX.search(driver_version)
+    return match.group(0) if match else None
+
+
+def resolved_driver_image(facts: GpuOperatorFacts, repository: str, image: str, version: str,
+                          os_tag: str = NODE_OS_TAG) -> str:
+    """The driver image the operator pulls on a node of ``os_tag``."""
+    path = f"{repository}/{image}@{version}" if version.startswith("sha256:") else f"{repository}/{image}:{version}"
+    if facts.appends_os_tag and "sha256:" not in path:
+        path = f"{path}-{os_tag}"
+    return path
+
+
+def licensing_files(facts: GpuOperatorFacts, licensing: dict) -> set[str]:
+    """The files of the licensing ConfigMap the driver container gets for ``licensingConfig``."""
+    if not licensing.get("configMapName"):
+        return set()
+    files = {"gridd.conf"}
+    if licensing.get("nlsEnabled") or not facts.token_only_with_nls:
+        files.add("client_configuration_token.tok")
+    return files
+
+
+@dataclass(frozen=True)
+class Fact:
+    what: str
+    source: str
+
+
+# k8s.gcr.io is frozen (no new images since 3 April 2023) and being phased out; the images
+# moved to registry.k8s.io, which the 4.0.18 chart's values.yaml already uses.
+NFS_IMAGE_REGISTRY = Fact("registry.k8s.io", "kubernetes.io blog 2023-02-06 'k8s.gcr.io Image Registry Will Be"
+                                             " Frozen From the 3rd of April 2023'; chart 4.0.18 values.yaml image")
+# nfs-subdir-external-provisioner v4.0.2 implements Provision/Delete only (no resizer, no CSI):
+# a claim's resize is accepted by the API and then never happens.
+NFS_NO_EXPANSION = Fact("no volume expansion", "kubernetes-sigs/nfs-subdir-external-provisioner v4.0.2"
+                                               " cmd/nfs-subdir-external-provisioner/provisioner.go (Provision, Delete)")

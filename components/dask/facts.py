@@ -1,0 +1,117 @@
+"""What the Dask pods' images and Dask itself really do, written down as data.
+
+Each fact says the version it holds for and the source it was read from, so that a change of
+image or Dask version makes the render tests name the fact to re-check instead of passing
+on a guess. The values builder (``values.py``) and the render tests both read them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """How an image starts: its ENTRYPOINT and CMD, and what its entrypoint does first."""
+
+    repository: str
+    tag_prefix: str
+    source: str
+    entrypoint: tuple[str, ...]
+    cmd: tuple[str, ...]
+    dask_version: str | None
+    # The entrypoint starts ``jupyter-lab --allow-root --ip=0.0.0.0 --NotebookApp.token=''`` in
+    # the background (no password, no token) unless this variable is one of ``truthy``.
+    background_jupyter_unless: str | None = None
+    truthy: tuple[str, ...] = ("true", "yes", "y")
+    has_jupyter: bool = True
+
+    def matches(self, image: str) -> bool:
+        repository, _, tag = image.rpartition(":")
+        return repository == self.repository and tag.startswith(self.tag_prefix)
+
+
+IMAGES: tuple[ImageFacts, ...] = (
+    ImageFacts(
+        repository="nvcr.io/nvidia/rapidsai/rapidsai",
+        tag_prefix="21.10-",
+        source=("rapidsai/docker branch-21.10: generated-dockerfiles/rapidsai_ubuntu20.04-runtime.amd64.Dockerfile"
+                " (ENTRYPOINT, CMD), context/entrypoint.sh (sources /opt/docker/bin/entrypoint_source, then"
+                " exec \"$@\"), context/source_entrypoints/runtime_devel.sh (DISABLE_JUPYTER, JUPYTER_FG),"
+                " context/start-jupyter.sh (the jupyter-lab command line)"),
+        entrypoint=("/opt/conda/bin/tini", "--", "/opt/docker/bin/entrypoint"),
+        cmd=("/bin/bash",),
+        dask_version="2021.09.1",
+        background_jupyter_unless="DISABLE_JUPYTER",
+    ),
+    ImageFacts(
+        repository="nvcr.io/nvidia/rapidsai/base",
+        tag_prefix="25.10-",
+        source="rapidsai/docker branch-25.10: Dockerfile, target base (ENTRYPOINT, CMD); context/entrypoint.sh",
+        entrypoint=("/home/rapids/entrypoint.sh",),
+        cmd=("ipython",),
+        dask_version=None,  # the image that builds on it pins its own (images/dask-runtime)
+        has_jupyter=False,  # only the "notebooks" target installs JupyterLab
+    ),
+)
+
+# A shell or REPL without arguments as the main process reads its stdin, which in a pod is
+# empty (a Deployment's containers get no stdin or TTY unless asked), so it exits at once
+# and the kubelet restarts it in a loop.
+EXITS_WITHOUT_TTY = ("/bin/bash", "bash", "/bin/sh", "sh", "ipython", "python")
+
+
+def image_facts(image: str) -> ImageFacts | None:
+    return next((facts for facts in IMAGES if facts.matches(image)), None)
+
+
+@dataclass(frozen=True)
+class NannyEnvironFact:
+    """Which ``distributed.nanny`` key gives a worker process its environment, from which
+    Dask version, and whether a ``None`` value unsets a variable there."""
+
+    since: tuple[int, int, int]
+    key: str
+    variable: str
+    none_unsets: bool
+    source: str
+
+
+NANNY_ENVIRON: tuple[NannyEnvironFact, ...] = (
+    NannyEnvironFact(
+        since=(2021, 1, 0), key="distributed.nanny.environ", variable="DASK_DISTRIBUTED__NANNY__ENVIRON",
+        none_unsets=False,
+        source=("distributed 2021.09.1 distributed/nanny.py (Nanny.__init__: config_environ, values made str;"
+                " WorkerProcess._run: os.environ.update(env)) and distributed/distributed.yaml (nanny: preload,"
+                " preload-argv, environ: MALLOC_TRIM_THRESHOLD_ 65536, OMP/MKL_NUM_THREADS 1)"),
+    ),
+    NannyEnvironFact(
+        since=(2022, 8, 1), key="distributed.nanny.pre-spawn-environ",
+        variable="DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON", none_unsets=True,
+        source="distributed 2022.8.1 distributed/distributed.yaml (nanny.pre-spawn-environ, set before the spawn)",
+    ),
+)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``2021.09.1`` -> (2021, 9, 1); a pre-release suffix (``2024.1.0rc1``) is ignored."""
+    parts = [re.match(r"\d*", part).group(0) for part in version.split(".")[:3]]
+    if not parts or not all(parts):
+        raise ValueError(f"must be a Dask version such as 2024.1.1")
+    return tuple(int(part) for part in parts)
+
+
+def nanny_environ_fact(dask_version: str) -> NannyEnvironFact:
+    """The newest fact that holds for ``dask_version``; ValueError for a version before all."""
+    version = version_tuple(dask_version)
+    held = [fact for fact in NANNY_ENVIRON if version >= fact.since]
+    if not held:
+        raise ValueError(f"no fact recorded for Dask {dask_version}'s nanny environment (components/dask/facts.py)")
+    return max(held, key=lambda fact: fact.since)
+
+
+# The dask-worker / dask-cuda-worker command lines are click commands: a non-``multiple``
+# option given twice keeps the last value (click 8 parser.py: Option.process stores
+# ``state.opts[self.dest] = value`` for action "store"), so ``--memory-limit`` in extraArgs
+# (after the chart's own) is the one the worker uses.
+CLICK_LAST_OPTION_WINS = "click 8.0 src/click/parser.py, Option.process (action 'store')"

@@ -1,0 +1,208 @@
+"""The Dask cluster run by the Dask Kubernetes operator (``daskBackend=operator``): the pinned
+operator chart (controller + CRDs) in its own namespace, a ``DaskCluster`` whose GPU worker
+group an autoscaler (or the runner) resizes, an optional CPU worker group, and Jupyter as
+with the Helm backend. Same outputs as ``DaskRelease``, plus the cluster's name.
+
+The cluster is named like the Helm release (``dask``), so its Services are the same
+``dask-scheduler`` names: the TLS certificate, the Jupyter chart's ``DASK_SCHEDULER_ADDRESS``
+and the stack outputs are the Helm backend's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.dask import chart, operator_spec, podspec
+from components.dask.exposure import ExposureArgs, external_host, external_service
+from components.dask.jupyter_password import JupyterPassword
+from components.dask.tls import DaskTls, DaskTlsArgs
+from components.dask.values import DaskValuesInputs, dask_values
+from components.settings.checks import placement_pool
+from components.settings.model import POOL_ROLE_LABEL, Settings
+from components.settings.operator import initial_workers
+
+CLUSTER_NAME = "dask"
+OPERATOR_RELEASE = "dask-kubernetes-operator"
+JUPYTER_RELEASE = "dask"  # the dask chart with only Jupyter enabled
+
+
+@dataclass(frozen=True)
+class DaskOperatorClusterArgs:
+    settings: Settings
+    namespace: pulumi.Input[str]
+    dataset_claim: pulumi.Input[str]
+    pip_cache_claim: pulumi.Input[str]
+    depends_on: tuple[pulumi.Resource, ...] = ()
+
+
+def selector(s: Settings, role: str) -> dict[str, str]:
+    pool = placement_pool(s, role)
+    return {POOL_ROLE_LABEL: pool.role} if pool else {}
+
+
+def jupyter_only_values(values: dict) -> dict:
+    """The dask chart's values with only Jupyter running: the operator runs scheduler and workers."""
+    values = {**values, "scheduler": {**values["scheduler"], "enabled": False},
+              "worker": {**values["worker"], "replicas": 0}}
+    return values
+
+
+class DaskOperatorCluster(pulumi.ComponentResource):
+    scheduler_address: pulumi.Output[str]
+    dashboard_url: pulumi.Output[str]
+    jupyter_url: pulumi.Output[str]
+    jupyter_password: pulumi.Output[str]  # secret
+    tls_ca: pulumi.Output[str]
+    tls_client_cert: pulumi.Output[str]  # secret
+    tls_client_key: pulumi.Output[str]  # secret
+    cluster_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: DaskOperatorClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:dask:DaskOperatorCluster", name, None, opts)
+        s, d = args.settings, args.settings.dask
+        op = d.operator
+        if op is None:
+            raise ValueError("DaskOperatorCluster needs daskBackend=operator settings")
+        child = pulumi.ResourceOptions(parent=self)
+        self.namespace = pulumi.Output.from_input(args.namespace)
+
+        self.operator_namespace = GuestNamespace(f"{name}-operator-ns", GuestNamespaceArgs(
+            op.namespace, "baseline", s.cluster.enforces_psp,
+            labels={"kubernetes.io/metadata.name": op.namespace}), child)  # automatic only from 1.21 on
+        self.operator = k8s.helm.v3.Release(
+            f"{name}-operator",
+            name=OPERATOR_RELEASE, chart=OPERATOR_RELEASE, version=op.chart_version,
+            namespace=self.operator_namespace.name,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
+            values=operator_spec.operator_values(op, selector(s, "scheduler")),
+            skip_crds=False,  # the CRDs come from the chart's crds/ folder
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
+
+        tls_secret = f"{CLUSTER_NAME}-tls" if d.tls else None
+        self.tls = self._tls(name, args, tls_secret, child)
+        self.password = JupyterPassword(f"{name}-jupyter", child)
+        self._declare_cluster(name, args, tls_secret)
+        self._declare_jupyter(name, args, tls_secret)
+        self._expose(name, args)
+
+        self.cluster_name = pulumi.Output.from_input(CLUSTER_NAME)
+        self.jupyter_password = self.password.password
+        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
+        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
+        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
+        self.register_outputs({
+            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
+            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
+            "cluster_name": self.cluster_name,
+        })
+
+    def _tls(self, name: str, args: DaskOperatorClusterArgs, secret: str | None, child) -> DaskTls | None:
+        if not secret:
+            return None
+        base = f"{CLUSTER_NAME}-scheduler"
+        ns = args.settings.storage.namespace
+        return DaskTls(f"{name}-tls", DaskTlsArgs(
+            namespace=args.namespace, secret_name=secret,
+            scheduler_dns_names=[base, f"{base}.{ns}", f"{base}.{ns}.svc", f"{base}.{ns}.svc.cluster.local"]), child)
+
+    def _declare_cluster(self, name: str, args: DaskOperatorClusterArgs, tls_secret: str | None) -> None:
+        s = args.settings
+
+        def inputs(a: list) -> operator_spec.DaskClusterInputs:
+            ns, dataset, pip_cache = a
+            return operator_spec.DaskClusterInputs(
+                dask=s.dask, name=CLUSTER_NAME, namespace=ns,
+                scheduler_selector=selector(s, "scheduler"), worker_selector={POOL_ROLE_LABEL: "gpu"},
+                cpu_worker_selector={POOL_ROLE_LABEL: "cpu"},
+                claims=podspec.Claims(dataset, pip_cache, s.storage.dataset_mount),
+                initial_workers=initial_workers(s), tls_secret=tls_secret)
+
+        built = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim).apply(inputs)
+        after = [self.operator, *args.depends_on, *([self.tls] if self.tls else [])]
+        # A changed pod template replaces the cluster: the controller copies it into the worker
+        # Deployments only when it creates them. A changed replica count is a plain update.
+        self.cluster = self._custom(f"{name}-cluster", "DaskCluster", built.apply(operator_spec.dask_cluster),
+                                    after, replace_on_changes=["spec.scheduler", "spec.worker.spec"])
+        op = s.dask.operator
+        self.cpu_workers = self.autoscaler = None
+        if op.cpu_workers:
+            self.cpu_workers = self._custom(f"{name}-cpu-workers", "DaskWorkerGroup",
+                                            built.apply(operator_spec.cpu_worker_group), [self.cluster])
+        if op.autoscale:
+            self.autoscaler = self._custom(f"{name}-autoscaler", "DaskAutoscaler",
+                                           built.apply(operator_spec.autoscaler), [self.cluster])
+        exposed = s.cluster.pod_cidr if s.dask.scheduler.service_type != "ClusterIP" else None
+        policy = built.apply(lambda i: operator_spec.scheduler_network_policy(i, s.dask.operator.namespace, exposed))
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-scheduler-api", metadata=policy.apply(lambda m: m["metadata"]),
+            spec=policy.apply(lambda m: m["spec"]), opts=pulumi.ResourceOptions(parent=self))
+        scheme = "tls" if tls_secret else "tcp"
+        self.scheduler_address = self.namespace.apply(
+            lambda ns: operator_spec.scheduler_address(CLUSTER_NAME, ns, scheme == "tls"))
+        self.dashboard_url = self.namespace.apply(lambda ns: operator_spec.dashboard_url(CLUSTER_NAME, ns))
+
+    def _custom(self, name: str, kind: str, manifest: pulumi.Output, after: list, replace_on_changes=None):
+        return k8s.apiextensions.CustomResource(
+            name, api_version=operator_spec.API_VERSION, kind=kind,
+            metadata=manifest.apply(lambda m: m["metadata"]), spec=manifest.apply(lambda m: m["spec"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after, replace_on_changes=replace_on_changes))
+
+    def _declare_jupyter(self, name: str, args: DaskOperatorClusterArgs, tls_secret: str | None) -> None:
+        s, d = args.settings, args.settings.dask
+        self.jupyter_release = None
+        self.jupyter_url = pulumi.Output.from_input("")
+        if not d.jupyter.enabled:
+            return
+
+        def build(a: list) -> dict:
+            ns, dataset, pip_cache, password_hash = a
+            return jupyter_only_values(dask_values(DaskValuesInputs(
+                dask=d, namespace=ns, release=JUPYTER_RELEASE, scheduler_selector=selector(s, "scheduler"),
+                jupyter_selector=selector(s, "jupyter"), worker_selector={POOL_ROLE_LABEL: "gpu"},
+                dataset_claim=dataset, pip_cache_claim=pip_cache, dataset_mount=s.storage.dataset_mount,
+                jupyter_password_hash=password_hash, tls_secret=tls_secret)))
+
+        values = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim,
+                                   self.password.hash).apply(build)
+        self.jupyter_release = k8s.helm.v3.Release(
+            f"{name}-jupyter-release", name=JUPYTER_RELEASE, chart=chart.CHART, version=d.chart_version,
+            namespace=args.namespace, repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
+            values=values, timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else [])]))
+        self.jupyter_url = self.namespace.apply(
+            lambda ns: f"http://{JUPYTER_RELEASE}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}")
+
+    def _expose(self, name: str, args: DaskOperatorClusterArgs) -> None:
+        d = args.settings.dask
+        scheme = "tls" if d.tls else "tcp"
+        self.external = {}
+        if d.scheduler.service_type != "ClusterIP":
+            svc = external_service(f"{name}-scheduler-external", ExposureArgs(
+                namespace=args.namespace, release=CLUSTER_NAME, component="scheduler",
+                service_type=d.scheduler.service_type,
+                ports=(("scheduler", operator_spec.SCHEDULER_PORT, operator_spec.SCHEDULER_PORT),
+                       ("dashboard", operator_spec.DASHBOARD_PORT, operator_spec.DASHBOARD_PORT)),
+                source_ranges=d.lb_source_ranges,
+                pod_selector={operator_spec.CLUSTER_LABEL: CLUSTER_NAME, operator_spec.COMPONENT_LABEL: "scheduler"}),
+                pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]))
+            self.external["scheduler"] = svc
+            if d.scheduler.service_type == "LoadBalancer":
+                host = external_host(svc)
+                self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
+                    lambda a: f"{scheme}://{a[0]}:{operator_spec.SCHEDULER_PORT}" if a[0] else a[1])
+                self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
+                    lambda a: f"http://{a[0]}:{operator_spec.DASHBOARD_PORT}" if a[0] else a[1])
+        if self.jupyter_release is not None and d.jupyter.service_type != "ClusterIP":
+            svc = external_service(f"{name}-jupyter-external", ExposureArgs(
+                namespace=args.namespace, release=JUPYTER_RELEASE, component="jupyter",
+                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, 8888),),
+                source_ranges=d.lb_source_ranges), pulumi.ResourceOptions(parent=self, depends_on=[self.jupyter_release]))
+            self.external["jupyter"] = svc
+            if d.jupyter.service_type == "LoadBalancer":
+                self.jupyter_url = pulumi.Output.all(external_host(svc), self.jupyter_url).apply(
+                    lambda a: f"http://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
+

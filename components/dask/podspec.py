@@ -1,0 +1,137 @@
+"""What every Dask pod is made of, whichever backend runs it: the image, the workers'
+environment (tuning, scratch, extra packages), the TLS material, the dataset and pip-cache
+mounts, the resources and the scheduler's failure detection. One source for the Helm values
+(``values.py``) and the operator's ``DaskCluster`` (``operator_spec.py``), so both backends
+start the same workers.
+
+Pure functions on plain data; the tests compare both backends' output of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.dask import facts
+from components.settings.model import DaskSpec
+from components.settings.values import quantity_bytes
+from workloads import tuning
+
+PIP_CACHE_MOUNT = "/root/.cache/pip"
+SCRATCH_MOUNT = "/scratch"
+GPU_RESOURCE = "nvidia.com/gpu"
+# Every pod: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab in the
+# background unless this is set (facts.IMAGES); harmless for images without one.
+NO_BACKGROUND_JUPYTER = {"name": "DISABLE_JUPYTER", "value": "true"}
+
+# Secret keys of the TLS material (see tls.py) and the Dask config each one feeds.
+TLS_KEYS = {
+    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
+    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
+    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
+    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
+    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
+    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
+    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
+}
+ROLE_KEYS = {
+    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
+    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
+    "jupyter": ("ca.crt", "client.crt", "client.key"),
+}
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The shared-storage claims every worker and Jupyter mounts."""
+
+    dataset_claim: str
+    pip_cache_claim: str
+    dataset_mount: str
+
+
+def worker_tuning_env(threads: int, tcmalloc: bool, dask_version: str | None = None) -> list[dict[str, str]]:
+    """The workers' tuning environment (``workloads.tuning``, shared with the runner's local
+    cluster) as pod variables, through the nanny key the image's Dask reads
+    (``facts.NANNY_ENVIRON``; the newest when ``dask_version`` is None). Dask reads it from
+    its variable as a Python literal."""
+    environ = tuning.worker_environ(threads, tuning.IMAGE_TCMALLOC if tcmalloc else None)
+    fact = facts.nanny_environ_fact(dask_version) if dask_version else max(facts.NANNY_ENVIRON, key=lambda f: f.since)
+    if not fact.none_unsets:
+        # Before pre-spawn-environ every value became a string ("None"), and the environment was
+        # applied in the already started worker process, where glibc no longer reads
+        # MALLOC_TRIM_THRESHOLD_: the variable is left out there.
+        environ = {name: value for name, value in environ.items() if value is not None}
+    env = [{"name": fact.variable, "value": repr(environ)}]
+    # The nanny prefers a variable already in the pod's environment over its config, so an
+    # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
+    env += [{"name": name, "value": value} for name, value in environ.items()
+            if value is not None and name in tuning.THREAD_VARIABLES + ("LD_PRELOAD",)]
+    return env
+
+
+def worker_env(dask: DaskSpec) -> list[dict[str, str]]:
+    """Scratch directory, tuning and extra packages of a GPU worker (without TLS)."""
+    env = [NO_BACKGROUND_JUPYTER, {"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
+           *worker_tuning_env(dask.workers.threads, dask.workers.tcmalloc, dask.dask_version)]
+    if dask.extra_pip_packages:
+        env.append({"name": "EXTRA_PIP_PACKAGES", "value": dask.extra_pip_packages})
+    return env
+
+
+def scheduler_env(tls_secret: str | None) -> list[dict[str, Any]]:
+    """The scheduler's variables: no background JupyterLab, the failure detection the runner
+    expects (a silent worker restarted after ``tuning.WORKER_TTL_S``, not Dask's 5 minutes),
+    and its TLS material."""
+    detection = [{"name": name, "value": value} for name, value in tuning.failure_detection_env().items()]
+    return [NO_BACKGROUND_JUPYTER, *detection, *tls_env("scheduler", tls_secret)]
+
+
+def worker_memory_limit(container_memory: str) -> str:
+    """Dask's ``--memory-limit`` for a worker container: 90 % of the container's limit, so Dask
+    spills, pauses and restarts a worker (at 60/80/95 % of it) before the kernel's OOM killer
+    ends the container at 100 %."""
+    mib = quantity_bytes(container_memory) * 9 // 10 // 2**20
+    return f"{mib}Mi"
+
+
+def tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
+    """Dask's TLS config variables for ``role``, read from the Secret ``secret`` (none without)."""
+    if not secret:
+        return []
+    env: list[dict[str, Any]] = [
+        {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
+        {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
+    ]
+    env += [{"name": TLS_KEYS[key], "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+            for key in ROLE_KEYS[role]]
+    return env
+
+
+def resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
+    """Equal requests and limits (Kubernetes requires it for GPUs; it keeps workers Guaranteed)."""
+    amounts: dict[str, Any] = {"cpu": str(cpu), "memory": memory}
+    if gpus:
+        amounts[GPU_RESOURCE] = gpus
+    return {"limits": dict(amounts), "requests": dict(amounts)}
+
+
+def mounts(claims: Claims, scratch: bool) -> dict[str, list]:
+    """Volumes and mounts: dataset and pip cache on the shared claims; worker scratch on the
+    node's local disk (emptyDir), never on the NFS share."""
+    volumes = [
+        {"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim}},
+        {"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim}},
+    ]
+    volume_mounts = [
+        {"name": "dataset", "mountPath": claims.dataset_mount},
+        {"name": "pip-cache", "mountPath": PIP_CACHE_MOUNT},
+    ]
+    if scratch:
+        volumes.append({"name": "scratch", "emptyDir": {}})
+        volume_mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})
+    return {"volumes": volumes, "volumeMounts": volume_mounts}
+
+
+def worker_command(dask: DaskSpec) -> str:
+    """``dask-cuda-worker`` for GPU workers (one CUDA context per GPU, RMM), else ``dask-worker``."""
+    return "dask-cuda-worker" if dask.workers.gpus else "dask-worker"

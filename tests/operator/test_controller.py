@@ -1,0 +1,184 @@
+"""The real operator controller reconciles the program's DaskCluster on the Kubernetes 1.20 API
+server: dask-kubernetes 2025.4.3's kopf controller (``kopf run -m
+dask_kubernetes.operator.controller``, the pinned chart's image runs the same command, see its
+``operator/deployment/Dockerfile``) in a subprocess, scoped to the test's namespace.
+
+The stand-in has no controller-manager or kubelet, so the Deployments the controller creates
+get no pods: what is checked is the objects themselves (the pods need not run). Growing a
+worker group only creates Deployments; shrinking one asks the scheduler which workers to
+retire, which needs a running scheduler and is not exercised here.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from kubernetes.client import CustomObjectsApi
+
+from components.settings.model import POOL_ROLE_LABEL
+from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, get_object, patch_object
+from tests.operator.support import MODERN_IMAGE, OPERATOR
+from tests.program.graph import run_program
+from workloads.scaling import ClusterScaler
+
+pytestmark = pytest.mark.apiserver
+
+CONFIG = {**OPERATOR, "gpuWorkers": 2}  # starts with 2 GPU workers, autoscales between 1 and 8
+WAIT_S = 90.0
+
+
+def program_objects(namespace: str, **config) -> dict[str, dict]:
+    """The program's operator resources, built for ``namespace`` (the test's) as ``daskNamespace``."""
+    graph = run_program("reference", config={**CONFIG, "daskNamespace": namespace, **config})
+    assert graph.error is None, graph.traceback
+    return {m["kind"]: m for m in (r.manifest() for r in graph.kubernetes_objects())
+            if m["apiVersion"].startswith("kubernetes.dask.org/")}
+
+
+@pytest.fixture
+def controller(kube_apiserver, operator_crds, kube_namespace, tmp_path):
+    """The controller running against the stand-in, watching the test's namespace only."""
+    log_path = tmp_path / "controller.log"
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(KUBECONFIG=str(kube_apiserver.kubeconfig), NO_PROXY="127.0.0.1,localhost",
+               PYTHONWARNINGS="ignore::UserWarning")
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kopf", "run", "--standalone", "--namespace", kube_namespace, "--verbose",
+             "-m", "dask_kubernetes.operator.controller"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        yield Controller(proc, log_path)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+class Controller:
+    def __init__(self, proc: subprocess.Popen, log_path):
+        self.proc, self.log_path = proc, log_path
+
+    def log(self, lines: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def failed_handlers(self) -> set[str]:
+        """Handlers kopf reported as failed. The autoscaler's timer fails while no scheduler pod
+        exists (kr8s raises NotFoundError where the handler catches only ValueError) and is
+        retried every 5 s: expected here, where no pod ever starts."""
+        return set(re.findall(r"(?:Handler|Timer) '([^'/]+)[^']*' failed", self.log_path.read_text(errors="replace")))
+
+    def wait(self, what: str, check, timeout: float = WAIT_S):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value:
+                return value
+            if self.proc.poll() is not None:
+                pytest.fail(f"the controller exited ({self.proc.returncode}) while waiting for {what}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} after {timeout:.0f} s; controller log:\n{self.log()}")
+            time.sleep(0.5)
+
+
+def deployments(api, namespace: str, selector: str) -> list[dict]:
+    answer = api_request(api, "GET", f"/apis/apps/v1/namespaces/{namespace}/deployments",
+                         query={"labelSelector": selector})
+    return answer["items"]
+
+
+def workers(api, namespace: str) -> list[dict]:
+    return deployments(api, namespace, "dask.org/component=worker,dask.org/workergroup-name=dask-default")
+
+
+def create(api, manifest: dict, namespace: str) -> dict:
+    assert manifest["metadata"]["namespace"] == namespace
+    return apply_manifest(api, manifest)
+
+
+def test_the_controller_reconciles_the_programs_cluster_and_scales_it(kube_apiserver, kube_namespace, controller):
+    api = kube_apiserver.api_client
+    objects = program_objects(kube_namespace)
+    create(api, objects["DaskCluster"], kube_namespace)
+    create(api, objects["DaskAutoscaler"], kube_namespace)
+
+    # the scheduler: a Deployment off the GPU nodes and the Service the workers dial
+    [scheduler] = controller.wait("scheduler Deployment", lambda: deployments(
+        api, kube_namespace, "dask.org/cluster-name=dask,dask.org/component=scheduler"))
+    assert scheduler["metadata"]["name"] == "dask-scheduler"
+    pod = scheduler["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == MODERN_IMAGE
+    assert pod["nodeSelector"][POOL_ROLE_LABEL] not in ("gpu", None)
+    assert scheduler["metadata"]["ownerReferences"][0]["kind"] == "DaskCluster"
+    service = controller.wait("scheduler Service", lambda: _maybe(
+        lambda: get_object(api, "v1", "Service", "dask-scheduler", kube_namespace)))
+    assert [p["name"] for p in service["spec"]["ports"]] == ["tcp-comm", "http-dashboard"]
+
+    # the default worker group and its two GPU workers, as the program built them
+    group = controller.wait("DaskWorkerGroup dask-default", lambda: _maybe(
+        lambda: get_object(api, "kubernetes.dask.org/v1", "DaskWorkerGroup", "dask-default", kube_namespace)))
+    assert group["spec"]["worker"] == objects["DaskCluster"]["spec"]["worker"]
+    two = controller.wait("2 worker Deployments", lambda: (lambda w: w if len(w) == 2 else None)(
+        workers(api, kube_namespace)))
+    for deployment in two:
+        [c] = deployment["spec"]["template"]["spec"]["containers"]
+        assert c["image"] == MODERN_IMAGE
+        assert c["resources"]["limits"]["nvidia.com/gpu"] == c["resources"]["requests"]["nvidia.com/gpu"] == "1"
+        assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {POOL_ROLE_LABEL: "gpu"}
+        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/ml-share", "/root/.cache/pip", "/scratch"}
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env["DASK_WORKER_NAME"] == deployment["metadata"]["name"]
+        assert env["DASK_SCHEDULER_ADDRESS"] == f"tls://dask-scheduler.{kube_namespace}.svc.cluster.local:8786"
+        assert deployment["metadata"]["ownerReferences"][0]["kind"] == "DaskWorkerGroup"
+
+    # the runner's scaling: pin the autoscaler to 4 and the group's replicas to 4
+    with ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None) as scaler:
+        assert scaler.replicas() == 2
+        scaler.pin(4)
+        four = controller.wait("4 worker Deployments", lambda: (lambda w: w if len(w) == 4 else None)(
+            workers(api, kube_namespace)))
+        assert {d["metadata"]["name"] for d in two} < {d["metadata"]["name"] for d in four}
+        bounds = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["spec"]
+        assert (bounds["minimum"], bounds["maximum"]) == (4, 4)
+    bounds = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["spec"]
+    assert (bounds["minimum"], bounds["maximum"]) == (1, 8)
+    assert controller.failed_handlers() <= {"daskautoscaler_adapt"}, controller.log(400)
+
+
+def test_a_dask_cluster_patched_from_2_to_4_workers_gets_4(kube_apiserver, kube_namespace, controller):
+    """The DaskCluster's own replicas (what ``pulumi up`` changes) reach the worker group; and
+    an adaptive run on a cluster deployed without an autoscaler gets one for the run only."""
+    api = kube_apiserver.api_client
+    create(api, program_objects(kube_namespace, daskAutoscale=False)["DaskCluster"], kube_namespace)
+    controller.wait("2 worker Deployments", lambda: len(workers(api, kube_namespace)) == 2)
+    patch_object(api, "kubernetes.dask.org/v1", "DaskCluster", "dask", {"spec": {"worker": {"replicas": 4}}},
+                 namespace=kube_namespace)
+    controller.wait("4 worker Deployments", lambda: len(workers(api, kube_namespace)) == 4)
+
+    # --adaptive on a cluster deployed without an autoscaler: one is made for the run, then removed
+    with ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None) as scaler:
+        scaler.adapt(1, 3)
+        scaler_object = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)
+        assert scaler_object["spec"] == {"cluster": "dask", "minimum": 1, "maximum": 3}
+        controller.wait("the autoscaler adopted by the cluster", lambda: (get_object(
+            api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)["metadata"].get(
+            "ownerReferences") or [{}])[0].get("kind") == "DaskCluster")
+    # deleted: gone once the controller has dropped kopf's finalizer
+    controller.wait("the autoscaler gone", lambda: _maybe(
+        lambda: get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)) is None)
+
+
+def _maybe(get):
+    try:
+        return get()
+    except KubeApiError as exc:
+        if exc.status == 404:
+            return None
+        raise

@@ -1,0 +1,71 @@
+"""The Helm releases the program declares, with the values it builds, per stack variant.
+
+The program runs for real under Pulumi's mocks (``tests/program/harness.py``), so the values
+are exactly what ``pulumi up`` would hand to Helm for that stack file and overrides.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.artifacts import DASK_CHART, GPU_OPERATOR_CHART, NFS_PROVISIONER_CHART, artifact_path
+from tests.program.graph import run_program
+
+# The stack variants the other program tests use (tests/apiserver/test_program_objects.py).
+# On vSphere 8 the 1.20 TKRs are not compatible with v1alpha3: the program refuses them.
+TKR_FOR_V1ALPHA3 = "v1.21.6---vmware.1-tkg.1"
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "reference": ("reference", {}),
+    "dev": ("dev", {}),
+    "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
+    "vsphere8-csi": ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1",
+                                   "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3", "tkr": TKR_FOR_V1ALPHA3,
+                                   "daskTls": False,
+                                   "rwxProvisioner": "vsphere-csi"}),
+}
+
+# Chart name in the program -> the pinned archive the tests render.
+CHART_ARTIFACTS = {
+    "dask": DASK_CHART,
+    "gpu-operator": GPU_OPERATOR_CHART,
+    "nfs-subdir-external-provisioner": NFS_PROVISIONER_CHART,
+}
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    chart: str
+    version: str
+    namespace: str
+    values: dict[str, Any]
+
+    @property
+    def archive(self) -> Path:
+        artifact = CHART_ARTIFACTS[self.chart]
+        pinned = Path(artifact).name.removeprefix(f"{self.chart}-").removesuffix(".tgz")
+        assert pinned == self.version, (
+            f"the program pins {self.chart} {self.version} but the tests render {artifact}: pin the new"
+            " chart in scripts/artifacts.toml and tests/artifacts.py")
+        return artifact_path(artifact)
+
+
+def program_releases(variant: str, **extra_config: Any) -> dict[str, Release]:
+    """chart name -> the release the program declares for ``variant`` (plus config overrides)."""
+    stack, config = VARIANTS[variant]
+    graph = run_program(stack, config={**config, **extra_config})
+    assert graph.error is None, graph.traceback
+    releases = {}
+    for resource in graph.of_type("kubernetes:helm.sh/v3:Release"):
+        inputs = resource.inputs
+        releases[inputs["chart"]] = Release(name=inputs["name"], chart=inputs["chart"], version=inputs["version"],
+                                            namespace=inputs["namespace"], values=inputs.get("values") or {})
+    return releases
+
+
+def program_error(variant: str, **extra_config: Any) -> str | None:
+    """The program's error text for ``variant`` with overrides (None when it runs)."""
+    stack, config = VARIANTS[variant]
+    graph = run_program(stack, config={**config, **extra_config})
+    return None if graph.error is None else str(graph.error)

@@ -1,0 +1,70 @@
+"""Every object the three pinned charts render, with the values the program builds for each
+stack variant, is accepted by the Kubernetes 1.20 API server stand-in; a wrong value is not."""
+from __future__ import annotations
+
+import pytest
+
+from tests.apiserver.conftest import KubeApiError
+from tests.render.cluster import submit
+from tests.render.helm import render
+from tests.render.program import VARIANTS, program_releases
+
+pytestmark = pytest.mark.apiserver
+
+# What each variant installs: the vSphere CSI variant has no NFS provisioner release.
+EXPECTED_CHARTS = {
+    "reference": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
+    "dev": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
+    "topology-b": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
+    "vsphere8-csi": {"dask", "gpu-operator"},
+}
+# Objects each chart must render (a chart that silently renders less is a failure too).
+EXPECTED_OBJECTS = {
+    "dask": {"Deployment/dask-scheduler", "Deployment/dask-worker", "Deployment/dask-jupyter",
+             "Service/dask-scheduler", "Service/dask-jupyter", "ConfigMap/dask-jupyter-config"},
+    "gpu-operator": {"CustomResourceDefinition/clusterpolicies.nvidia.com", "ClusterPolicy/cluster-policy",
+                     "Deployment/gpu-operator", "DaemonSet/gpu-operator-node-feature-discovery-worker"},
+    "nfs-subdir-external-provisioner": {"Deployment/nfs-subdir-external-provisioner", "StorageClass/nfs-external"},
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_rendered_object_is_accepted(kube_apiserver, helm, capabilities, variant):
+    api = kube_apiserver.api_client
+    releases = program_releases(variant)
+    assert set(releases) == EXPECTED_CHARTS[variant]
+    for chart, release in releases.items():
+        rendered = render(release.archive, release.name, release.namespace, release.values, capabilities)
+        assert EXPECTED_OBJECTS[chart] <= set(rendered.kinds()), rendered.kinds()
+        try:
+            accepted = submit(api, rendered.objects, release.namespace)
+        except KubeApiError as exc:
+            pytest.fail(f"{variant}: {chart} {release.version}: the server refused {exc.path}: {exc.message}")
+        assert sorted(accepted) == rendered.kinds()
+
+
+def test_a_string_where_the_template_needs_an_int_is_rejected(kube_apiserver, helm, capabilities):
+    """The dask chart writes ``replicas: {{ .Values.worker.replicas }}`` unquoted: a string
+    renders, and the server refuses it, naming the field."""
+    release = program_releases("dev")["dask"]
+    values = {**release.values, "worker": {**release.values["worker"], "replicas": "two"}}
+    rendered = render(release.archive, release.name, release.namespace, values, capabilities)
+    worker = rendered.named("Deployment", "dask-worker")
+    with pytest.raises(KubeApiError) as refused:
+        submit(kube_apiserver.api_client, [worker], release.namespace)
+    assert refused.value.status in (400, 422)
+    assert "replicas" in refused.value.message
+
+
+def test_an_nfs_export_without_a_server_is_rejected(kube_apiserver, helm, capabilities):
+    """The nfs chart renders an empty ``server:`` without complaint; the server refuses the
+    provisioner's root PersistentVolume, naming the field."""
+    release = program_releases("dev")["nfs-subdir-external-provisioner"]
+    values = {**release.values, "nfs": {**release.values["nfs"], "server": None}}
+    rendered = render(release.archive, release.name, release.namespace, values, capabilities)
+    volume = rendered.of_kind("PersistentVolume")
+    assert len(volume) == 1
+    with pytest.raises(KubeApiError) as refused:
+        submit(kube_apiserver.api_client, volume, release.namespace)
+    assert refused.value.status == 422
+    assert "spec.nfs.server" in refused.value.message
