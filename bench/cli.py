@@ -31,18 +31,27 @@ RESULTS_DIR = Path(__file__).with_name("results")
 FIGURES: dict[str, tuple[str, str, str, str, str, str]] = {
     "images_pipeline_vs_model": ("images", "Images: Dask path end to end vs model-only forward (the limit)",
                                  ">= 0.85", "dask_path_images_per_second", "model_only_images_per_second", "img/s"),
-    "images_dask_vs_plain_loop": ("images", "Images: Dask path vs a plain single-process loop", ">= 1.0",
-                                  "dask_path_images_per_second", "plain_loop_images_per_second", "img/s"),
+    "images_dask_vs_plain_loop": ("images", "Images: Dask path vs a tuned single-process loop (same decoder,"
+                                  " folding, allocator, threads)", ">= 1.0",
+                                  "dask_path_images_per_second", "tuned_loop_images_per_second", "img/s"),
+    "images_dask_vs_naive_loop": ("images", "Images: Dask path vs the naive loop (PIL, no folding, glibc defaults)",
+                                  ">= 1.5", "dask_path_images_per_second", "naive_loop_images_per_second", "img/s"),
     "images_scaling_2x1_vs_1x1": ("images", "Images: 2 workers x 1 thread vs 1 worker x 1 thread", ">= 1.8",
                                   "two_workers_images_per_second", "one_worker_images_per_second", "img/s"),
-    "taxi_load_vs_pyarrow": ("taxi", "Taxi: load + cleanse + persist vs pyarrow.csv.read_csv, rows/s", ">= 0.7",
+    "taxi_load_vs_pyarrow": ("taxi", "Taxi: load + cleanse + persist vs pyarrow.csv.read_csv (same columns, types,"
+                             " threads), rows/s", ">= 0.7",
                              "benchmark_load_cleanse_rows_per_second", "pyarrow_read_csv_rows_per_second", "rows/s"),
-    "taxi_train_dask_vs_single": ("taxi", "Taxi: xgboost.dask training time vs single-process xgboost.train",
-                                  "<= 1.25", "xgboost_dask_train_seconds", "xgboost_single_train_seconds", "s"),
-    "taxi_peak_memory_vs_frame": ("taxi", "Taxi: peak worker memory during load+cleanse vs the cleaned frame",
-                                  "<= 3", "peak_worker_memory_bytes", "cleaned_frame_bytes", "bytes"),
-    "images_bf16_vs_fp32": ("images", "Images: ResNet-50 bf16 vs fp32 images/s on this CPU (agreement >= 99%)",
-                            ">= 2.5", "bf16_images_per_second", "fp32_images_per_second", "img/s"),
+    "taxi_train_dask_vs_single": ("taxi", "Taxi: xgboost.dask training time vs single-process xgboost.train"
+                                  " (same rows, params, environment)", "<= 1.25",
+                                  "xgboost_dask_train_seconds", "xgboost_single_train_seconds", "s"),
+    "taxi_peak_memory_vs_frame": ("taxi", "Taxi: peak worker memory over the whole run (load to evaluate) vs the"
+                                  " cleaned frame", "<= 3", "peak_worker_memory_bytes", "cleaned_frame_bytes", "bytes"),
+    "taxi_scale_default_vs_quick": ("taxi", "Taxi: load + cleanse rows/s at the default size vs the quick size",
+                                    ">= 0.9", "default_size_rows_per_second", "quick_size_rows_per_second",
+                                    "rows/s"),
+    "images_bf16_vs_fp32": ("images", "Images: ResNet-50 bf16 vs fp32 images/s on this CPU (agreement >= 99% on"
+                            " held-out textured images)", ">= 2.5", "bf16_images_per_second",
+                            "fp32_images_per_second", "img/s"),
 }
 
 
@@ -55,6 +64,16 @@ class Context:
     repeats: int
     data_dir: Path
     echo: Callable[[str], None] = field(default=print)
+    started_at: str = field(default_factory=lambda: _utc())
+    load_average: list[float] = field(default_factory=lambda: _load_average())
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)  # all of them (the scale figure)
+    data_root: Path | None = None  # other profiles' data: <data_root>/<profile> (default: beside data_dir)
+
+    def data_dir_for(self, profile: str) -> Path:
+        """Where the data of ``profile``'s sizes is kept (the scale figure reads two sizes)."""
+        if profile == self.profile_name:
+            return self.data_dir
+        return (self.data_root or self.data_dir.parent) / profile
 
 
 def make_figure(name: str) -> Figure:
@@ -82,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", metavar="DIR", default=str(RESULTS_DIR),
                         help="results directory (default: bench/results)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                        help="print the figure-by-figure change from result file A to B (measures nothing)")
+    parser.add_argument("--table", nargs="+", metavar="FILE.json",
+                        help="print the README's results table for these result files (measures nothing)")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser
 
@@ -131,9 +154,20 @@ def run_facts(ctx: Context) -> dict[str, Any]:
             versions[package] = version(package)
         except Exception:
             versions[package] = None
-    return {"profile": ctx.profile_name, "repeats": ctx.repeats, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "host": platform.node(), "cpu": environment.cpu_model(), "cores": environment.usable_cores(),
-            "tcmalloc": local.find_tcmalloc(), "python": platform.python_version(), "versions": versions}
+    return {"profile": ctx.profile_name, "repeats": ctx.repeats, "started_at": ctx.started_at,
+            "finished_at": _utc(), "host": platform.node(), "cpu": environment.cpu_model(),
+            "cores": environment.usable_cores(), "tcmalloc": local.find_tcmalloc(),
+            "load_average_at_start": ctx.load_average, "load_average_at_end": _load_average(),
+            "python": platform.python_version(), "versions": versions}
+
+
+def _utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _load_average() -> list[float]:
+    """The kernel's 1, 5 and 15 minute load averages (how busy the shared machine was)."""
+    return [round(v, 2) for v in os.getloadavg()]
 
 
 def write(figures: list[Figure], facts: dict[str, Any], output: Path, prefix: str = "") -> Path:
@@ -154,9 +188,19 @@ def write(figures: list[Figure], facts: dict[str, Any], output: Path, prefix: st
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.compare or args.table:
+        from bench.compare import ResultFileError, compare, markdown_table
+
+        try:
+            print(compare(*args.compare) if args.compare else markdown_table(args.table))
+        except ResultFileError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return 0
     setup_logging(args.verbose)
     profile_name = args.profile or "default"
-    profile = load_profiles()[profile_name]
+    profiles = load_profiles()
+    profile = profiles[profile_name]
     repeats = args.repeats or profile["repeats"]
     if repeats < 1:
         print("error: --repeats must be >= 1", file=sys.stderr)
@@ -164,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     from workloads.config import cache_dir
 
     data_dir = Path(args.data_dir) if args.data_dir else cache_dir() / "bench" / profile_name
-    ctx = Context(profile_name, profile, repeats, data_dir.absolute(), echo=lambda text: print(text, flush=True))
+    ctx = Context(profile_name, profile, repeats, data_dir.absolute(), echo=lambda text: print(text, flush=True),
+                  profiles=profiles, data_root=(data_dir / "sizes").absolute() if args.data_dir else None)
     names = args.only or list(FIGURES)
     ctx.echo(f"bench: profile {profile_name}, {repeats} repetition(s), figures: {', '.join(names)}")
     figures = measure(ctx, names)

@@ -8,6 +8,9 @@ the per-repetition ratios ``A_i / B_i`` (each pair measured back to back) and ea
 measurement's ``value`` is the median of its own samples, so ``value`` can differ a
 little from the quotient of the two medians (``ratio_of_medians`` gives that too).
 
+``spread`` is the range (min, max) of the per-repetition ratios: how far one pair can
+be from the median on this machine (stored and printed with the value).
+
 ``holds`` is True or False once measured, None when the figure could not be measured
 (``error`` says why). A missed goal is never dropped: it is in the JSON with
 ``holds: false`` and printed as MISSED.
@@ -110,6 +113,12 @@ class Figure:
         return median_ratio(self.numerator.samples, self.denominator.samples)
 
     @property
+    def spread(self) -> tuple[float, float] | None:
+        """(min, max) of the per-repetition ratios; None before any pair is measured."""
+        ratios = self.ratios
+        return (min(ratios), max(ratios)) if ratios else None
+
+    @property
     def holds(self) -> bool | None:
         """The goal and every check; None while anything is unmeasured."""
         if self.error is not None:
@@ -133,6 +142,7 @@ class Figure:
             "numerator": self.numerator.as_dict(),
             "denominator": self.denominator.as_dict() if self.denominator is not None else None,
             "ratios": [_round(r) for r in self.ratios],
+            "spread": [_round(v) for v in self.spread] if self.spread else None,
             "ratio_of_medians": _round(num / den) if num is not None and den else None,
             "checks": [check.as_dict() for check in self.checks],
             "notes": self.notes,
@@ -156,7 +166,7 @@ def verdict(holds: bool | None) -> str:
 
 def render(figures: Sequence[Figure]) -> str:
     """A plain-text table: figure, value, goal, verdict, and what was divided by what."""
-    rows = [("figure", "value", "goal", "verdict", "numerator / denominator (medians)")]
+    rows = [("figure", "value", "spread", "goal", "verdict", "numerator / denominator (medians)")]
     for fig in figures:
         num, den = fig.numerator, fig.denominator
         if den is None:
@@ -166,10 +176,11 @@ def render(figures: Sequence[Figure]) -> str:
         else:
             parts = f"{_short(num.value)} {num.unit} / {_short(den.value)} {den.unit}"
         extra = "".join(f"; {c.name} {_short(c.value)} ({c.goal}, {verdict(c.holds)})" for c in fig.checks)
-        rows.append((fig.name, _short(fig.value), str(fig.goal), verdict(fig.holds),
+        spread = f"{_short(fig.spread[0])}-{_short(fig.spread[1])}" if fig.spread else "-"
+        rows.append((fig.name, _short(fig.value), spread, str(fig.goal), verdict(fig.holds),
                      (f"error: {fig.error}" if fig.error else parts + extra)))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + "  " + row[4]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths)) + "  " + row[5]
              for row in rows]
     lines.insert(1, "-" * max(len(line) for line in lines))
     missed = [f.name for f in figures if f.holds is False]

@@ -1,36 +1,49 @@
-"""Figures 4-6: the taxi benchmark against plain single-process tools on the same files.
+"""The taxi figures: the taxi benchmark against the best plain tools on the same files.
 
 Each repetition runs the real ``workloads.taxi.benchmark.run`` on a local cluster made by
-``workloads.local`` (its ``load`` + ``cleanse`` phases give the rows/s of figure 4, its
-``train`` phase the time of figure 5), then, in this process with the cluster idle and
-the same total threads:
+``workloads.local`` (its ``load`` + ``cleanse`` phases give the rows/s, its ``train``
+phase the training time), and, with the cluster idle and the same total threads:
 
-* ``pyarrow.csv.read_csv`` of every file (pyarrow's CPU pool set to that many threads);
-* ``xgboost.QuantileDMatrix`` + ``xgboost.train`` on as many cleaned rows as the
-  benchmark trained on, drawn from the same cleaned data, with the benchmark's own
-  parameters and ``nthread`` = the workers' threads together.
+* ``pyarrow.csv.read_csv`` of every file with the reader's own ``include_columns``,
+  ``column_types``, null handling and invalid-row handler (pyarrow's CPU pool set to the
+  workers' threads together);
+* single-process ``xgboost.QuantileDMatrix`` + ``xgboost.train`` in a helper process with
+  the workers' environment (allocator, malloc and thread variables) on exactly the rows
+  the Dask side's XGBoost ranks trained on (its placed partitions, gathered once in the
+  warm-up run, rank after rank) with the benchmark's own parameters and ``nthread`` = the
+  workers' threads together;
+* for the scale figure, ``load`` + ``cleanse`` alone (``benchmark.load_and_cleanse``) on
+  the quick profile's files and on the default profile's, same settings.
 
-Figure 6 takes, on every worker, the peak resident memory during ``load`` + ``cleanse``
-above what the worker held when ``load`` began (freed memory is handed back to the
-system first and the kernel's peak counter reset, ``/proc/self/clear_refs``), summed
-over the workers, against the in-memory size of the cleaned frame (pandas
-``memory_usage(deep=True)``, index included).
+The memory figure takes, on every worker, the peak resident memory from the start of
+``load`` to the end of ``evaluate`` above what the worker held when ``load`` began
+(freed memory handed back to the system first, the kernel's peak counter reset through
+``/proc/self/clear_refs``), summed over the workers, against the in-memory size of the
+cleaned frame (pandas ``memory_usage(deep=True)``, index included).
+
+Every side runs once before the repetitions (discarded). Each records what it used
+(columns and types, rows and their digest, parameters, process facts) in
+``notes["sides"]``.
 """
 from __future__ import annotations
 
 import logging
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from bench import helper, pairs
 from bench.figures import Figure, Measurement
-from bench.load import LoadMonitor
 from workloads.results import PhaseTimer
 
 logger = logging.getLogger(__name__)
 
-NAMES = ("taxi_load_vs_pyarrow", "taxi_train_dask_vs_single", "taxi_peak_memory_vs_frame")
+NAMES = ("taxi_load_vs_pyarrow", "taxi_train_dask_vs_single", "taxi_peak_memory_vs_frame",
+         "taxi_scale_default_vs_quick")
+SCALE_SIZES = ("default", "quick")  # the scale figure: numerator, denominator
+PHASES = ("load", "cleanse", "split", "train", "infer", "evaluate")
 
 
 @dataclass
@@ -50,108 +63,270 @@ class HookTimer(PhaseTimer):
             self.after[name]()
 
 
-def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
-    import pyarrow as pa
-    from distributed import Client
-
-    from workloads import local
-    from workloads.synth import taxi as synth
-    from workloads.taxi import benchmark, settings
+def make_config(ctx, data_dir: Path) -> Any:
+    from workloads.taxi import settings
 
     cfg = ctx.profile["taxi"]
-    paths = synth.generate(ctx.data_dir, **cfg["generate"])
+    return settings.make_config(None, {"block_mib": cfg["block_mib"], "dataframe": "pandas",
+                                       "xgboost": {"num_boost_round": cfg["num_boost_round"],
+                                                   "ranks": cfg.get("xgboost_ranks", "per-worker")}},
+                                data_dir, "cpu")
+
+
+def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
+    from workloads import local
+    from workloads.session import ClusterSession
+    from workloads.synth import taxi as synth
+
+    paths = synth.generate(ctx.data_dir, **ctx.profile["taxi"]["generate"])
     plan = local.plan(ctx.profile.get("workers"), "cpu")
     threads = plan.n_workers * plan.threads_per_worker
-    config = settings.make_config(None, {"block_mib": cfg["block_mib"], "dataframe": "pandas",
-                                         "xgboost": {"num_boost_round": cfg["num_boost_round"]}},
-                                  ctx.data_dir, "cpu")
+    config = make_config(ctx, ctx.data_dir)
     figures = {name: make(name) for name in wanted}
     topology = f"{plan.n_workers} worker(s) x {plan.threads_per_worker} thread(s), {plan.allocator}"
     ctx.echo(f"taxi: local cluster {topology}; {len(paths)} files, {sum(p.stat().st_size for p in paths) >> 20} MiB")
-    clean = cleaned_frame(paths, config)  # the single-process reference data (untimed)
-    sides: dict[str, list[float]] = {k: [] for k in ("load", "read", "train", "single", "peak")}
-    details: dict[str, Any] = {}
+    frame_bytes = int(cleaned_frame(config).memory_usage(deep=True).sum())  # untimed, in this process
+    facts: dict[str, Any] = {}
     with ExitStack() as stack:
-        cluster = stack.enter_context(local.start(plan, dashboard_address=":0"))
-        client = stack.enter_context(Client(cluster))
-        client.wait_for_workers(plan.n_workers)
-        memory: dict[str, dict[str, int]] = {}
-        timer_hooks = {"before": {"load": lambda: memory.update(start=client.run(_reset_peak))},
-                       "after": {"cleanse": lambda: memory.update(peak=client.run(_peak))}}
-
-        def dask_run() -> dict[str, Any]:
-            timer = HookTimer(**timer_hooks)
-            metrics = benchmark.run(client, config, timer)
-            metrics["_phases"] = dict(timer.phases)
-            return metrics
-
-        first = dask_run()  # warm-up, discarded; gives the number of rows it trains on
-        details.update(rows_raw=first["rows_raw"], rows_clean=first["rows_clean"], rows_train=first["rows_train"])
-        train_rows = clean.sample(n=min(first["rows_train"], len(clean)), random_state=0)
-
-        def side_dask() -> None:
-            metrics = dask_run()
-            phases = metrics["_phases"]
-            sides["load"].append(metrics["rows_raw"] / (phases["load"] + phases["cleanse"]))
-            sides["train"].append(phases["train"])
-            sides["peak"].append(sum(memory["peak"][w] - memory["start"][w] for w in memory["peak"]))
-            details["peak_rss_bytes"] = memory["peak"]
-            details["rss_at_load_bytes"] = memory["start"]
-            details["rmse"] = metrics["rmse"]
-
-        def side_read() -> None:
-            sides["read"].append(read_csv_rate(paths, threads))
-
-        def side_single() -> None:
-            sides["single"].append(train_single(train_rows, config, threads))
-
-        runs = [side_dask]
+        client = stack.enter_context(ClusterSession.start_local(plan)).client
+        facts["dask"] = {"workers": pairs.worker_facts(client), "reader_columns": reader_columns(client, config)}
+        sides: dict[str, pairs.Side] = {}
+        dask = DaskSide(client, config, facts["dask"])
+        if set(wanted) & set(NAMES[:3]):
+            sides["dask"] = dask.run  # its first run (the warm-up) also gathers the training rows
         if NAMES[0] in wanted:
-            runs.append(side_read)
+            sides["read"] = read_side(paths, threads, facts)
         if NAMES[1] in wanted:
-            runs.append(side_single)
-        monitor = LoadMonitor()
-        for repetition in range(ctx.repeats):
-            for run in (runs if repetition % 2 == 0 else runs[::-1]):
-                with monitor.watch():
-                    run()
-            ctx.echo(f"taxi: repetition {repetition + 1}/{ctx.repeats}: load+cleanse {sides['load'][-1]:,.0f} rows/s"
-                     + (f", read_csv {sides['read'][-1]:,.0f} rows/s" if sides["read"] else "")
-                     + f", dask train {sides['train'][-1]:.2f} s"
-                     + (f", single train {sides['single'][-1]:.2f} s" if sides["single"] else "")
-                     + f", peak +{sides['peak'][-1] / 2**20:.0f} MiB")
-    frame_bytes = int(clean.memory_usage(deep=True).sum())
+            sides["single"] = single_side(stack, dask, config, threads, facts)
+        if NAMES[3] in wanted:
+            sides.update(scale_sides(ctx, client, facts))
+        samples, load = pairs.interleave(sides, ctx.repeats, ctx.echo, "taxi", "(rows/s | s | bytes)")
     notes = {"cluster": topology, "threads": threads, "files": [p.name for p in paths],
-             "block_mib": config.block_mib, "pyarrow_memory_pool": pa.default_memory_pool().backend_name,
-             "machine_load": monitor.summary(), **details}
-    if details["rows_clean"] != len(clean):
-        notes["rows_clean_single_process"] = len(clean)
-    if NAMES[0] in figures:
-        fig = figures[NAMES[0]]
-        fig.numerator = Measurement("benchmark_load_cleanse_rows_per_second", "rows/s", sides["load"],
-                                    {"how": "rows_raw / (load + cleanse phases): read, type, cleanse, features, persist"})
-        fig.denominator = Measurement("pyarrow_read_csv_rows_per_second", "rows/s", sides["read"],
-                                      {"how": f"pyarrow.csv.read_csv per file, {threads} threads, types inferred"})
-        fig.notes = notes
-    if NAMES[1] in figures:
-        fig = figures[NAMES[1]]
-        fig.numerator = Measurement("xgboost_dask_train_seconds", "s", sides["train"],
-                                    {"how": "train phase: DaskQuantileDMatrix + xgboost.dask.train"})
-        fig.denominator = Measurement("xgboost_single_train_seconds", "s", sides["single"], {
-            "how": f"QuantileDMatrix + xgboost.train in one process, nthread={threads}, same params and rounds"})
-        fig.notes = {**notes, "num_boost_round": config.xgboost.num_boost_round,
-                     "max_depth": config.xgboost.max_depth}
-    if NAMES[2] in figures:
-        fig = figures[NAMES[2]]
-        fig.numerator = Measurement("peak_worker_memory_bytes", "bytes", sides["peak"], {
-            "how": "sum over workers of (peak RSS during load+cleanse - RSS when load began)"})
-        fig.denominator = Measurement("cleaned_frame_bytes", "bytes", [frame_bytes] * len(sides["peak"]),
-                                      {"how": "memory_usage(deep=True) of the cleaned frame, index included"})
-        fig.notes = notes
+             "block_mib": config.block_mib, "machine_load": load}
+    fill(figures, samples, facts, notes, frame_bytes, dask.rows, threads)
     return figures
 
 
-def cleaned_frame(paths, config) -> Any:
+class DaskSide:
+    """The real benchmark, run once per call of its first side; the other sides (train
+    time, peak memory) read that run's figures, so one run serves all three."""
+
+    def __init__(self, client, config, facts: dict[str, Any]):
+        self.client, self.config, self.facts = client, config, facts
+        self.memory: dict[str, dict[str, int]] = {}
+        self.training: Any = None  # the rows the ranks trained on (pandas), from the warm-up
+        self.rows: dict[str, Any] = {}
+
+    def run(self) -> dict[str, float]:
+        """One run: {"dask": load + cleanse rows/s, "dask_train": train seconds,
+        "dask_peak": peak bytes}."""
+        from workloads.taxi import benchmark
+
+        keep_training = self.training is None
+        after = {phase: self._peak_after(phase) for phase in PHASES}  # where the peak rose (diagnosis)
+        after["evaluate"] = lambda: self.memory.update(peak=self.client.run(_peak),
+                                                       peak_after_evaluate=self.client.run(_peak))
+        timer = HookTimer(before={"load": lambda: self.memory.update(start=self.client.run(_reset_peak))},
+                          after=after)
+        metrics = benchmark.run(self.client, self.config, timer,
+                                on_training_data=self._keep if keep_training else None)
+        phases = timer.phases
+        peak = sum(self.memory["peak"][w] - self.memory["start"][w] for w in self.memory["peak"])
+        self.rows.update(rows_raw=metrics["rows_raw"], rows_clean=metrics["rows_clean"],
+                         rows_train=metrics["rows_train"])
+        self.facts.update(rmse=metrics["rmse"], xgboost_nthread=metrics["xgboost_nthread"],
+                          xgboost_ranks=metrics["xgboost_ranks"], xgboost_rank_nthread=metrics["xgboost_rank_nthread"],
+                          peak_rss_bytes=self.memory["peak"], rss_at_load_bytes=self.memory["start"],
+                          peak_rss_after_phase_bytes={phase: self.memory[f"peak_after_{phase}"] for phase in PHASES},
+                          phases={k: round(v, 3) for k, v in phases.items()})
+        if self.rows["rows_train"] != self.facts["training_rows"]:
+            raise RuntimeError(f"the Dask side trained on {self.rows['rows_train']} rows in this run, on"
+                               f" {self.facts['training_rows']} in the warm-up: the split is not deterministic")
+        return {"dask": metrics["rows_raw"] / (phases["load"] + phases["cleanse"]), "dask_train": phases["train"],
+                "dask_peak": peak}
+
+    def _peak_after(self, phase: str) -> Callable[[], None]:
+        return lambda: self.memory.update({f"peak_after_{phase}": self.client.run(_peak)})
+
+    def _keep(self, placed) -> None:
+        """Gather the placed training columns, rank after rank (the warm-up run only: its
+        memory peak is discarded)."""
+        import pandas as pd
+
+        parts = self.client.gather(placed.parts)
+        self.training = pd.concat(parts, ignore_index=True)
+        self.facts["training_rows"] = len(self.training)
+        self.facts["training_rows_digest"] = sum(self.client.gather(
+            [self.client.submit(row_digest, part, pure=False) for part in placed.parts])) % 2**64
+        self.facts["training_columns"] = list(placed.columns)
+
+
+def row_digest(frame) -> int:
+    """An order-independent digest of a frame's rows (sum of pandas' row hashes, mod 2**64)."""
+    import pandas as pd
+
+    return int(pd.util.hash_pandas_object(frame, index=False).sum()) % 2**64
+
+
+def reader_options():
+    """The taxi reader's CSV options (``workloads.taxi.io``): the columns it keeps, their
+    parse types, its null handling; a baseline given these does the reader's parsing."""
+    import pyarrow.csv as pacsv
+
+    from workloads.taxi import schema as s
+
+    return pacsv.ConvertOptions(column_types=s.CSV_PARSE_TYPES, include_columns=list(s.USED), null_values=[""],
+                                strings_can_be_null=True, quoted_strings_can_be_null=True)
+
+
+def read_csv(paths, threads: int) -> dict[str, Any]:
+    """``pyarrow.csv.read_csv`` of ``paths`` with ``threads`` CPU threads and the reader's
+    options: rows/s, rows, and the columns and types it produced."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    pa.set_cpu_count(threads)
+    rows, schema = 0, None
+    wrong = []
+    parse = pacsv.ParseOptions(invalid_row_handler=lambda row: wrong.append(1) or "skip")  # as the reader
+    started = time.perf_counter()
+    for path in paths:
+        table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=True), parse_options=parse,
+                               convert_options=reader_options())
+        rows, schema = rows + table.num_rows, table.schema
+    seconds = time.perf_counter() - started
+    return {"rate": rows / seconds, "rows": rows, "wrong_field_count": len(wrong), "threads": pa.cpu_count(),
+            "memory_pool": pa.default_memory_pool().backend_name,
+            "columns": {field.name: str(field.type) for field in schema}}
+
+
+def read_side(paths, threads: int, facts: dict[str, Any]) -> pairs.Side:
+    def run() -> float:
+        result = read_csv(paths, threads)
+        facts["read"] = {k: v for k, v in result.items() if k != "rate"}
+        return result["rate"]
+    return run
+
+
+def reader_columns(client, config) -> dict[str, str]:
+    """The columns and types of the Dask side's typed frame, read by the workload's own
+    reader on a worker (first chunk of the first file)."""
+    from workloads.taxi import io
+
+    def first_chunk_schema(data_dir: str, files: str, block: int) -> dict[str, str]:
+        chunk = next(c for plan in io.plan(data_dir, files, block) for c in plan.chunks)
+        return {field.name: str(field.type) for field in io.read_chunk(chunk).table.schema}
+    return client.submit(first_chunk_schema, config.data_dir, config.files, config.block_bytes, pure=False).result()
+
+
+def single_load(state: dict[str, Any], frame, target: str) -> dict[str, Any]:
+    """In the helper: keep the training rows; report them and this process's facts."""
+    state["frame"], state["target"] = frame, target
+    return {"rows": len(frame), "rows_digest": row_digest(frame), "columns": list(frame.columns),
+            **pairs.process_facts()}
+
+
+def single_train(state: dict[str, Any], params: dict[str, Any], num_boost_round: int) -> float:
+    """In the helper: seconds of ``QuantileDMatrix`` + ``xgboost.train`` on the kept rows."""
+    import xgboost
+
+    frame, target = state["frame"], state["target"]
+    started = time.perf_counter()
+    matrix = xgboost.QuantileDMatrix(frame.drop(columns=[target]), frame[target], nthread=params["nthread"])
+    xgboost.train(params, matrix, num_boost_round=num_boost_round)
+    return time.perf_counter() - started
+
+
+def single_side(stack: ExitStack, dask: DaskSide, config, threads: int, facts: dict[str, Any]) -> pairs.Side:
+    """Single-process XGBoost in a helper with the workers' environment (all threads), on
+    the Dask side's training rows (sent on the first call, after its warm-up gathered them)."""
+    from workloads import local
+    from workloads.taxi import benchmark
+
+    environ = local.plan(1, "cpu", threads_per_worker=threads).environ
+    one = stack.enter_context(closing(helper.Helper("single-xgboost", environ)))
+    params = benchmark._booster_params(config, threads)
+
+    def run() -> float:
+        if "single" not in facts:
+            facts["single"] = {**one.call(single_load, frame=dask.training, target=config.target),
+                               "params": params, "num_boost_round": config.xgboost.num_boost_round,
+                               "environ": environ}
+        return one.call(single_train, params=params, num_boost_round=config.xgboost.num_boost_round)
+    return run
+
+
+def scale_sides(ctx, client, facts: dict[str, Any]) -> dict[str, pairs.Side]:
+    """``load`` + ``cleanse`` rows/s on each size's files, this profile's settings."""
+    from workloads.synth import taxi as synth
+
+    sides = {}
+    for size in SCALE_SIZES:
+        data_dir = ctx.data_dir_for(size)
+        synth.generate(data_dir, **ctx.profiles[size]["taxi"]["generate"])
+        sides[f"scale_{size}"] = load_cleanse_side(client, make_config(ctx, data_dir), facts, f"scale_{size}")
+    return sides
+
+
+def load_cleanse_side(client, config, facts: dict[str, Any], key: str) -> pairs.Side:
+    from workloads.taxi import benchmark
+
+    def run() -> float:
+        timer = PhaseTimer()
+        clean, metrics = benchmark.load_and_cleanse(client, config, timer)
+        del clean  # frees the persisted partitions
+        facts[key] = {"rows_raw": metrics["rows_raw"], "partitions": metrics["partitions"],
+                      "block_mib": config.block_mib, "phases": {k: round(v, 3) for k, v in timer.phases.items()}}
+        return metrics["rows_raw"] / (timer.phases["load"] + timer.phases["cleanse"])
+    return run
+
+
+def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dict[str, Any], notes: dict[str, Any],
+         frame_bytes: int, rows: dict[str, Any], threads: int) -> None:
+    """Put the sides' samples and reports into the figures."""
+    if NAMES[0] in figures:
+        fig = figures[NAMES[0]]
+        fig.numerator = Measurement("benchmark_load_cleanse_rows_per_second", "rows/s", samples["dask"],
+                                    {"how": "rows_raw / (load + cleanse phases): read, type, cleanse, features, persist"})
+        fig.denominator = Measurement("pyarrow_read_csv_rows_per_second", "rows/s", samples["read"], {
+            "how": f"pyarrow.csv.read_csv per file, {threads} threads, the reader's include_columns, column_types,"
+                   " null handling and invalid-row handler"})
+        fig.notes = {**notes, **rows, "sides": {"dask": _pick(facts["dask"], "reader_columns", "workers"),
+                                                "read": facts["read"]}}
+    if NAMES[1] in figures:
+        fig = figures[NAMES[1]]
+        fig.numerator = Measurement("xgboost_dask_train_seconds", "s", samples["dask_train"],
+                                    {"how": "train phase: DaskQuantileDMatrix + xgboost.dask.train"})
+        fig.denominator = Measurement("xgboost_single_train_seconds", "s", samples["single"], {
+            "how": f"QuantileDMatrix + xgboost.train in a helper process with the workers' environment, nthread="
+                   f"{threads}, the Dask side's training rows, same params and rounds"})
+        dask = _pick(facts["dask"], "training_rows", "training_rows_digest", "training_columns", "xgboost_ranks",
+                     "xgboost_rank_nthread", "workers", "rmse")
+        fig.notes = {**notes, **rows, "sides": {"dask": dask, "single": facts["single"]}}
+    if NAMES[2] in figures:
+        fig = figures[NAMES[2]]
+        fig.numerator = Measurement("peak_worker_memory_bytes", "bytes", samples["dask_peak"], {
+            "how": "sum over workers of (peak RSS from the start of load to the end of evaluate - RSS when load"
+                   " began)"})
+        fig.denominator = Measurement("cleaned_frame_bytes", "bytes", [frame_bytes] * len(samples["dask_peak"]),
+                                      {"how": "memory_usage(deep=True) of the cleaned frame, index included"})
+        fig.notes = {**notes, **rows, "phases_measured": ["load", "cleanse", "split", "train", "infer", "evaluate"],
+                     "sides": {"dask": _pick(facts["dask"], "peak_rss_bytes", "rss_at_load_bytes",
+                                             "peak_rss_after_phase_bytes", "phases", "workers")}}
+    if NAMES[3] in figures:
+        fig = figures[NAMES[3]]
+        fig.numerator = Measurement("default_size_rows_per_second", "rows/s", samples["scale_default"],
+                                    {"how": "rows_raw / (load + cleanse), the default profile's files"})
+        fig.denominator = Measurement("quick_size_rows_per_second", "rows/s", samples["scale_quick"],
+                                      {"how": "rows_raw / (load + cleanse), the quick profile's files"})
+        fig.notes = {**notes, "sides": {"default": facts["scale_default"], "quick": facts["scale_quick"]}}
+
+
+def _pick(facts: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {key: facts.get(key) for key in keys}
+
+
+def cleaned_frame(config) -> Any:
     """The benchmark's cleaned, model-ready rows, made in this process with its own reader,
     rules and features (one chunk per file)."""
     import pandas as pd
@@ -166,31 +341,6 @@ def cleaned_frame(paths, config) -> Any:
             kept = frame[rules.label(frame, selected) == rules.KEPT]
             parts.append(features.make(kept, config.target))
     return pd.concat(parts)
-
-
-def read_csv_rate(paths, threads: int) -> float:
-    """Rows/s of ``pyarrow.csv.read_csv`` over ``paths`` with ``threads`` CPU threads."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    pa.set_cpu_count(threads)
-    rows, started = 0, time.perf_counter()
-    for path in paths:
-        rows += pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=True)).num_rows
-    return rows / (time.perf_counter() - started)
-
-
-def train_single(frame, config, threads: int) -> float:
-    """Seconds of QuantileDMatrix + xgboost.train on ``frame`` in this process."""
-    import xgboost
-
-    from workloads.taxi import benchmark, features
-
-    params = benchmark._booster_params(config, threads)
-    started = time.perf_counter()
-    matrix = xgboost.QuantileDMatrix(frame[list(features.FEATURES)], frame[config.target], nthread=threads)
-    xgboost.train(params, matrix, num_boost_round=config.xgboost.num_boost_round)
-    return time.perf_counter() - started
 
 
 def _status(field_name: str) -> int:

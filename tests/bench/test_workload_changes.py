@@ -22,12 +22,10 @@ def dogs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client
+    from workloads.session import ClusterSession
 
-    plan = local.plan(2, device="cpu", threads_per_worker=1)
-    with local.start(plan, dashboard_address=":0") as cluster, Client(cluster) as connected:
-        connected.wait_for_workers(2)
-        yield connected
+    with ClusterSession.start_local(local.plan(2, device="cpu", threads_per_worker=1)) as session:
+        yield session.client
 
 
 def test_torchvision_decode_matches_the_pil_path(dogs):
@@ -177,3 +175,29 @@ def test_no_fold_batchnorm_flag_reaches_the_config():
     folded = benchmark.make_config(parser.parse_args([]), {}, Path("/data"), "cpu")
     kept = benchmark.make_config(parser.parse_args(["--no-fold-batchnorm"]), {}, Path("/data"), "cpu")
     assert folded.fold_batchnorm and not kept.fold_batchnorm
+
+
+def test_per_host_ranks_take_one_worker_per_host_with_all_its_threads(client):
+    """Two local workers share one host: per-host makes one XGBoost rank of the first (in
+    XGBoost's rank order) with both workers' threads; per-worker keeps both."""
+    from workloads.taxi import training
+
+    every = training.ranked_workers(client, None)
+    assert len(every) == 2
+    assert training.ranked_workers(client, None, per_host=True) == every[:1]
+    assert training.host_threads(client, every[:1], None) == 2
+    assert training.host_threads(client, every[:1], every[:1]) == 1  # a restricted run: its workers' threads only
+
+
+def test_xgb_ranks_setting_is_checked_and_reaches_the_config():
+    import argparse
+
+    from workloads.taxi import settings
+
+    parser = argparse.ArgumentParser()
+    settings.add_arguments(parser)
+    config = settings.make_config(parser.parse_args(["--xgb-ranks", "per-host"]), {}, "/data", "cpu")
+    assert config.xgboost.ranks == "per-host"
+    assert settings.make_config(parser.parse_args([]), {}, "/data", "cpu").xgboost.ranks == "per-worker"
+    with pytest.raises(ValueError, match="--xgb-ranks must be one of"):
+        settings.make_config(None, {"xgboost": {"ranks": "per-gpu"}}, "/data", "cpu")

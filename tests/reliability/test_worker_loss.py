@@ -69,14 +69,15 @@ def test_images_survive_a_worker_killed_mid_infer(cluster, client, data_root, tm
 
 def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, client, data_root, tmp_path, armed,
                                                                    monkeypatch, artifacts_dir):
-    calm = warm_then_calm(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    calm = warm_then_calm(cluster, data_root, tmp_path, *TAXI)  # no --workers: every connected worker
     assert calm["metrics"]["train_attempts"] == 1 and calm["metrics"]["train_workers_lost"] == []
+    assert calm["cluster"]["workers"] == 2 and calm["config"]["benchmark"]["workers"] == []
 
     train = xgboost.dask.train
     monkeypatch.setattr(xgboost.dask, "train", lambda *args, **kwargs: train(
         *args, callbacks=[faults.kill_rank_callback("1", KILL_ROUND)], **kwargs))
     armed("taxi-kill")
-    code, (hit,) = cli(cluster, data_root, tmp_path, *TAXI, "--workers", "2")
+    code, (hit,) = cli(cluster, data_root, tmp_path, *TAXI)
     killed = faults.fired("taxi-kill")
     assert killed, "the fault never fired"
 

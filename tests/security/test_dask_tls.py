@@ -137,7 +137,7 @@ def test_client_without_a_certificate_is_refused(tls_cluster, pki, tmp_path, han
 
 def test_a_dask_client_without_tls_settings_cannot_even_try(tls_cluster):
     with pytest.raises(TypeError, match=r"TLS expects a `ssl_context` argument of type ssl.SSLContext"):
-        Client(tls_cluster.scheduler_address, timeout=5)
+        Client(tls_cluster.scheduler_address, timeout=30)
 
 
 def test_client_with_another_cas_certificate_is_refused(tls_cluster, pki, tmp_path, handshake_log):
@@ -155,7 +155,7 @@ def test_client_trusting_another_ca_refuses_the_scheduler(tls_cluster, tmp_path)
     security = Security(tls_ca_file=foreign["ca.crt"], tls_client_cert=foreign["client.crt"],
                         tls_client_key=foreign["client.key"], require_encryption=True)
     with pytest.raises(CommClosedError, match="TLS certificate does not match") as refused:
-        Client(tls_cluster.scheduler_address, security=security, timeout=5)
+        Client(tls_cluster.scheduler_address, security=security, timeout=30)
     cause = refused.value.__cause__
     assert isinstance(cause, ssl.SSLCertVerificationError) and cause.reason == "CERTIFICATE_VERIFY_FAILED"
 

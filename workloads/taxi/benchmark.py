@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from distributed import Client, wait
 
@@ -74,45 +74,39 @@ def generate(data_dir: Path, profile: dict[str, Any]) -> None:
         synth.generate(data_dir, **spec)
 
 
-def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
-    """Run the six phases on the cluster behind ``client``; return the metrics."""
+def run(client: Client, config: Config, timer: PhaseTimer,
+        on_training_data: Callable[[training.Placed], None] | None = None) -> dict[str, Any]:
+    """Run the six phases on the cluster behind ``client``; return the metrics.
+    ``on_training_data`` is called, between ``split`` and ``train`` and outside every
+    phase, with the training columns as placed for XGBoost (a benchmark trains a baseline
+    on exactly those rows)."""
     import xgboost.dask as dxgb
 
-    backend = backends.resolve(config.dataframe, config.device, client)
-    backends.prepare_client(backend)
-    selected = rules.select(config.rules)
     place = list(config.workers) or None  # every task and result stays on these workers
     threads = _worker_threads(client, place)
-    client.run(_warm_up, workers=place)  # imports on the workers, outside every phase
-    metrics: dict[str, Any] = {"backend": backend, "xgboost_device": config.device,
-                               "xgboost_nthread": threads or "per worker"}
-
-    with timer.phase("load"):
-        raw, reading = _load(client, config, backend, place)
-    metrics.update(reading)
-    metrics["load_rows_per_second"] = _rate(metrics["rows_raw"], timer.phases["load"])
-
-    with timer.phase("cleanse"):  # takes the raw partitions over: each is freed once cleansed
-        clean, counts = _cleanse(client, raw, selected, config.target, backend, place)
-    metrics["rows_clean"] = counts.get(rules.KEPT, 0)
-    metrics["dropped_by_rule"] = {r.name: counts.get(i, 0) for i, r in enumerate(selected, 1)}
-    if metrics["rows_clean"] == 0:
-        raise DatasetError(f"every row was dropped by the cleansing rules: "
-                           f"{metrics['dropped_by_rule']}")
+    clean, metrics = load_and_cleanse(client, config, timer)
+    metrics.update({"xgboost_device": config.device, "xgboost_nthread": threads or "per worker"})
 
     with timer.phase("split"):
         fractions = [1.0 - config.test_fraction, config.test_fraction]
         train, test = clean.random_split(fractions, random_state=config.split_seed, shuffle=True)
         train, test = client.persist([train, test], workers=place)
         wait([train, test])
+        del clean  # its partitions go now, before the training columns are placed (peak memory)
+        per_host = config.xgboost.ranks == "per-host"
         placed = training.place_surviving_losses(client, train, [*features.FEATURES, config.target], place,
-                                                 config.train_attempts, config.recovery_timeout_s)
-    del clean
+                                                 config.train_attempts, config.recovery_timeout_s, per_host)
+        ranks = placed.workers
+    if on_training_data is not None:
+        on_training_data(placed)
     metrics["rows_train"], metrics["rows_test"] = (int(n) for n in client.gather(client.compute(
         [train.map_partitions(len).sum(), test.map_partitions(len).sum()], workers=place)))
 
     x_columns = list(features.FEATURES)
-    params = _booster_params(config, threads)
+    rank_threads = training.host_threads(client, ranks, place) if per_host else threads
+    metrics["xgboost_ranks"] = len(ranks)
+    metrics["xgboost_rank_nthread"] = rank_threads or "per worker"
+    params = _booster_params(config, rank_threads)
     with timer.phase("train"):
         booster, attempts = training.train(client, placed, params, config.target,
                                            config.xgboost.num_boost_round, place,
@@ -133,6 +127,31 @@ def run(client: Client, config: Config, timer: PhaseTimer) -> dict[str, Any]:
     logger.info("taxi: %s rows -> %s clean; RMSE %.4f; phases %s", metrics["rows_raw"],
                 metrics["rows_clean"], metrics["rmse"], timer.phases)
     return metrics
+
+
+def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple[Any, dict[str, Any]]:
+    """The ``load`` and ``cleanse`` phases: the persisted model-ready frame and their
+    metrics (also what a benchmark of reading alone times)."""
+    backend = backends.resolve(config.dataframe, config.device, client)
+    backends.prepare_client(backend)
+    selected = rules.select(config.rules)
+    place = list(config.workers) or None
+    client.run(_warm_up, workers=place)  # imports on the workers, outside every phase
+    metrics: dict[str, Any] = {"backend": backend}
+
+    with timer.phase("load"):
+        raw, reading = _load(client, config, backend, place)
+    metrics.update(reading)
+    metrics["load_rows_per_second"] = _rate(metrics["rows_raw"], timer.phases["load"])
+
+    with timer.phase("cleanse"):  # takes the raw partitions over: each is freed once cleansed
+        clean, counts = _cleanse(client, raw, selected, config.target, backend, place)
+    metrics["rows_clean"] = counts.get(rules.KEPT, 0)
+    metrics["dropped_by_rule"] = {r.name: counts.get(i, 0) for i, r in enumerate(selected, 1)}
+    if metrics["rows_clean"] == 0:
+        raise DatasetError(f"every row was dropped by the cleansing rules: "
+                           f"{metrics['dropped_by_rule']}")
+    return clean, metrics
 
 
 def _load(client: Client, config: Config, backend: str,
@@ -253,7 +272,7 @@ def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules
     labels = rules.label(frame, selected)
     counts = labels.value_counts()
     counts = counts.to_pandas() if hasattr(counts, "to_pandas") else counts  # cuDF
-    return (features.make(frame[labels == rules.KEPT], target),
+    return (features.make(frame, target, keep=labels == rules.KEPT),
             {int(label): int(n) for label, n in counts.items()})
 
 

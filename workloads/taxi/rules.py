@@ -121,7 +121,63 @@ def evaluate(predicate: Predicate, frame: AnyType) -> AnyType:
 
 def label(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
     """An int8 Series: ``KEPT`` for rows every rule keeps, else 1 + the index of the first
-    rule that drops the row. Works on pandas and cuDF partitions alike."""
+    rule that drops the row. Works on pandas and cuDF partitions alike.
+
+    A pandas partition is labelled on its columns' NumPy arrays (:func:`label_arrays`):
+    each pandas Series operation allocates an indexed Series and checks alignment, which
+    made labelling cost a third of the reader's parse time; the arrays give the same
+    labels (NaN and NaT compare False in both) at a fraction of that."""
+    import pandas as pd
+
+    if isinstance(frame, pd.DataFrame):
+        return pd.Series(label_arrays(frame, rules), index=frame.index, name=s.FARE)
+    return _label_series(frame, rules)
+
+
+def label_arrays(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
+    """:func:`label` of a pandas frame as an int8 NumPy array."""
+    import numpy as np
+
+    columns: dict[str, AnyType] = {}
+
+    def column(name: str) -> AnyType:
+        if name not in columns:
+            columns[name] = frame[name].to_numpy()
+        return columns[name]
+
+    labels = np.zeros(len(frame), dtype=np.int8)
+    alive = np.ones(len(frame), dtype=bool)
+    for number, rule in enumerate(rules, start=1):
+        hit = _evaluate_arrays(rule.drops, column)
+        hit &= alive
+        labels[hit] = number
+        alive &= ~hit
+    return labels
+
+
+def _evaluate_arrays(predicate: Predicate, column) -> AnyType:
+    """:func:`evaluate` on NumPy arrays (``column(name)`` gives one)."""
+    import pandas as pd
+
+    if isinstance(predicate, IsNA):
+        missing = pd.isna(column(predicate.columns[0]))
+        for name in predicate.columns[1:]:
+            missing |= pd.isna(column(name))
+        return missing
+    if isinstance(predicate, Cmp):
+        right = column(predicate.value.name) if isinstance(predicate.value, Col) else predicate.value
+        return _OPS[predicate.op](column(predicate.column), right)
+    if isinstance(predicate, (Any, All)):
+        combine = operator.or_ if isinstance(predicate, Any) else operator.and_
+        result = _evaluate_arrays(predicate.terms[0], column)
+        for term in predicate.terms[1:]:
+            result = combine(result, _evaluate_arrays(term, column))
+        return result
+    raise TypeError(f"not a predicate: {predicate!r}")
+
+
+def _label_series(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
+    """:func:`label` with Series operations only (cuDF, and any frame that is not pandas)."""
     alive = frame[s.FARE].isna() | frame[s.FARE].notna()  # all True, on the frame's index
     # (built from a column so the same code makes a pandas or a cuDF Series)
     labels = alive.astype("int8") * 0

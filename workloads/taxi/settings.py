@@ -16,6 +16,7 @@ from . import schema as s
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 DEVICES = ("cpu", "cuda")
+RANKS = ("per-worker", "per-host")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,13 @@ class XGBoostSettings:
     gamma: float = 1.0
     seed: int = 0
     objective: str = "reg:squarederror"
+    # which workers become XGBoost ranks: every worker, or one per host with the threads of
+    # all that host's workers (workloads.taxi.training.rank_workers)
+    ranks: str = "per-worker"
+
+    def __post_init__(self) -> None:
+        if self.ranks not in RANKS:
+            raise ValueError(f"--xgb-ranks must be one of {RANKS}, got {self.ranks!r}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,8 @@ _FLAGS: dict[str, tuple[str, Any, str | None, str]] = {
     "xgb_max_depth": ("xgboost.max_depth", int, "N", "tree depth"),
     "xgb_subsample": ("xgboost.subsample", float, "F", "row subsample per tree"),
     "xgb_gamma": ("xgboost.gamma", float, "F", "minimum loss reduction to split"),
+    "xgb_ranks": ("xgboost.ranks", str, None, "XGBoost ranks: per-worker (default), or per-host: one rank per"
+                                              " host with all its workers' threads (CPU; fewer allreduces)"),
     "train_attempts": ("train_attempts", int, "N", "training attempts when workers are lost mid-training"),
     "recovery_timeout": ("recovery_timeout_s", float, "SECONDS",
                          "how long a retry waits for the lost workers to be replaced"),
@@ -100,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("taxi benchmark")
     for dest, (_, kind, metavar, help_text) in _FLAGS.items():
         flag = "--" + dest.replace("_", "-")
-        choices = {"dataframe": backends.CHOICES, "target": s.TARGETS}.get(dest)
+        choices = {"dataframe": backends.CHOICES, "target": s.TARGETS, "xgb_ranks": RANKS}.get(dest)
         group.add_argument(flag, dest=dest, type=kind, default=None, choices=choices,
                            metavar=metavar, help=help_text + " (default: profile, else built in)")
 
