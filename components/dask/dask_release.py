@@ -12,6 +12,7 @@ from components.dask.exposure import ExposureArgs, external_host, external_servi
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, dashboard_url, fullname, scheduler_host
+from components.dask import facts
 from components.settings.checks import placement_pool, placement_warnings
 from components.settings.model import POOL_ROLE_LABEL, DaskSpec, Settings
 
@@ -64,6 +65,9 @@ class DaskRelease(pulumi.ComponentResource):
         namespace = pulumi.Output.from_input(args.namespace)
         for warning in args.placement.warnings:
             pulumi.log.warn(warning, resource=self)
+        scripts = facts.chart_script_warning(d.dask_version)
+        if scripts:
+            pulumi.log.warn(scripts, resource=self)
 
         self.password = JupyterPassword(f"{name}-jupyter", child)
         tls_secret = f"{prefix}-tls" if d.tls else None

@@ -115,3 +115,20 @@ def nanny_environ_fact(dask_version: str) -> NannyEnvironFact:
 # ``state.opts[self.dest] = value`` for action "store"), so ``--memory-limit`` in extraArgs
 # (after the chart's own) is the one the worker uses.
 CLICK_LAST_OPTION_WINS = "click 8.0 src/click/parser.py, Option.process (action 'store')"
+
+
+# The chart's scheduler Deployment runs the ``dask-scheduler`` script (dask chart 2024.1.1,
+# templates/dask-scheduler-deployment.yaml: ``args: [dask-scheduler, ...]``; the worker's is
+# ``worker.image.dask_worker``, default ``dask-worker``). distributed removed both scripts in
+# 2026.6.0 (dask/distributed #9240; ``dask scheduler`` / ``dask worker`` since 2022.10.0).
+CHART_SCRIPTS = ("dask-scheduler", "dask-worker")
+SCRIPTS_REMOVED_IN = (2026, 6, 0)
+
+
+def chart_script_warning(dask_version: str) -> str | None:
+    """Why the chart's pods would not start on an image of this Dask, or None."""
+    if version_tuple(dask_version) < SCRIPTS_REMOVED_IN:
+        return None
+    return (f"the dask chart runs {' and '.join(CHART_SCRIPTS)}, which distributed removed in 2026.6.0"
+            f" (daskImageDaskVersion is {dask_version}): the image must provide them (images/dask-runtime"
+            " installs both as wrappers of `dask scheduler` / `dask worker`), or use daskBackend=operator")

@@ -259,3 +259,21 @@ def test_the_readmes_topology_b_commands_work_on_the_reference_stack():
     jupyter = containers(objects.named("Deployment", "dask-jupyter"))[0]
     assert jupyter["resources"]["limits"].get("nvidia.com/gpu") == 1
     assert objects.named("Deployment", "dask-worker")["spec"]["replicas"] == 7
+
+
+def test_the_chart_scripts_are_flagged_for_a_dask_without_them():
+    """dask chart 2024.1.1 runs ``dask-scheduler``/``dask-worker`` (its templates, read from the
+    pinned archive here); distributed 2026.6.0 removed them (dask/distributed #9240): preview
+    warns for such an image, and not for the paper's 2021.09.1."""
+    import tarfile
+
+    from components.dask import facts
+    from tests.artifacts import DASK_CHART, artifact_path
+
+    with tarfile.open(artifact_path(DASK_CHART)) as chart:
+        scheduler = chart.extractfile("dask/templates/dask-scheduler-deployment.yaml").read().decode()
+        values = chart.extractfile("dask/values.yaml").read().decode()
+    assert "- dask-scheduler" in scheduler and 'dask_worker: "dask-worker"' in values
+    assert facts.chart_script_warning("2021.09.1") is None
+    warning = facts.chart_script_warning("2026.7.1")
+    assert "removed in 2026.6.0" in warning and "daskBackend=operator" in warning

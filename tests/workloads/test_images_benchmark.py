@@ -131,3 +131,29 @@ def test_config_validation_names_the_field(data_root):
         config(data_root, batch_size=0)
     with pytest.raises(ValueError, match="preprocess must be one of"):
         config(data_root, preprocess="fancy")
+
+
+def test_a_worker_lost_while_the_model_loads_is_not_a_failed_run():
+    """distributed's scheduler stores a worker plugin, then broadcasts it; a worker that dies
+    mid-broadcast makes ``register_plugin`` raise CommClosedError (seen on a real cluster with
+    a worker pod deleted). The model is then broadcast again; a third failure is raised."""
+    from distributed.comm.core import CommClosedError
+
+    from workloads.images import benchmark
+
+    class Flaky:
+        def __init__(self, failures):
+            self.failures, self.calls = failures, 0
+
+        def register_plugin(self, plugin):
+            self.calls += 1
+            if self.calls <= self.failures:
+                raise CommClosedError("in <TLS (closed) ConnectionPool.register_worker_plugin>: Stream is closed")
+
+    once = Flaky(1)
+    benchmark.register_model(once, object())
+    assert once.calls == 2
+    always = Flaky(99)
+    with pytest.raises(CommClosedError, match="register_worker_plugin"):
+        benchmark.register_model(always, object())
+    assert always.calls == benchmark.MODEL_REGISTER_ATTEMPTS

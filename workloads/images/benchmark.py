@@ -172,6 +172,27 @@ def generate(data_dir: Path, profile: dict[str, Any]) -> None:
     synth.generate(dogs, **profile.get("generate", {}))
 
 
+MODEL_REGISTER_ATTEMPTS = 3
+
+
+def register_model(client, plugin, attempts: int = MODEL_REGISTER_ATTEMPTS) -> None:
+    """Load the model on every worker. The scheduler stores the plugin before it broadcasts it
+    (distributed scheduler.py ``register_worker_plugin``), so a worker that joins later loads it
+    on joining; a worker lost during the broadcast fails the broadcast with CommClosedError:
+    broadcast again to the workers that are there (a worker that has it already reloads it)."""
+    from distributed.comm.core import CommClosedError
+
+    for attempt in range(1, attempts + 1):
+        try:
+            client.register_plugin(plugin)
+            return
+        except (CommClosedError, OSError) as exc:
+            if attempt == attempts:
+                raise
+            logger.warning("a worker left while the model was loading (%s); loading it again on the workers"
+                           " that are there (%d of %d)", str(exc).splitlines()[0], attempt + 1, attempts)
+
+
 def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
     """Classify every image under ``config.dataset_dir/Images`` on the cluster behind
     ``client``; returns the metrics (see the module docstring for the phases)."""
@@ -189,7 +210,7 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
     futures: list = []
     try:
         with timer.phase("load_model"):
-            client.register_plugin(model.ModelPlugin(spec, only=restrict))
+            register_model(client, model.ModelPlugin(spec, only=restrict))
         with timer.phase("infer"):
             futures = client.map(classify_batch, batches, images_dir=listing.images_dir,
                                  recipe=config.preprocess, forward_batch=config.forward_batch,
