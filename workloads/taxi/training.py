@@ -90,13 +90,15 @@ def host_threads(client: Client, ranks: list[str], place: list[str] | None) -> i
     return counts.pop() if len(counts) == 1 else 0
 
 
-def place(client: Client, source: Any, columns: list[str], workers: list[str], per_host: bool = False) -> Placed:
+def place(client: Client, source: Any, columns: list[str], workers: list[str], per_host: bool = False,
+          restrict: list[str] | None = None) -> Placed:
     """Put group ``j`` of ``source``'s partitions on ``workers[j]`` (see the module
     docstring); waits until every group is there. Raises WorkersLostError if one of
-    ``workers`` leaves meanwhile (its group could never be placed)."""
+    ``workers`` leaves meanwhile (its group could never be placed). ``restrict``: the
+    workers a restricted run may use (the partitions are computed there too)."""
     if not workers:
         raise WorkersLostError("no worker to place the training data on")
-    sources = client.compute(source[columns].to_delayed())
+    sources = client.compute(source[columns].to_delayed(), workers=restrict)
     count = min(len(workers), len(sources))
     parts = [client.submit(_concat, *sources[j::count], workers=[workers[j]], allow_other_workers=False,
                            pure=False) for j in range(count)]
@@ -120,7 +122,7 @@ def place_surviving_losses(client: Client, source: Any, columns: list[str], plac
     for attempt in range(1, attempts + 1):
         ranked = ranked_workers(client, place_on, per_host)
         try:
-            return place(client, source, columns, ranked, per_host)
+            return place(client, source, columns, ranked, per_host, restrict=place_on)
         except WorkersLostError as exc:
             gone = lost_workers(client, ranked)
             logger.warning("placing the training data, attempt %d of %d: %s", attempt, attempts, exc)
@@ -150,7 +152,7 @@ def train(client: Client, placed: Placed, params: dict[str, Any], target: str, n
         ranked = placed.workers if attempt == 1 else ranked_workers(client, place_on, placed.per_host)[:want]
         try:
             if attempt > 1:
-                placed = place(client, placed.source, placed.columns, ranked, placed.per_host)
+                placed = place(client, placed.source, placed.columns, ranked, placed.per_host, restrict=place_on)
             frame = placed.frame()
             # XGBoost waits on the matrix's parts with distributed.wait, i.e. on the
             # *current* client: a caller inside `with Client(...)` of another client
