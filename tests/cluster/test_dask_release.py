@@ -232,10 +232,6 @@ def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(baseline_
     assert records[0]["metrics"]["images_scored"] > 0 and records[1]["metrics"]["rows_clean"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runner defect (workloads/): a worker pod deleted 2 s into the images run fails it with "
-    "'CommClosedError: in <TLS (closed) ConnectionPool.register_worker_plugin ...>: Stream is closed' "
-    "(the taxi run that follows succeeds); strict, so the fix turns this into a failure to remove"))
 def test_a_worker_pod_deleted_mid_run_is_survived_with_equal_results(kube_cluster, dask_release, baseline_run,
                                                                     tmp_path):
     _, baseline, _, _ = baseline_run
