@@ -14,6 +14,8 @@ from typing import Any
 import dask.config
 import yaml
 
+from workloads.tuning import dask_env_name
+
 _DEFAULTS = Path(__file__).with_name("dask-tkg.yaml")
 _DEPRECATED = {  # old environment variable -> the config key it set
     "DASK_TKG_CACHE": "tkg.cache",
@@ -27,16 +29,12 @@ with _DEFAULTS.open(encoding="utf-8") as _f:
     dask.config.update_defaults(yaml.safe_load(_f))
 
 
-def _new_name(key: str) -> str:
-    return "DASK_" + key.upper().replace(".", "__")
-
-
 def get(key: str, default: Any = None) -> Any:
     """``dask.config.get(key)``, honouring a deprecated ``DASK_TKG_*`` variable that is set
     where its ``DASK_TKG__*`` successor is not."""
     for old, new_key in _DEPRECATED.items():
-        if new_key == key and old in os.environ and _new_name(key) not in os.environ:
-            warnings.warn(f"{old} is deprecated: set {_new_name(key)} (Dask's config key {key!r})",
+        if new_key == key and old in os.environ and dask_env_name(key) not in os.environ:
+            warnings.warn(f"{old} is deprecated: set {dask_env_name(key)} (Dask's config key {key!r})",
                           FutureWarning, stacklevel=2)
             return os.environ[old]
     return dask.config.get(key, default=default)

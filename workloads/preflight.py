@@ -73,7 +73,7 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
     resolved = device
     if device == "auto":
         resolved = "cuda" if all(_has_cuda(f, packages) for f in facts.values()) else "cpu"
-    if resolved == "cuda" and "torchvision" in packages and not problems_left(problems):
+    if resolved == "cuda" and "torchvision" in packages and not any(problems.values()):
         for address, found in _decoder_problems(client, workers, facts).items():
             problems.setdefault(address, []).extend(found)
     problems = {k: v for k, v in problems.items() if v}
@@ -85,10 +85,6 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
             lines.append(f"  {_label(address, facts.get(address))}: " + "; ".join(issues))
         raise PreflightError("\n".join(lines))
     return Preflight(resolved, dict(sorted(facts.items())), mine, scheduler, shipped)
-
-
-def problems_left(problems: dict[str, list[str]]) -> bool:
-    return any(problems.values())
 
 
 def _decoder_problems(client, workers: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, list[str]]:

@@ -61,7 +61,11 @@ def failure_detection_config(worker_ttl_s: float = WORKER_TTL_S, tcp_timeout_s: 
             "distributed.comm.timeouts.tcp": f"{tcp_timeout_s:g}s"}
 
 
+def dask_env_name(key: str) -> str:
+    """The environment variable Dask reads a config key from (``a.b-c`` -> ``DASK_A__B_C``)."""
+    return "DASK_" + key.upper().replace(".", "__").replace("-", "_")
+
+
 def failure_detection_env(worker_ttl_s: float = WORKER_TTL_S, tcp_timeout_s: float = TCP_TIMEOUT_S) -> dict[str, str]:
     """The same as pod environment variables (Dask reads ``DASK_*`` as config)."""
-    return {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): value
-            for key, value in failure_detection_config(worker_ttl_s, tcp_timeout_s).items()}
+    return {dask_env_name(key): value for key, value in failure_detection_config(worker_ttl_s, tcp_timeout_s).items()}
