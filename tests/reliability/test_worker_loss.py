@@ -112,8 +112,9 @@ def test_taxi_survives_a_worker_lost_while_the_split_is_placed(cluster, client, 
 
     def place_after_a_kill(client_, source, columns, workers, *args, **kwargs):
         if not faults.fired("taxi-place-kill"):
-            client_.submit(faults.fire, "taxi-place-kill", workers=[workers[-1]], allow_other_workers=False,
-                           pure=False)
+            # held until the worker is gone: a future dropped at once may be released before it runs
+            fault = client_.submit(faults.fire, "taxi-place-kill", workers=[workers[-1]],  # noqa: F841
+                                   allow_other_workers=False, pure=False)
             deadline = time.monotonic() + 30
             while workers[-1] in workers_now(client_) and time.monotonic() < deadline:
                 time.sleep(0.1)

@@ -11,10 +11,11 @@ read before it can cleanse, so the record lists ``load`` first):
     Label each row with the first rule that drops it, keep the unlabelled rows, derive
     the features and persist that model-ready frame; the labels give each rule's count.
 ``split``
-    75/25 (``test_fraction``), random per row with a fixed seed, rows shuffled within
-    partitions; both halves persisted; the training columns placed one group of
-    partitions per XGBoost rank (:mod:`.training`: the model then does not depend on
-    where Dask kept the partitions).
+    75/25 (``test_fraction``), random per row with a seed per partition
+    (:class:`.training.Split`); both halves persisted, each cleansed partition freed once
+    its halves exist; the training half of partition ``i`` made on the worker of XGBoost
+    rank ``i % ranks`` (:mod:`.training`: the model then does not depend on where Dask
+    kept the partitions, and placing copies nothing).
 ``train``
     ``DaskQuantileDMatrix`` + ``xgb.dask.train`` (``tree_method=hist``, ``device`` cpu or
     cuda), the thread count set to the workers' threads. A worker lost mid-training
@@ -45,10 +46,11 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from distributed import Client, wait
+from distributed import Client, Future, wait
 
 from ..exceptions import DatasetError
 from ..progress import track
@@ -87,20 +89,21 @@ def run(client: Client, config: Config, timer: PhaseTimer,
     clean, metrics = load_and_cleanse(client, config, timer)
     metrics.update({"xgboost_device": config.device, "xgboost_nthread": threads or "per worker"})
 
-    with timer.phase("split"):
-        fractions = [1.0 - config.test_fraction, config.test_fraction]
-        train, test = clean.random_split(fractions, random_state=config.split_seed, shuffle=True)
-        train, test = client.persist([train, test], workers=place)
-        wait([train, test])
-        del clean  # its partitions go now, before the training columns are placed (peak memory)
+    with timer.phase("split"):  # each cleansed partition is freed once both its halves exist
+        split = training.Split(config.test_fraction, config.split_seed)
         per_host = config.xgboost.ranks == "per-host"
-        placed = training.place_surviving_losses(client, train, [*features.FEATURES, config.target], place,
+        test_parts = [client.submit(split.half, part, i, test=True, workers=place, pure=False)
+                      for i, part in enumerate(clean.parts)]
+        placed = training.place_surviving_losses(client, clean.parts, split.train_half, clean.meta, place,
                                                  config.train_attempts, config.recovery_timeout_s, per_host)
+        wait(test_parts)
         ranks = placed.workers
     if on_training_data is not None:
         on_training_data(placed)
-    metrics["rows_train"], metrics["rows_test"] = (int(n) for n in client.gather(client.compute(
-        [train.map_partitions(len).sum(), test.map_partitions(len).sum()], workers=place)))
+    metrics["rows_train"], metrics["rows_test"] = (sum(client.gather(client.map(len, parts, workers=place)))
+                                                   for parts in (placed.parts, test_parts))
+    test = Cleansed(test_parts, placed.meta).frame()
+    del test_parts
 
     x_columns = list(features.FEATURES)
     rank_threads = training.host_threads(client, ranks, place) if per_host else threads
@@ -111,7 +114,7 @@ def run(client: Client, config: Config, timer: PhaseTimer,
         booster, attempts = training.train(client, placed, params, config.target,
                                            config.xgboost.num_boost_round, place,
                                            config.train_attempts, config.recovery_timeout_s)
-    del placed, train
+    del placed
     metrics.update(attempts)
     metrics["train_rows_per_second"] = _rate(metrics["rows_train"], timer.phases["train"])
 
@@ -129,9 +132,23 @@ def run(client: Client, config: Config, timer: PhaseTimer,
     return metrics
 
 
-def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple[Any, dict[str, Any]]:
-    """The ``load`` and ``cleanse`` phases: the persisted model-ready frame and their
-    metrics (also what a benchmark of reading alone times)."""
+@dataclass
+class Cleansed:
+    """A frame persisted partition by partition on the workers (the model-ready frame, or
+    one half of the split)."""
+
+    parts: list[Future]
+    meta: Any  # an empty partition: the columns and their types
+
+    def frame(self) -> Any:
+        import dask.dataframe as dd
+
+        return dd.from_delayed(self.parts, meta=self.meta, verify_meta=False)
+
+
+def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple[Cleansed, dict[str, Any]]:
+    """The ``load`` and ``cleanse`` phases: the model-ready partitions and their metrics
+    (also what a benchmark of reading alone times)."""
     backend = backends.resolve(config.dataframe, config.device, client)
     backends.prepare_client(backend)
     selected = rules.select(config.rules)
@@ -239,16 +256,14 @@ def _tally(values: Any) -> dict[str, int]:
 
 
 def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], target: str,
-             backend: str, place: list[str] | None) -> tuple[Any, dict[int, int]]:
-    """The model-ready frame (persisted) and the row count per label.
+             backend: str, place: list[str] | None) -> tuple[Cleansed, dict[int, int]]:
+    """The model-ready partitions and the row count per label.
 
     One task per partition labels it once, keeps the rows no rule drops and derives the
     features. ``raw`` is emptied: once no future holds a raw partition, the scheduler
     frees it as soon as its cleansed one exists, so the load's frame and the cleansed
     frame are never both whole in memory (its lineage stays: a lost cleansed partition
     is still recomputed from the file)."""
-    import dask.dataframe as dd
-
     cleansed = client.map(_cleanse_partition, raw, selected=selected, target=target,
                           workers=place, pure=False)
     raw.clear()
@@ -261,7 +276,7 @@ def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], t
         for label, n in tally.items():
             counts[label] = counts.get(label, 0) + n
     meta = features.make(backends.from_arrow(s.empty_raw_table(), backend), target)
-    return dd.from_delayed(frames, meta=meta, verify_meta=False), counts
+    return Cleansed(frames, meta), counts
 
 
 def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules.Rule, ...],

@@ -92,4 +92,4 @@ def _make_arrays(frame: Any, target: str, keep: Any) -> Any:
     for name in list(COPIED) + [target]:
         columns[name] = column(name).astype("float32", copy=False)
     index = frame.index if mask is None else frame.index[mask]
-    return pd.DataFrame(columns, index=index)
+    return pd.DataFrame(columns, index=index, copy=False)  # the arrays are new: no second copy

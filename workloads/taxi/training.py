@@ -8,17 +8,21 @@ same rows in the same places, so that its model is bit for bit the undisturbed o
 
 * The model depends on which rows each XGBoost rank holds (each rank sketches quantiles,
   builds histograms and subsamples rows over its own rows), so it would change with
-  wherever Dask happened to keep each partition. :func:`place` fixes that: group ``j``
-  (partitions ``j, j+n, j+2n, ...`` of the split, concatenated in order) goes to the
-  worker XGBoost gives rank ``j``. XGBoost ranks workers by the string
+  wherever Dask happened to keep each partition. :func:`place` fixes that: the split's
+  training half of partition ``i`` is made on the worker XGBoost gives rank
+  ``i % n`` (the task that draws the half runs there), so rank ``j`` holds partitions
+  ``j, j+n, j+2n, ...`` in order. XGBoost ranks workers by the string
   ``[xgboost.dask-<worker name>]:<address>``; a nanny restarts a lost worker under its
-  old name, so each rank gets its old group back on the retry.
-* The split's partitions stay persisted for the whole phase: Dask recomputes the ones a
-  lost worker held from their lineage (same files, same seeds), so every attempt places
-  the same rows.
+  old name, so each rank gets its old partitions back on the retry.
+* Each partition's half is drawn from a generator seeded by the split's seed and the
+  partition's number (:class:`Split`), and the halves keep their lineage (same files,
+  same seeds): Dask recomputes the ones a lost worker held, and every attempt places the
+  same rows.
 
-Placing costs one copy of the training columns (moved where a partition is not already
-on its rank's worker); it is timed in ``split``, which prepares the training data.
+Placing copies nothing the split would not make anyway: a half is written where it is
+trained on (a cleansed partition kept on another worker is sent there first, and freed
+once both its halves exist), XGBoost takes each rank's partitions as they are, and its
+feature and label columns are views of them.
 
 With ``per_host`` ranks (``--xgb-ranks per-host``) only the first worker of each host (in
 XGBoost's rank order) becomes a rank, and it trains with the threads of all that host's
@@ -30,8 +34,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from distributed import Client, Future, wait
 
@@ -43,20 +48,47 @@ LOSS_GRACE_S = 5.0  # after a failed attempt: how long the scheduler may take to
 POLL_S = 0.25
 
 
+@dataclass(frozen=True)
+class Split:
+    """The train/test split: each row of partition ``i`` goes to the test half with
+    probability ``test_fraction``, drawn from a generator seeded by ``(seed, i)``, so a
+    partition recomputed after a lost worker splits exactly as it did the first time."""
+
+    test_fraction: float
+    seed: int
+
+    def half(self, frame: Any, index: int, test: bool) -> Any:
+        """Partition ``index``'s rows of one half (original order, a fresh RangeIndex)."""
+        import numpy as np
+
+        in_test = np.random.default_rng([self.seed, index]).random(len(frame)) < self.test_fraction
+        return frame.take(np.flatnonzero(in_test if test else ~in_test)).reset_index(drop=True)
+
+    def train_half(self, frame: Any, index: int) -> Any:
+        return self.half(frame, index, test=False)
+
+
 @dataclass
 class Placed:
-    """The training columns, one partition per XGBoost rank, on that rank's worker."""
+    """The training half, partition by partition, partition ``i`` on the worker of XGBoost
+    rank ``i % len(workers)``: nothing is concatenated or copied to place it."""
 
-    source: Any  # the persisted training half (all columns), kept for the retries
-    columns: list[str]
+    parts: list[Future]  # partition order
+    meta: Any  # an empty frame with the parts' columns and types
     workers: list[str]  # rank order
-    parts: list[Future]  # parts[j] lives on workers[j]
     per_host: bool = False  # one rank per host (ranked_workers)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.meta.columns)
+
+    def rank_worker(self, index: int) -> str:
+        return self.workers[index % len(self.workers)]
 
     def frame(self) -> Any:
         import dask.dataframe as dd
 
-        return dd.from_delayed(self.parts, meta=self.source._meta[self.columns], verify_meta=False)
+        return dd.from_delayed(self.parts, meta=self.meta, verify_meta=False)
 
 
 def current_workers(client: Client) -> dict[str, dict[str, Any]]:
@@ -90,46 +122,76 @@ def host_threads(client: Client, ranks: list[str], place: list[str] | None) -> i
     return counts.pop() if len(counts) == 1 else 0
 
 
-def place(client: Client, source: Any, columns: list[str], workers: list[str], per_host: bool = False,
-          restrict: list[str] | None = None) -> Placed:
-    """Put group ``j`` of ``source``'s partitions on ``workers[j]`` (see the module
-    docstring); waits until every group is there. Raises WorkersLostError if one of
-    ``workers`` leaves meanwhile (its group could never be placed). ``restrict``: the
-    workers a restricted run may use (the partitions are computed there too)."""
+def place(client: Client, parts: list[Future], task: Callable[[Any, int], Any], workers: list[str], meta: Any,
+          per_host: bool = False, restrict: list[str] | None = None) -> Placed:
+    """Submit ``task(part, i)`` for each of ``parts`` on the worker of rank
+    ``i % len(workers)`` (see the module docstring): the split's training half, or, on a
+    retry, the same partitions moved to the new ranks. ``parts`` is emptied, so each of
+    them is freed as soon as the tasks that need it are done. An unrestricted run lets a
+    lost worker's partitions be recomputed anywhere (a retry places them again);
+    ``restrict``: the workers a restricted run may use."""
     if not workers:
         raise WorkersLostError("no worker to place the training data on")
-    sources = client.compute(source[columns].to_delayed(), workers=restrict)
-    count = min(len(workers), len(sources))
-    parts = [client.submit(_concat, *sources[j::count], workers=[workers[j]], allow_other_workers=False,
-                           pure=False) for j in range(count)]
-    placed = Placed(source, columns, list(workers[:count]), parts, per_host)
+    placed = Placed([], meta, list(workers[:len(parts)]), per_host)
+    placed.parts = [client.submit(task, part, i, workers=[placed.rank_worker(i)], allow_other_workers=restrict is None,
+                                  pure=False) for i, part in enumerate(parts)]
+    parts.clear()
+    return placed
+
+
+def wait_placed(client: Client, placed: Placed) -> None:
+    """Wait until every placed partition exists on its rank's worker; WorkersLostError if
+    one of the ranks' workers leaves meanwhile. A partition the scheduler's work stealing
+    made elsewhere (a task restricted only loosely may be stolen by an idle worker) is
+    moved to its rank with a strict restriction; the move replaces it only once done, so
+    a worker lost meanwhile leaves ``placed`` with partitions any worker can recompute."""
+    _wait_unless_lost(client, placed.parts, placed.workers)
+    holders = client.who_has(placed.parts)
+    stolen = [i for i, part in enumerate(placed.parts) if placed.rank_worker(i) not in holders.get(part.key, ())]
+    moved = [client.submit(_same, placed.parts[i], i, workers=[placed.rank_worker(i)], allow_other_workers=False,
+                           pure=False) for i in stolen]
+    _wait_unless_lost(client, moved, placed.workers)
+    for i, part in zip(stolen, moved):
+        placed.parts[i] = part
+
+
+def _wait_unless_lost(client: Client, futures: list[Future], workers: list[str]) -> None:
     while True:
         try:
-            wait(parts, timeout=1)
-            return placed
+            wait(futures, timeout=1)
+            return
         except TimeoutError:
-            gone = lost_workers(client, placed.workers)
+            gone = lost_workers(client, workers)
             if gone:
                 raise WorkersLostError(f"lost {', '.join(gone)} while placing the training data") from None
 
 
-def place_surviving_losses(client: Client, source: Any, columns: list[str], place_on: list[str] | None,
-                           attempts: int, recovery_timeout_s: float, per_host: bool = False) -> Placed:
-    """:func:`place` on the ranked workers; a worker lost while the groups are placed is
-    survived like a loss during training: wait (at most ``recovery_timeout_s``) until the
-    cluster has as many workers as before, rank them again and place again, up to
-    ``attempts`` placements in all."""
+def place_surviving_losses(client: Client, parts: list[Future], task: Callable[[Any, int], Any], meta: Any,
+                           place_on: list[str] | None, attempts: int, recovery_timeout_s: float,
+                           per_host: bool = False) -> Placed:
+    """:func:`place` on the ranked workers and wait; a worker lost meanwhile is survived
+    like a loss during training: wait (at most ``recovery_timeout_s``) until the cluster
+    has as many workers as before, rank them again and move the partitions (the lost
+    ones recomputed from their lineage) to the new ranks, up to ``attempts`` placements
+    in all. A restricted run cannot take a replacement and fails at once."""
+    ranked = ranked_workers(client, place_on, per_host)
+    placed = place(client, parts, task, ranked, meta, per_host, restrict=place_on)
     for attempt in range(1, attempts + 1):
-        ranked = ranked_workers(client, place_on, per_host)
         try:
-            return place(client, source, columns, ranked, per_host, restrict=place_on)
+            wait_placed(client, placed)
+            return placed
         except WorkersLostError as exc:
-            gone = lost_workers(client, ranked)
+            gone = lost_workers(client, placed.workers)
             logger.warning("placing the training data, attempt %d of %d: %s", attempt, attempts, exc)
+            if place_on is not None:
+                raise WorkersLostError(f"placing the training data lost {', '.join(gone)}, one of the workers this run"
+                                       " is restricted to; a restricted run cannot take its replacement: run it"
+                                       " again") from exc
             if attempt == attempts:
                 raise WorkersLostError(f"placing the training data lost a worker in each of its {attempts}"
                                        f" attempt(s) (--train-attempts): {', '.join(gone)}") from exc
-            wait_for_workers(client, len(ranked), recovery_timeout_s, gone)
+            wait_for_workers(client, len(placed.workers), recovery_timeout_s, gone)
+            placed = place(client, placed.parts, _same, ranked_workers(client, place_on, per_host), meta, per_host)
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
@@ -151,8 +213,9 @@ def train(client: Client, placed: Placed, params: dict[str, Any], target: str, n
         started = time.perf_counter()
         ranked = placed.workers if attempt == 1 else ranked_workers(client, place_on, placed.per_host)[:want]
         try:
-            if attempt > 1:
-                placed = place(client, placed.source, placed.columns, ranked, placed.per_host, restrict=place_on)
+            if attempt > 1:  # the lost worker's partitions are recomputed from their lineage, then moved
+                placed = place(client, placed.parts, _same, ranked, placed.meta, placed.per_host, restrict=place_on)
+                wait_placed(client, placed)
             frame = placed.frame()
             # XGBoost waits on the matrix's parts with distributed.wait, i.e. on the
             # *current* client: a caller inside `with Client(...)` of another client
@@ -188,7 +251,7 @@ def check_placement(matrix: Any, placed: Placed) -> None:
     """Every rank's group where :func:`place` put it; a partition Dask recomputed
     elsewhere (its worker was lost) breaks that, and the attempt is lost with it."""
     found = {address: len(parts) for address, parts in matrix.worker_map.items()}
-    expected = {address: 1 for address in placed.workers}
+    expected = dict(Counter(placed.rank_worker(i) for i in range(len(placed.parts))))
     if found != expected:
         raise RuntimeError(f"training data not where it was placed: {found}, expected {expected}")
 
@@ -216,7 +279,6 @@ def wait_for_workers(client: Client, want: int, timeout: float, gone: list[str])
         time.sleep(POLL_S)
 
 
-def _concat(*parts: Any) -> Any:
-    from dask.dataframe.dispatch import concat
-
-    return parts[0] if len(parts) == 1 else concat(list(parts), ignore_index=True)
+def _same(part: Any, index: int) -> Any:
+    """A placed partition as it is (moved to the worker its task runs on)."""
+    return part
