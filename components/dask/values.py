@@ -27,9 +27,10 @@ from components.settings.model import DaskSpec
 # Every pod of the release: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab
 # in the background unless DISABLE_JUPYTER is set (facts.IMAGES); harmless for images without one.
 # Jupyter in the foreground as the container's main process (the image's CMD may be a shell
-# that exits without a TTY), behind the chart's config in /usr/local/etc/jupyter (password).
+# that exits without a TTY), behind the chart's config (the password), named with --config:
+# JupyterLab 3+ does not look for that file name by itself (chart.JUPYTER_CONFIG_FILE).
 JUPYTER_ARGS = ["jupyter", "lab", "--ip=0.0.0.0", f"--port={chart.JUPYTER_CONTAINER_PORT}", "--no-browser",
-                "--allow-root"]
+                "--allow-root", f"--config={chart.JUPYTER_CONFIG_FILE}"]
 
 
 @dataclass(frozen=True)
