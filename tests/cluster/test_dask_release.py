@@ -197,6 +197,65 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
         assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
 
 
+def declared_job(stack: DeclaredStack, kube_cluster) -> dict:
+    (job,) = stack.of_kind("Job")
+    return change_job(job, runtime_differences(kube_cluster))
+
+
+@pytest.fixture(scope="module")
+def data_jobs(kube_cluster, dask_release, data_server):
+    """The program's data Job, first configured to a month the server lacks and a corrupt dogs
+    archive (its first run, then deleted), then to the served files, on the same claim: the
+    re-run after fixing the settings that the Job's design expects."""
+    api, ns = kube_cluster.api_client, dask_release.namespace
+    broken_stack = declared_stack("reference", data_server.config(dogsImagesUrl=data_job.CORRUPT_ARCHIVE,
+                                                                  taxiMonths=[data_job.MISSING_MONTH]))
+    broken = declared_job(broken_stack, kube_cluster)
+    job, exited, log = data_job.run_until_exit(api, broken, timeout_s=120)
+    runs = {"broken": {"job": job, "exit": exited, "log": log}}
+    data_job.delete_job(api, ns, broken["metadata"]["name"])
+    prepared = declared_job(dask_release.stack, kube_cluster)
+    job, exited, log = data_job.run_until_exit(api, prepared, timeout_s=180)
+    if exited["exitCode"] == 0:
+        job = data_job.wait_complete(api, ns, prepared["metadata"]["name"], timeout_s=60)
+    runs["prepared"] = {"job": job, "exit": exited, "log": log}
+    return runs
+
+
+def test_a_data_job_whose_server_lacks_a_file_or_corrupts_one_fails_naming_both(data_jobs, data_server):
+    run = data_jobs["broken"]
+    assert run["exit"]["exitCode"] == 1, run["log"]
+    missing = data_server.server.url(data_server.paths["taxiUrlTemplate"].format(month=data_job.MISSING_MONTH))
+    assert (f"ERROR FAILED {missing} -> /ml-share/taxi/yellow_tripdata_{data_job.MISSING_MONTH}.parquet:"
+            " HTTP 404 Not Found (after 1 attempt)") in run["log"], run["log"]
+    assert ("ERROR FAILED /ml-share/dogs/images.tar -> /ml-share/dogs/Images: refused or failed to extract:"
+            " file could not be opened successfully") in run["log"], run["log"]
+    assert "summary: 3 done, 0 skipped, 2 failed" in run["log"]
+    assert not run["job"]["status"].get("succeeded"), run["job"]["status"]
+
+
+def relative_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_data_job_fills_the_claim_in_the_layout_the_runner_reads(data_jobs, data_server, dask_release):
+    run = data_jobs["prepared"]
+    assert run["exit"]["exitCode"] == 0, run["log"]
+    assert run["job"]["status"].get("succeeded") == 1
+    share, www = dask_release.share, data_server.server.root
+    with tarfile.open(www / data_server.paths["dogsImagesUrl"].lstrip("/")) as tar:
+        served_images = {m.name.removeprefix("Images/"): tar.extractfile(m).read() for m in tar if m.isfile()}
+    assert relative_files(share / "dogs" / "Images") == served_images and len(served_images) == 30
+    for setting, on_share in (("dogsLabelsUrl", "dogs/imagenet1000_clsidx_to_labels.txt"),
+                              ("modelWeightsUrl", "models/resnet50-0676ba61.pth")):
+        assert (share / on_share).read_bytes() == (www / data_server.paths[setting].lstrip("/")).read_bytes()
+    template = data_server.paths["taxiUrlTemplate"].lstrip("/")
+    assert relative_files(share / "taxi") == {f"yellow_tripdata_{m}.parquet": (www / template.format(month=m))
+                                              .read_bytes() for m in data_server.months}
+    status = json.loads((share / ".prepare-status.json").read_text())
+    assert status["ok"] and status["root"] == "/ml-share", status
+
+
 def stack_outputs(release: Release) -> dict:
     """``pulumi stack output --json --show-secrets`` of the program's run, with the differences
     this cluster needs: the scheduler by its Service's ClusterIP (the program's address is the
@@ -264,13 +323,20 @@ def baseline_run(dask_release, data_jobs, tmp_path_factory):
     return run_runner(dask_release, tmp_path_factory.mktemp("runner"))
 
 
-def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(baseline_run):
+def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(baseline_run, dask_release):
+    import pyarrow.parquet as pq
+
     proc, records, log, out = baseline_run
     assert proc.returncode == 0, log
     assert sorted(r["benchmark"] for r in records) == ["images", "taxi"]
     assert all(r["status"] == "succeeded" for r in records), records
     assert (out / "report.html").is_file()
     assert records[0]["metrics"]["images_scored"] > 0 and records[1]["metrics"]["rows_clean"] > 0
+    # over what the Job put on the claim (nothing else writes there)
+    share = dask_release.share
+    assert records[0]["metrics"]["images_total"] == sum(1 for p in (share / "dogs" / "Images").rglob("*") if p.is_file())
+    assert records[1]["metrics"]["rows_raw"] == sum(pq.ParquetFile(p).metadata.num_rows
+                                                    for p in (share / "taxi").glob("*.parquet"))
 
 
 def test_a_worker_pod_deleted_mid_run_is_survived_with_equal_results(kube_cluster, dask_release, baseline_run,
@@ -284,62 +350,3 @@ def test_a_worker_pod_deleted_mid_run_is_survived_with_equal_results(kube_cluste
     assert [comparable(r) for r in records] == [comparable(r) for r in baseline]
     # the Deployment replaced the pod
     wait_running(kube_cluster.api_client, dask_release.namespace, "component=worker", WORKERS, timeout_s=120)
-
-
-def declared_job(stack: DeclaredStack, kube_cluster) -> dict:
-    (job,) = stack.of_kind("Job")
-    return change_job(job, runtime_differences(kube_cluster))
-
-
-@pytest.fixture(scope="module")
-def data_jobs(kube_cluster, dask_release, data_server):
-    """The program's data Job, first configured to a month the server lacks and a corrupt dogs
-    archive (its first run, then deleted), then to the served files, on the same claim: the
-    re-run after fixing the settings that the Job's design expects."""
-    api, ns = kube_cluster.api_client, dask_release.namespace
-    broken_stack = declared_stack("reference", data_server.config(dogsImagesUrl=data_job.CORRUPT_ARCHIVE,
-                                                                  taxiMonths=[data_job.MISSING_MONTH]))
-    broken = declared_job(broken_stack, kube_cluster)
-    job, exited, log = data_job.run_until_exit(api, broken, timeout_s=120)
-    runs = {"broken": {"job": job, "exit": exited, "log": log}}
-    data_job.delete_job(api, ns, broken["metadata"]["name"])
-    prepared = declared_job(dask_release.stack, kube_cluster)
-    job, exited, log = data_job.run_until_exit(api, prepared, timeout_s=180)
-    if exited["exitCode"] == 0:
-        job = data_job.wait_complete(api, ns, prepared["metadata"]["name"], timeout_s=60)
-    runs["prepared"] = {"job": job, "exit": exited, "log": log}
-    return runs
-
-
-def test_a_data_job_whose_server_lacks_a_file_or_corrupts_one_fails_naming_both(data_jobs, data_server):
-    run = data_jobs["broken"]
-    assert run["exit"]["exitCode"] == 1, run["log"]
-    missing = data_server.server.url(data_server.paths["taxiUrlTemplate"].format(month=data_job.MISSING_MONTH))
-    assert (f"ERROR FAILED {missing} -> /ml-share/taxi/yellow_tripdata_{data_job.MISSING_MONTH}.parquet:"
-            " HTTP 404 Not Found (after 1 attempt)") in run["log"], run["log"]
-    assert ("ERROR FAILED /ml-share/dogs/images.tar -> /ml-share/dogs/Images: refused or failed to extract:"
-            " file could not be opened successfully") in run["log"], run["log"]
-    assert "summary: 3 done, 0 skipped, 2 failed" in run["log"]
-    assert not run["job"]["status"].get("succeeded"), run["job"]["status"]
-
-
-def relative_files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def test_the_data_job_fills_the_claim_in_the_layout_the_runner_reads(data_jobs, data_server, dask_release):
-    run = data_jobs["prepared"]
-    assert run["exit"]["exitCode"] == 0, run["log"]
-    assert run["job"]["status"].get("succeeded") == 1
-    share, www = dask_release.share, data_server.server.root
-    with tarfile.open(www / data_server.paths["dogsImagesUrl"].lstrip("/")) as tar:
-        served_images = {m.name.removeprefix("Images/"): tar.extractfile(m).read() for m in tar if m.isfile()}
-    assert relative_files(share / "dogs" / "Images") == served_images and len(served_images) == 30
-    for setting, on_share in (("dogsLabelsUrl", "dogs/imagenet1000_clsidx_to_labels.txt"),
-                              ("modelWeightsUrl", "models/resnet50-0676ba61.pth")):
-        assert (share / on_share).read_bytes() == (www / data_server.paths[setting].lstrip("/")).read_bytes()
-    template = data_server.paths["taxiUrlTemplate"].lstrip("/")
-    assert relative_files(share / "taxi") == {f"yellow_tripdata_{m}.parquet": (www / template.format(month=m))
-                                              .read_bytes() for m in data_server.months}
-    status = json.loads((share / ".prepare-status.json").read_text())
-    assert status["ok"] and status["root"] == "/ml-share", status
