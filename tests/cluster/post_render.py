@@ -29,11 +29,9 @@ Deployments, and nothing else. The differences, and why each one is needed here:
 8. Jupyter gets an ``emptyDir`` at each of ``writable["jupyter"]``: the program's
    ``jupyter.extraConfig`` (components/dask/values.py, ``labextension_config``) writes the
    Dask JupyterLab extension's default URL into ``<sys.prefix>/share/jupyter/lab/settings``,
-   writable in the RAPIDS image but read-only here (2.), and a config file that raises is
-   dropped whole (traitlets 5.16.1 ``Application._load_config_files``: "Exception while
-   loading config file", logged; JupyterLab 4.6.6 then starts with a random token and
-   refuses the password, as tried here). Jupyter's command, config, password,
-   ports and mounts are otherwise the program's (JupyterLab from requirements-test.txt).
+   writable in the RAPIDS image but read-only here (2.); without it the config would only
+   report that it could not write there. Jupyter's command, config, password, ports and
+   mounts are otherwise the program's (JupyterLab from requirements-test.txt).
 
 The data Job is applied from the program's objects, not by Helm; :func:`change_job`
 applies 1., 2. (the interpreter only: its ``python`` runs the ConfigMap's standard-library

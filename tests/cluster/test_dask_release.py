@@ -24,8 +24,8 @@ import json
 import socket
 import ssl
 import subprocess
-import tarfile
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -33,6 +33,7 @@ import pytest
 from distributed import Client
 from distributed.security import Security
 
+from components.dask.values import dashboard_url
 from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import data_job, helm
@@ -168,12 +169,25 @@ def test_jupyter_accepts_the_generated_password_and_refuses_others(dask_release)
     assert Browser(base).request("/api/status?token=").status == 403  # no empty-token way in
 
 
-def listening_ports(kube_cluster, namespace: str, pod: str) -> set[int]:
+def test_jupyter_ran_the_whole_of_the_charts_config(kube_cluster, dask_release):
+    """The program's extraConfig, after the password in the chart's file, ran in the pod."""
+    (pod,) = pods(kube_cluster.api_client, dask_release.namespace, "component=jupyter")
+    written = json.loads(pod_exec(kube_cluster, dask_release.namespace, pod["metadata"]["name"],
+                                  "cat", str(LAB_SETTINGS / "overrides.json")))
+    assert written == {"dask-labextension:plugin": {"defaultURL": dashboard_url("dask", dask_release.namespace)}}
+
+
+def pod_exec(kube_cluster, namespace: str, pod: str, *command: str) -> str:
     out = subprocess.run([str(KUBE_CACHE / "bin" / "kubectl"), f"--kubeconfig={kube_cluster.kubeconfig}",
-                          "-n", namespace, "exec", pod, "--", "ss", "-H", "-ltn"],
+                          "-n", namespace, "exec", pod, "--", *command],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    return {int(line.split()[3].rsplit(":", 1)[1]) for line in out.stdout.splitlines() if line.strip()}
+    return out.stdout
+
+
+def listening_ports(kube_cluster, namespace: str, pod: str) -> set[int]:
+    out = pod_exec(kube_cluster, namespace, pod, "ss", "-H", "-ltn")
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in out.splitlines() if line.strip()}
 
 
 def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, dask_release):
