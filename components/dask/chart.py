@@ -13,6 +13,15 @@ SCHEDULER_PORT = 8786
 DASHBOARD_PORT = 8787  # the chart's webUI service port; the paper's users opened :8787
 JUPYTER_PORT = 80
 JUPYTER_CONTAINER_PORT = 8888  # dask-jupyter-deployment.yaml containerPort; the Service's target
+# Where the chart puts the Jupyter password: its ConfigMap's one key
+# (dask-jupyter-config.yaml: ``c.NotebookApp.password = '{{ .Values.jupyter.password }}'``),
+# mounted at /usr/local/etc/jupyter (dask-jupyter-deployment.yaml, config-volume). Only
+# the classic Notebook server (notebook < 7) reads a file of that name by itself: Jupyter
+# Server 1.x and 2.x look for jupyter_server_config (jupyter_core 5.9.1 application.py,
+# ``_config_file_name_default``: the app's name + "_config"), so ``jupyter lab`` ignores it
+# and starts with a random token instead of the password (dask/helm-chart#512, open, seen
+# with this chart and JupyterLab 4.6.6 on the test cluster). The Jupyter command names it.
+JUPYTER_CONFIG_FILE = "/usr/local/etc/jupyter/jupyter_notebook_config.py"
 
 # dask-scheduler-deployment.yaml and dask-jupyter-deployment.yaml hard-code
 # ``strategy: {type: RollingUpdate}`` (Kubernetes' defaults: maxSurge 25 % rounded up,

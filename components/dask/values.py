@@ -27,9 +27,10 @@ from components.settings.model import DaskSpec
 # Every pod of the release: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab
 # in the background unless DISABLE_JUPYTER is set (facts.IMAGES); harmless for images without one.
 # Jupyter in the foreground as the container's main process (the image's CMD may be a shell
-# that exits without a TTY), behind the chart's config in /usr/local/etc/jupyter (password).
+# that exits without a TTY), behind the chart's config (the password), named with --config:
+# JupyterLab 3+ does not look for that file name by itself (chart.JUPYTER_CONFIG_FILE).
 JUPYTER_ARGS = ["jupyter", "lab", "--ip=0.0.0.0", f"--port={chart.JUPYTER_CONTAINER_PORT}", "--no-browser",
-                "--allow-root"]
+                "--allow-root", f"--config={chart.JUPYTER_CONFIG_FILE}"]
 
 
 @dataclass(frozen=True)
@@ -72,17 +73,23 @@ def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
 
 def labextension_config(url: str) -> str:
     """Jupyter server config (Python) that points the Dask JupyterLab extension at the
-    scheduler's dashboard, so nobody types its address in by hand."""
+    scheduler's dashboard, so nobody types its address in by hand. Best effort: it shares
+    the chart's one config file with the password, and a file that raises is dropped whole
+    (traitlets 5.16.1 ``Application._load_config_files``), so a failure is only reported."""
     settings = json.dumps({"dask-labextension:plugin": {"defaultURL": url}})
     return "\n".join([
         "# Written by dask-tkg: default dashboard of the Dask JupyterLab extension.",
         "import json as _json, os as _os, sys as _sys",
         "_dir = _os.path.join(_sys.prefix, 'share', 'jupyter', 'lab', 'settings')",
-        "_os.makedirs(_dir, exist_ok=True)",
-        "_path = _os.path.join(_dir, 'overrides.json')",
-        "_doc = _json.load(open(_path)) if _os.path.exists(_path) else {}",
-        f"_doc.update(_json.loads({settings!r}))",
-        "_json.dump(_doc, open(_path, 'w'))",
+        "try:",
+        "    _os.makedirs(_dir, exist_ok=True)",
+        "    _path = _os.path.join(_dir, 'overrides.json')",
+        "    _doc = _json.load(open(_path)) if _os.path.exists(_path) else {}",
+        f"    _doc.update(_json.loads({settings!r}))",
+        "    _json.dump(_doc, open(_path, 'w'))",
+        "except (OSError, ValueError) as _exc:  # the password above must still apply",
+        "    print(\"dask-tkg: the Dask dashboard's default URL was not written to %s: %s\" % (_dir, _exc),",
+        "          file=_sys.stderr)",
     ])
 
 

@@ -21,13 +21,22 @@ Deployments, and nothing else. The differences, and why each one is needed here:
 6. workers reach the scheduler by its Service's address from the environment kubelet
    gives every pod (``$(DASK_SCHEDULER_SERVICE_HOST)``) instead of by DNS name: there is
    no cluster DNS add-on here (CoreDNS is not packaged in Debian bookworm);
-8. the scheduler and workers start as ``dask scheduler`` / ``dask worker``: distributed
+7. the scheduler and workers start as ``dask scheduler`` / ``dask worker``: distributed
    2026.7.1 (requirements.txt, images/dask-runtime/Dockerfile) no longer installs the
    ``dask-scheduler``/``dask-worker`` executables the chart (2024.1.1) runs (its entry
    points are ``dask_cli`` scheduler/worker only), so the chart's commands fail there with
    ``exec: "dask-scheduler": executable file not found in $PATH`` (seen on this cluster);
-7. Jupyter's Deployment is scaled to ``jupyter_replicas`` (0 where the prepared environment
-   holds no JupyterLab).
+8. Jupyter gets an ``emptyDir`` at each of ``writable["jupyter"]``: the program's
+   ``jupyter.extraConfig`` (components/dask/values.py, ``labextension_config``) writes the
+   Dask JupyterLab extension's default URL into ``<sys.prefix>/share/jupyter/lab/settings``,
+   writable in the RAPIDS image but read-only here (2.); without it the config would only
+   report that it could not write there. Jupyter's command, config, password, ports and
+   mounts are otherwise the program's (JupyterLab from requirements-test.txt).
+
+The data Job is applied from the program's objects, not by Helm; :func:`change_job`
+applies 1., 2. (the interpreter only: its ``python`` runs the ConfigMap's standard-library
+``prepare.py`` as declared) and 5. to it. Its download URLs are the program's, set by
+configuration (``dogsImagesUrl``, ... as a user would) to a server on the cluster's bridge.
 
 Usage (by Helm): post_render.py DIFFERENCES.json < rendered.yaml > changed.yaml
 """
@@ -50,6 +59,12 @@ def _mounts(spec: dict, container: dict, paths: list[dict]) -> None:
         mounts.append({"name": name, "mountPath": path["container"], "readOnly": True})
 
 
+def _writable(spec: dict, container: dict, paths: list[str]) -> None:
+    for i, path in enumerate(paths):
+        spec.setdefault("volumes", []).append({"name": f"writable-{i}", "emptyDir": {}})
+        container.setdefault("volumeMounts", []).append({"name": f"writable-{i}", "mountPath": path})
+
+
 def _env(container: dict, env: dict[str, str]) -> None:
     entries = [e for e in container.get("env", []) if e["name"] not in env]
     container["env"] = entries + [{"name": k, "value": v} for k, v in env.items()]
@@ -62,13 +77,12 @@ def change_deployment(obj: dict, d: dict[str, Any]) -> dict:
     spec["tolerations"] = [*spec.get("tolerations", []), d["toleration"]]
     if component == "worker":
         obj["spec"]["replicas"] = d["worker_replicas"]
-    if component == "jupyter":
-        obj["spec"]["replicas"] = d["jupyter_replicas"]
     for container in spec["containers"]:
         container["image"] = d["image"]
         container["imagePullPolicy"] = "Never"
         container["resources"] = d["resources"][component]
         _mounts(spec, container, d["mounts"])
+        _writable(spec, container, d.get("writable", {}).get(component, []))
         _env(container, d["env"])
         args = container.get("args") or []
         if component in ("scheduler", "worker") and args:
@@ -78,6 +92,17 @@ def change_deployment(obj: dict, d: dict[str, Any]) -> dict:
             for flag, value in (("--nthreads", d["worker_threads"]), ("--memory-limit", d["worker_memory"])):
                 if flag in args:
                     args[args.index(flag) + 1] = value
+    return obj
+
+
+def change_job(obj: dict, d: dict[str, Any]) -> dict:
+    spec = obj["spec"]["template"]["spec"]
+    spec["tolerations"] = [*spec.get("tolerations", []), d["toleration"]]
+    for container in spec["containers"]:
+        container["image"] = d["image"]
+        container["imagePullPolicy"] = "Never"
+        _mounts(spec, container, d["interpreter_mounts"])
+        _env(container, {"PATH": d["env"]["PATH"]})
     return obj
 
 

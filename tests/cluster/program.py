@@ -55,8 +55,10 @@ class DeclaredStack:
         return self.dask_release["namespace"]
 
 
-def declared_stack(name: str) -> DeclaredStack:
+def declared_stack(name: str, config: dict[str, Any] | None = None) -> DeclaredStack:
+    """The stack's declared objects; ``config`` adds settings (as ``pulumi config set`` would)."""
     stack, overrides = STACKS[name]
+    overrides = {**overrides, **(config or {})}
     graph = run_program(stack, config=overrides)
     if graph.error is not None:
         raise RuntimeError(f"the program failed for stack {name}: {graph.traceback}")

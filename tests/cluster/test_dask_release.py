@@ -1,14 +1,22 @@
 """The program's Dask release running on the real node: pods Running, workers on the scheduler
-over mutual TLS, a client without the certificate refused, no unintended listening port.
+over mutual TLS, a client without the certificate refused, Jupyter's login taking the
+generated password and refusing others, no unintended listening port; the program's data
+Job filling the dataset claim from a server on the cluster's bridge (tests.cluster.data_job),
+and failing with the downloader's errors where that server lacks a file or serves a corrupt
+one; the runner from outside on the data the Job prepared.
 
 What differs from the program's output is one list, in tests/cluster/post_render.py (the
 image stand-in with the Python environment mounted read-only from the node, CPU instead of
 GPU workers, smaller requests, no node selectors, the scheduler by its Service's address
-since there is no cluster DNS, Jupyter scaled to 0), plus, here:
+since there is no cluster DNS, a writable JupyterLab settings directory), plus, here:
 - the ``dask-tls`` Secret's values: real certificates made like components/dask/tls.py
   declares them (under Pulumi's mocks pulumi-tls returns placeholder text);
 - the shared claims bound to hostPath PersistentVolumes on the one node, standing in for the
-  NFS share (no NFS server runs in this machine's kernel).
+  NFS share: this machine's kernel has no ``nfs`` filesystem (absent from /proc/filesystems,
+  no module to load), so kubelet cannot mount an NFS volume whatever serves it (a userspace
+  server such as nfs-ganesha could run, but nothing here can mount what it exports);
+- the data settings (``dogsImagesUrl``, ``dogsLabelsUrl``, ``modelWeightsUrl``,
+  ``taxiUrlTemplate``, ``taxiMonths``) set to nginx on the bridge, as a user sets them.
 """
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -24,13 +33,16 @@ import pytest
 from distributed import Client
 from distributed.security import Security
 
+from components.dask.values import dashboard_url
 from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
-from tests.cluster import helm
-from tests.cluster.kube import delete_namespace, install_tkg_pod_security, pods, wait_for, wait_running
+from tests.cluster import data_job, helm
+from tests.cluster.jupyter import Browser, logged_in, serving
+from tests.cluster.kube import delete_namespace, install_tkg_pod_security, pods, running, wait_for, wait_running
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
-from tests.cluster.program import declared_stack
+from tests.cluster.post_render import change_job
+from tests.cluster.program import DeclaredStack, declared_stack, stack_settings
 from tests.cluster.test_placement import apply_guest_half, shared_volume_stand_ins
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,22 +50,30 @@ WORKERS = 2
 SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
 
 
+# JupyterLab's app settings directory (jupyterlab 4.6.6 jupyterlab/commands.py, get_app_dir:
+# <sys.prefix>/share/jupyter/lab; settings under it), where the program's extraConfig writes
+LAB_SETTINGS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
+
+
 def runtime_differences(kube_cluster) -> dict:
     venv, base = Path(sys.prefix), Path(sys.base_prefix)
-    mounts = [{"host": str(base), "container": str(base)}, {"host": str(venv), "container": str(venv)},
-              {"host": str(REPO / "workloads"), "container": "/opt/dask-tkg/workloads"}]
-    return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts,
+    interpreter = [{"host": str(base), "container": str(base)}, {"host": str(venv), "container": str(venv)}]
+    mounts = [*interpreter, {"host": str(REPO / "workloads"), "container": "/opt/dask-tkg/workloads"}]
+    LAB_SETTINGS.mkdir(parents=True, exist_ok=True)  # the writable mount's mount point in the read-only venv
+    return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts, "interpreter_mounts": interpreter,
+            "writable": {"jupyter": [str(LAB_SETTINGS)]},
             "env": {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": "/opt/dask-tkg",
                     "HOME": "/tmp"},
             "resources": {"scheduler": SMALL, "worker": SMALL, "jupyter": SMALL},
-            "worker_replicas": WORKERS, "worker_threads": "1", "worker_memory": "2Gi", "jupyter_replicas": 0,
+            "worker_replicas": WORKERS, "worker_threads": "1", "worker_memory": "2Gi",
             "toleration": REAL_NODE_TOLERATION, "scheduler_service": "dask-scheduler"}
 
 
 class Release:
-    def __init__(self, namespace: str, tls_dir: Path, scheduler_ip: str, share: Path, outputs: dict):
-        self.namespace, self.tls_dir, self.scheduler_ip = namespace, tls_dir, scheduler_ip
-        self.share, self.program_outputs = share, outputs
+    def __init__(self, stack: DeclaredStack, tls_dir: Path, service_ips: dict[str, str], share: Path):
+        self.stack, self.namespace, self.tls_dir = stack, stack.dask_namespace, tls_dir
+        self.scheduler_ip, self.jupyter_ip = service_ips["dask-scheduler"], service_ips["dask-jupyter"]
+        self.share, self.program_outputs = share, stack.outputs
 
     @property
     def address(self) -> str:
@@ -66,9 +86,22 @@ class Release:
 
 
 @pytest.fixture(scope="module")
-def dask_release(kube_cluster, tmp_path_factory):
+def data_server(kube_cluster, tmp_path_factory):
+    served = data_job.serve(kube_cluster.net, tmp_path_factory.mktemp("data-server"),
+                            stack_settings("reference").data)
+    yield served
+    served.server.stop()
+
+
+def service_ips(api, namespace: str, names: tuple[str, ...]) -> dict[str, str]:
+    return {name: api_request(api, "GET", f"/api/v1/namespaces/{namespace}/services/{name}")["spec"]["clusterIP"]
+            for name in names}
+
+
+@pytest.fixture(scope="module")
+def dask_release(kube_cluster, data_server, tmp_path_factory):
     api = kube_cluster.api_client
-    stack = declared_stack("reference")
+    stack = declared_stack("reference", data_server.config())
     ns = stack.dask_namespace
     tmp = tmp_path_factory.mktemp("dask-release")
     volumes = shared_volume_stand_ins(stack, tmp / "share")
@@ -88,10 +121,10 @@ def dask_release(kube_cluster, tmp_path_factory):
                      differences=runtime_differences(kube_cluster))
         wait_running(api, ns, "component=scheduler", 1, timeout_s=180)
         wait_running(api, ns, "component=worker", WORKERS, timeout_s=180)
-        service = api_request(api, "GET", f"/api/v1/namespaces/{ns}/services/dask-scheduler")
+        wait_running(api, ns, "component=jupyter", 1, timeout_s=120)
         dataset_claim = stack.dask_release["values"]["worker"]["mounts"]["volumes"][0]["persistentVolumeClaim"]
-        yield Release(ns, tmp / "tls", service["spec"]["clusterIP"], tmp / "share" / dataset_claim["claimName"],
-                      stack.outputs)
+        yield Release(stack, tmp / "tls", service_ips(api, ns, ("dask-scheduler", "dask-jupyter")),
+                      tmp / "share" / dataset_claim["claimName"])
     finally:
         delete_namespace(api, ns, timeout_s=120)
         for volume in volumes:
@@ -119,12 +152,42 @@ def test_a_client_without_the_certificate_is_refused(dask_release):
                 tls.recv(1)  # TLS 1.3: the server's refusal arrives after the client's Finished
 
 
-def listening_ports(kube_cluster, namespace: str, pod: str) -> set[int]:
+def test_jupyter_accepts_the_generated_password_and_refuses_others(dask_release):
+    """A real login through the chart's Service, with the password the stack exports."""
+    password = dask_release.program_outputs["jupyterPassword"]["__secret__"]
+    base = f"http://{dask_release.jupyter_ip}:80"
+    wait_for("Jupyter's login page", lambda: serving(base), 90)
+    refused = Browser(base)
+    wrong = refused.login(password + "x")
+    assert (wrong.status, wrong.location) == (401, None) and "Invalid credentials" in wrong.body
+    assert not logged_in(wrong) and refused.request("/api/status").status == 403
+    browser = Browser(base)
+    right = browser.login(password)
+    assert (right.status, right.location) == (302, "/lab") and logged_in(right), right
+    status = browser.request("/api/status")
+    assert status.status == 200 and '"kernels"' in status.body
+    assert Browser(base).request("/api/status?token=").status == 403  # no empty-token way in
+
+
+def test_jupyter_ran_the_whole_of_the_charts_config(kube_cluster, dask_release):
+    """The program's extraConfig, after the password in the chart's file, ran in the pod."""
+    (pod,) = pods(kube_cluster.api_client, dask_release.namespace, "component=jupyter")
+    written = json.loads(pod_exec(kube_cluster, dask_release.namespace, pod["metadata"]["name"],
+                                  "cat", str(LAB_SETTINGS / "overrides.json")))
+    assert written == {"dask-labextension:plugin": {"defaultURL": dashboard_url("dask", dask_release.namespace)}}
+
+
+def pod_exec(kube_cluster, namespace: str, pod: str, *command: str) -> str:
     out = subprocess.run([str(KUBE_CACHE / "bin" / "kubectl"), f"--kubeconfig={kube_cluster.kubeconfig}",
-                          "-n", namespace, "exec", pod, "--", "ss", "-H", "-ltn"],
+                          "-n", namespace, "exec", pod, "--", *command],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    return {int(line.split()[3].rsplit(":", 1)[1]) for line in out.stdout.splitlines() if line.strip()}
+    return out.stdout
+
+
+def listening_ports(kube_cluster, namespace: str, pod: str) -> set[int]:
+    out = pod_exec(kube_cluster, namespace, pod, "ss", "-H", "-ltn")
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in out.splitlines() if line.strip()}
 
 
 def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, dask_release):
@@ -136,14 +199,75 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
         host = address.split("://")[1].rsplit(":", 1)[0]
         meant_by_ip.setdefault(host, set()).update(
             {int(address.rsplit(":", 1)[1]), int(worker["nanny"].rsplit(":", 1)[1])})
-    for pod in pods(api, dask_release.namespace):
+    checked = [pod for pod in pods(api, dask_release.namespace) if running(pod)]
+    assert {p["metadata"]["labels"].get("component") for p in checked} >= {"scheduler", "worker", "jupyter"}
+    for pod in checked:
         name = pod["metadata"]["name"]
         ports = listening_ports(kube_cluster, dask_release.namespace, name)
         # what the pod spec declares (the chart's containerPorts: scheduler 8786 + dashboard 8787,
-        # the worker's HTTP server 8790), plus each worker's and nanny's comm port (TLS)
+        # the worker's HTTP server 8790, Jupyter 8888), plus each worker's and nanny's comm port (TLS)
         declared = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
         meant = declared | meant_by_ip.get(pod["status"]["podIP"], set())
         assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
+
+
+def declared_job(stack: DeclaredStack, kube_cluster) -> dict:
+    (job,) = stack.of_kind("Job")
+    return change_job(job, runtime_differences(kube_cluster))
+
+
+@pytest.fixture(scope="module")
+def data_jobs(kube_cluster, dask_release, data_server):
+    """The program's data Job, first configured to a month the server lacks and a corrupt dogs
+    archive (its first run, then deleted), then to the served files, on the same claim: the
+    re-run after fixing the settings that the Job's design expects."""
+    api, ns = kube_cluster.api_client, dask_release.namespace
+    broken_stack = declared_stack("reference", data_server.config(dogsImagesUrl=data_job.CORRUPT_ARCHIVE,
+                                                                  taxiMonths=[data_job.MISSING_MONTH]))
+    broken = declared_job(broken_stack, kube_cluster)
+    job, exited, log = data_job.run_until_exit(api, broken, timeout_s=120)
+    runs = {"broken": {"job": job, "exit": exited, "log": log}}
+    data_job.delete_job(api, ns, broken["metadata"]["name"])
+    prepared = declared_job(dask_release.stack, kube_cluster)
+    job, exited, log = data_job.run_until_exit(api, prepared, timeout_s=180)
+    if exited["exitCode"] == 0:
+        job = data_job.wait_complete(api, ns, prepared["metadata"]["name"], timeout_s=60)
+    runs["prepared"] = {"job": job, "exit": exited, "log": log}
+    return runs
+
+
+def test_a_data_job_whose_server_lacks_a_file_or_corrupts_one_fails_naming_both(data_jobs, data_server):
+    run = data_jobs["broken"]
+    assert run["exit"]["exitCode"] == 1, run["log"]
+    missing = data_server.server.url(data_server.paths["taxiUrlTemplate"].format(month=data_job.MISSING_MONTH))
+    assert (f"ERROR FAILED {missing} -> /ml-share/taxi/yellow_tripdata_{data_job.MISSING_MONTH}.parquet:"
+            " HTTP 404 Not Found (after 1 attempt)") in run["log"], run["log"]
+    assert ("ERROR FAILED /ml-share/dogs/images.tar -> /ml-share/dogs/Images: refused or failed to extract:"
+            " file could not be opened successfully") in run["log"], run["log"]
+    assert "summary: 3 done, 0 skipped, 2 failed" in run["log"]
+    assert not run["job"]["status"].get("succeeded"), run["job"]["status"]
+
+
+def relative_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_data_job_fills_the_claim_in_the_layout_the_runner_reads(data_jobs, data_server, dask_release):
+    run = data_jobs["prepared"]
+    assert run["exit"]["exitCode"] == 0, run["log"]
+    assert run["job"]["status"].get("succeeded") == 1
+    share, www = dask_release.share, data_server.server.root
+    with tarfile.open(www / data_server.paths["dogsImagesUrl"].lstrip("/")) as tar:
+        served_images = {m.name.removeprefix("Images/"): tar.extractfile(m).read() for m in tar if m.isfile()}
+    assert relative_files(share / "dogs" / "Images") == served_images and len(served_images) == 30
+    for setting, on_share in (("dogsLabelsUrl", "dogs/imagenet1000_clsidx_to_labels.txt"),
+                              ("modelWeightsUrl", "models/resnet50-0676ba61.pth")):
+        assert (share / on_share).read_bytes() == (www / data_server.paths[setting].lstrip("/")).read_bytes()
+    template = data_server.paths["taxiUrlTemplate"].lstrip("/")
+    assert relative_files(share / "taxi") == {f"yellow_tripdata_{m}.parquet": (www / template.format(month=m))
+                                              .read_bytes() for m in data_server.months}
+    status = json.loads((share / ".prepare-status.json").read_text())
+    assert status["ok"] and status["root"] == "/ml-share", status
 
 
 def stack_outputs(release: Release) -> dict:
@@ -163,17 +287,6 @@ def stack_outputs(release: Release) -> dict:
                     "tlsClientKey": (tls / "client.key").read_text(), "workerCount": WORKERS,
                     "gpusPerWorker": 0, "threadsPerWorker": 1, "daskVersion": distributed.__version__})
     return outputs
-
-
-def prepare_dataset(share: Path) -> None:
-    """The data the Job would prepare, generated into the share the workers mount at /ml-share
-    by the benchmarks' own generators (smoke profile; the downloader needs the internet)."""
-    from workloads import benchmarks
-    from workloads.run import benchmark_profile
-
-    for name in benchmarks.BENCHMARKS:
-        module = benchmarks.load(name)
-        module.generate(share, benchmark_profile(module, "smoke"))
 
 
 def run_runner(release: Release, tmp_path: Path, delete_worker_after: str | None = None,
@@ -218,18 +331,26 @@ def comparable(record: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def baseline_run(dask_release, tmp_path_factory):
-    prepare_dataset(dask_release.share)
+def baseline_run(dask_release, data_jobs, tmp_path_factory):
+    """Both benchmarks over the dataset the program's data Job put on the claim."""
+    assert data_jobs["prepared"]["exit"]["exitCode"] == 0, data_jobs["prepared"]["log"][-3000:]
     return run_runner(dask_release, tmp_path_factory.mktemp("runner"))
 
 
-def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(baseline_run):
+def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(baseline_run, dask_release):
+    import pyarrow.parquet as pq
+
     proc, records, log, out = baseline_run
     assert proc.returncode == 0, log
     assert sorted(r["benchmark"] for r in records) == ["images", "taxi"]
     assert all(r["status"] == "succeeded" for r in records), records
     assert (out / "report.html").is_file()
     assert records[0]["metrics"]["images_scored"] > 0 and records[1]["metrics"]["rows_clean"] > 0
+    # over what the Job put on the claim (nothing else writes there)
+    share = dask_release.share
+    assert records[0]["metrics"]["images_total"] == sum(1 for p in (share / "dogs" / "Images").rglob("*") if p.is_file())
+    assert records[1]["metrics"]["rows_raw"] == sum(pq.ParquetFile(p).metadata.num_rows
+                                                    for p in (share / "taxi").glob("*.parquet"))
 
 
 def test_a_worker_pod_deleted_mid_run_is_survived_with_equal_results(kube_cluster, dask_release, baseline_run,

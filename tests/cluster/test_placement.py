@@ -5,7 +5,8 @@ and the pool's role label (tests.cluster.program.vm_class_nodes) are created, wi
 kubelet behind them; the program's guest objects for the Dask namespace and its Helm release
 (values unchanged) are applied, and the scheduler binds each pod or reports why not. The
 shared claims are bound to PersistentVolumes standing in for the NFS share (static PVs,
-pre-bound by claimRef: the scheduler needs bound claims, not a share that works).
+pre-bound by claimRef: the scheduler needs bound claims, not a share that works; hostPath,
+because this machine's kernel has no ``nfs`` filesystem for kubelet to mount one with).
 
 The pods covered: the Dask release (scheduler, workers, Jupyter) and the data Job. The GPU
 operator's and the NFS provisioner's pods are DaemonSets/Deployments of other charts and

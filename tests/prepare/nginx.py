@@ -33,7 +33,7 @@ http {{
     scgi_temp_path {state}/scgi;
     default_type application/octet-stream;
     server {{
-        listen 127.0.0.1:{port};
+        listen {host}:{port};
         root {root};
         etag {etag};
         location / {{
@@ -60,9 +60,10 @@ class Nginx:
     state: Path
     port: int
     process: subprocess.Popen
+    host: str = "127.0.0.1"
 
     def url(self, path: str) -> str:
-        return "http://127.0.0.1:%d%s" % (self.port, path)
+        return "http://%s:%d%s" % (self.host, self.port, path)
 
     def slow(self, on: bool) -> None:
         flag = self.state / "slow"
@@ -96,21 +97,25 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(root: Path, state: Path, etag: bool = True) -> Nginx:
+def start(root: Path, state: Path, etag: bool = True, host: str = "127.0.0.1", port: int | None = None,
+          prefix: tuple[str, ...] = ()) -> Nginx:
+    """nginx serving ``root`` on ``host``; ``prefix`` runs it through another command (the
+    cluster tests start it inside their network namespace with ``nsenter --net=...``)."""
     state.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = port or _free_port()
     config = state / "nginx.conf"
-    config.write_text(CONFIG.format(state=state, port=port, root=root, etag="on" if etag else "off", rate=RATE))
-    process = subprocess.Popen([binary(), "-p", str(state), "-e", str(state / "error.log"), "-c", str(config)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    config.write_text(CONFIG.format(state=state, host=host, port=port, root=root, etag="on" if etag else "off",
+                                    rate=RATE))
+    process = subprocess.Popen([*prefix, binary(), "-p", str(state), "-e", str(state / "error.log"), "-c",
+                                str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError("nginx exited (%s): %s" % (process.returncode, process.stderr.read().decode()))
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return Nginx(root, state, port, process)
+            socket.create_connection((host, port), timeout=0.2).close()
+            return Nginx(root, state, port, process, host)
         except OSError:
             time.sleep(0.05)
     process.kill()
-    raise RuntimeError("nginx did not listen on 127.0.0.1:%d within 10 s" % port)
+    raise RuntimeError("nginx did not listen on %s:%d within 10 s" % (host, port))

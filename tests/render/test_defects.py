@@ -101,6 +101,25 @@ def test_jupyter_runs_in_the_foreground(variant):
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
+def test_jupyter_reads_the_charts_password_config(variant):
+    """The chart's ConfigMap file (its password) must be named on the command line: Jupyter
+    Server 1.x/2.x (JupyterLab 3+) reads jupyter_server_config, never a file called
+    jupyter_notebook_config (jupyter_core 5.9.1 application.py; dask/helm-chart#512)."""
+    release = rendered(variant, "dask")
+    deployment = release.named("Deployment", "dask-jupyter")
+    jupyter = containers(deployment)[0]
+    (config_map,) = [v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"]
+                     if v["name"] == "config-volume"]
+    (mount,) = [m["mountPath"] for m in jupyter["volumeMounts"] if m["name"] == "config-volume"]
+    (key,) = release.named("ConfigMap", config_map)["data"]
+    assert "c.NotebookApp.password = 'argon2:" in release.named("ConfigMap", config_map)["data"][key]
+    process = main_process(jupyter, image_facts_of(jupyter))
+    assert f"--config={mount}/{key}" in process, (
+        f"{variant}: Jupyter runs {process}: it never reads {mount}/{key}, so it starts with a random token"
+        " instead of the generated password")
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
 def test_no_pod_starts_an_unauthenticated_jupyterlab(variant):
     for deployment in rendered(variant, "dask").of_kind("Deployment"):
         for container in containers(deployment):

@@ -65,6 +65,19 @@ def test_labextension_config_is_python_that_writes_the_default_url(tmp_path, mon
     assert written == {"dask-labextension:plugin": {"defaultURL": "http://dask-scheduler.ns.svc.cluster.local:8787"}}
 
 
+def test_labextension_config_that_cannot_write_keeps_the_rest_of_the_config(tmp_path, monkeypatch, capsys):
+    """The chart puts it after the password in one file, and a config file that raises is
+    dropped whole (traitlets 5.16.1 Application._load_config_files): Jupyter would then start
+    with a random token. An unwritable prefix (here a file, so even root cannot) is reported."""
+    blocked = tmp_path / "prefix"
+    blocked.write_text("")
+    monkeypatch.setattr("sys.prefix", str(blocked))
+    config = {"password": None}
+    exec(compile(labextension_config("http://s:8787") + "\npassword = 'kept'", "cfg", "exec"), config)
+    assert config["password"] == "kept"
+    assert "the Dask dashboard's default URL was not written" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("version, expected", [
     ("v1.9.1", {"configMapName": "licensing-config", "nlsEnabled": True}),  # NVAIE 1.1: NLS
     ("v24.9.2", {"configMapName": "licensing-config", "nlsEnabled": True}),

@@ -1,0 +1,148 @@
+"""The program's data Job run for real: its downloader (workloads/prepare.py from the
+program's ConfigMap) in a pod on the dataset claim, against Debian's nginx serving, on the
+cluster's bridge, files in the formats of the real sources.
+
+What nginx serves is made by the benchmarks' own generators (smoke profile) and packed as
+the real servers publish it, at the real URLs' paths with only scheme and host swapped:
+the Stanford Dogs ``images.tar`` (``Images/<wnid>-<breed>/*.jpg``, an uncompressed tar),
+the ImageNet class-index text file, a torchvision state dict (``.pth``), and one NYC TLC
+file per month in the program's template's format (parquet). The program is configured to
+these URLs the way a user would (``pulumi config set dogsImagesUrl ...``).
+"""
+from __future__ import annotations
+
+import shutil
+import tarfile
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.cluster.kube import pods, wait_for
+from tests.prepare import nginx
+
+PORT = 18080
+# setting -> the DataSpec field holding the program's default URL for it
+URL_SETTINGS = {"dogsImagesUrl": "dogs_images_url", "dogsLabelsUrl": "dogs_labels_url",
+                "modelWeightsUrl": "weights_url", "taxiUrlTemplate": "taxi_url_template"}
+# served by nothing: a month the server does not have (404), and a dogs archive that is no tar
+MISSING_MONTH = "2019-02"
+CORRUPT_ARCHIVE = "/corrupt/images.tar"
+
+
+@dataclass
+class Served:
+    server: nginx.Nginx
+    paths: dict[str, str]  # setting -> the URL path it is served at
+    months: list[str]
+
+    def config(self, **replace_paths: str) -> dict:
+        """The program's data settings pointed at this server (a path replaced per setting)."""
+        urls = {k: self.server.url(replace_paths.get(k, p)) for k, p in self.paths.items()}
+        return {**urls, "taxiMonths": list(replace_paths.get("taxiMonths", self.months))}
+
+
+def _smoke_sources(stage: Path) -> list[str]:
+    """The smoke datasets, by the benchmarks' generators, under ``stage``; the taxi months."""
+    from workloads import benchmarks
+    from workloads.run import benchmark_profile
+    from workloads.synth import taxi as synth_taxi
+
+    images = benchmarks.load("images")
+    images.generate(stage, benchmark_profile(images, "smoke"))
+    spec = dict(benchmark_profile(benchmarks.load("taxi"), "smoke")["generate"])
+    months = [month for month, _ in synth_taxi.expand(spec.pop("files"))]
+    synth_taxi.generate(stage, [f"{m}.parquet" for m in months], **spec)
+    return months
+
+
+def publish(www: Path, stage: Path, defaults) -> tuple[dict[str, str], list[str]]:
+    """Lay the generated data out under ``www`` as the real servers do; setting -> path."""
+    import torch
+
+    months = _smoke_sources(stage)
+    paths = {k: urllib.parse.urlsplit(getattr(defaults, f)).path for k, f in URL_SETTINGS.items()}
+
+    def target(setting: str, **fmt) -> Path:
+        path = www / paths[setting].format(**fmt).lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    with tarfile.open(target("dogsImagesUrl"), "w") as tar:
+        tar.add(stage / "dogs" / "Images", arcname="Images")
+    shutil.copy(stage / "dogs" / "imagenet1000_clsidx_to_labels.txt", target("dogsLabelsUrl"))
+    torch.save({"fc.bias": torch.zeros(1000)}, target("modelWeightsUrl"))
+    for month in months:
+        shutil.copy(stage / "taxi" / f"yellow_tripdata_{month}.parquet", target("taxiUrlTemplate", month=month))
+    corrupt = www / CORRUPT_ARCHIVE.lstrip("/")
+    corrupt.parent.mkdir(parents=True, exist_ok=True)
+    corrupt.write_bytes(b"<html>not a tar archive</html>\n" * 64)
+    return paths, months
+
+
+def serve(net, workdir: Path, defaults) -> Served:
+    """nginx inside the cluster's network namespace, on the bridge's address (the pods' gateway)."""
+    paths, months = publish(workdir / "www", workdir / "stage", defaults)
+    server = nginx.start(workdir / "www", workdir / "nginx", host=net.bridge_ip, port=PORT,
+                         prefix=tuple(net.in_netns()))
+    return Served(server, paths, months)
+
+
+def job_pod(api, namespace: str, job: str) -> dict | None:
+    found = pods(api, namespace, f"job-name={job}")
+    return found[0] if found else None
+
+
+def first_exit(pod: dict | None) -> dict | None:
+    """The container's first finished run (its state, or once restarted, its last state)."""
+    for status in (pod or {}).get("status", {}).get("containerStatuses", []):
+        for state in (status.get("state", {}), status.get("lastState", {})):
+            if "terminated" in state:
+                return {**state["terminated"], "restarted": status.get("restartCount", 0) > 0}
+    return None
+
+
+def job_log(api, namespace: str, pod: dict, previous: bool) -> str:
+    name = pod["metadata"]["name"]
+    log = api_request(api, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log",
+                      query={"previous": "true" if previous else None})
+    return log if isinstance(log, str) else ""
+
+
+def run_until_exit(api, job: dict, timeout_s: float) -> tuple[dict, dict, str]:
+    """Apply ``job``; wait for its container's first exit: (Job, exit, that run's log)."""
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    apply_manifest(api, job)
+    exited = wait_for(f"the {name} Job's container to exit", lambda: first_exit(job_pod(api, ns, name)), timeout_s,
+                      explain=lambda: repr(job_pod(api, ns, name)))
+    pod = job_pod(api, ns, name)
+    log = job_log(api, ns, pod, previous=first_exit(pod)["restarted"])
+    return api_request(api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs/{name}"), exited, log
+
+
+def wait_complete(api, namespace: str, name: str, timeout_s: float) -> dict:
+    def complete():
+        job = api_request(api, "GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+        done = any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))
+        return job if done else None
+
+    return wait_for(f"the {name} Job to complete", complete, timeout_s)
+
+
+def delete_job(api, namespace: str, name: str, timeout_s: float = 60.0) -> None:
+    """Delete the Job and wait until its pods are gone (the next Job reuses its name)."""
+    api_request(api, "DELETE", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}",
+                body={"propagationPolicy": "Foreground", "gracePeriodSeconds": 0})
+    wait_for(f"the {name} Job's pods to go", lambda: not pods(api, namespace, f"job-name={name}") or None,
+             timeout_s)
+
+    def gone():
+        try:
+            api_request(api, "GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return None
+
+    wait_for(f"the {name} Job to go", gone, timeout_s)
