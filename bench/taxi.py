@@ -169,14 +169,12 @@ def row_digest(frame) -> int:
 
 
 def reader_options():
-    """The taxi reader's CSV options (``workloads.taxi.io``): the columns it keeps, their
-    parse types, its null handling; a baseline given these does the reader's parsing."""
-    import pyarrow.csv as pacsv
+    """The taxi reader's CSV conversion options (``workloads.taxi.io.convert_options``: the
+    columns it keeps, their parse types, its null handling and flag spellings); a baseline
+    given these does the reader's parsing."""
+    from workloads.taxi import io
 
-    from workloads.taxi import schema as s
-
-    return pacsv.ConvertOptions(column_types=s.CSV_PARSE_TYPES, include_columns=list(s.USED), null_values=[""],
-                                strings_can_be_null=True, quoted_strings_can_be_null=True)
+    return io.convert_options()
 
 
 def read_csv(paths, threads: int) -> dict[str, Any]:

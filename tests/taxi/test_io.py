@@ -315,3 +315,23 @@ def test_a_block_the_parser_rejects_counts_every_line_it_drops(tmp_path, monkeyp
     monkeypatch.setattr(io, "_read_csv", rejected)
     table, problems, _ = read_all(path, 1 << 20)
     assert table.num_rows == 0 and problems == {"unreadable_chunk": 7}
+
+
+def test_the_flag_reads_the_same_on_the_fast_path_and_the_text_path(tmp_path):
+    """Y/N exactly are parsed as booleans with the numbers; any other spelling sends the
+    chunk to the text path, where the flag is trimmed and anything but Y/N is unparsable
+    (that row dropped and counted), so both paths give the same typed values."""
+    def flagged(flags: list[str]) -> str:
+        return HEADER_17 + "\n" + "".join(LINE_17.replace(",N,", f",{flag},") + "\n" for flag in flags)
+
+    taxi = tmp_path / "taxi"
+    taxi.mkdir()
+    (taxi / "yellow_tripdata_2017-01.csv").write_text(flagged(["Y", "N", "", "Y"]))
+    (taxi / "yellow_tripdata_2017-02.csv").write_text(flagged(["Y", "N", "", " Y", "maybe"]))
+    fast, fast_problems, _ = read_all(taxi / "yellow_tripdata_2017-01.csv", 1 << 20)
+    text, text_problems, _ = read_all(taxi / "yellow_tripdata_2017-02.csv", 1 << 20)
+    as_list = [None if pd.isna(v) else v for v in fast.column(s.STORE_AND_FWD).to_pylist()]
+    assert as_list == [1.0, 0.0, None, 1.0] and not fast_problems
+    assert [None if pd.isna(v) else v for v in text.column(s.STORE_AND_FWD).to_pylist()] == as_list
+    assert text_problems == {"unparsable_value": 1}
+    assert fast.schema == text.schema == s.RAW_SCHEMA

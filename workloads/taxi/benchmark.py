@@ -44,11 +44,13 @@ Metrics: ``rows_raw`` (typed rows read), ``rows_clean``, ``rows_train``, ``rows_
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from distributed import Client, Future, wait
 
@@ -120,7 +122,7 @@ def run(client: Client, config: Config, timer: PhaseTimer,
 
     if threads:
         booster.set_param({"nthread": threads})
-    with timer.phase("infer"):
+    with timer.phase("infer"), _only_on(place):
         predictions = client.persist(dxgb.inplace_predict(client, booster, test[x_columns]),
                                      workers=place)
         wait(predictions)
@@ -289,6 +291,22 @@ def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules
     counts = counts.to_pandas() if hasattr(counts, "to_pandas") else counts  # cuDF
     return (features.make(frame, target, keep=labels == rules.KEPT),
             {int(label): int(n) for label, n in counts.items()})
+
+
+@contextlib.contextmanager
+def _only_on(place: list[str] | None) -> Iterator[None]:
+    """Restrict the tasks submitted inside it to ``place`` (when given), those libraries
+    submit for themselves included: XGBoost's ``inplace_predict`` first runs a task of its
+    own, unrestricted, to infer the output's shape. (Dask's dataframe graphs ignore
+    annotations, and say so; theirs are restricted by ``persist(workers=...)``.)"""
+    import dask
+
+    if not place:
+        yield
+        return
+    with dask.annotate(workers=place), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Dask annotations .* detected", category=UserWarning)
+        yield
 
 
 def _warm_up() -> None:

@@ -348,9 +348,7 @@ def _parse_csv(path: str, begin: int, stop: int, columns: tuple[str, ...],
             read_options=pacsv.ReadOptions(column_names=list(columns), use_threads=False,
                                            block_size=PARSE_BLOCK),
             parse_options=pacsv.ParseOptions(invalid_row_handler=skip),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types, include_columns=list(s.USED), null_values=[""],
-                strings_can_be_null=True, quoted_strings_can_be_null=True),
+            convert_options=convert_options(types),
         )
     return table, {"wrong_field_count": wrong}
 
@@ -361,6 +359,14 @@ def _read_parquet(chunk: Chunk) -> pa.Table:
     table = parquet.read_row_groups(list(chunk.row_groups),
                                     columns=[in_file[name] for name in s.USED], use_threads=False)
     return table.rename_columns(list(s.USED))
+
+
+def convert_options(types: dict[str, pa.DataType] = s.CSV_PARSE_TYPES) -> pacsv.ConvertOptions:
+    """How the reader converts CSV fields: the used columns only, with ``types``, empty
+    fields null, the flag's two spellings."""
+    return pacsv.ConvertOptions(column_types=types, include_columns=list(s.USED), null_values=[""],
+                                true_values=s.FLAG_TRUE, false_values=s.FLAG_FALSE,
+                                strings_can_be_null=True, quoted_strings_can_be_null=True)
 
 
 def _normalize(table: pa.Table) -> tuple[pa.Table, int]:
@@ -385,6 +391,8 @@ def _convert(values: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, np.nd
     target = s.RAW_TYPES[name]
     if pa.types.is_binary(values.type):
         values = _decoded(values)
+    if name == s.STORE_AND_FWD and pa.types.is_boolean(values.type):  # the fast path: Y/N parsed
+        return values.cast(target), None
     if name == s.STORE_AND_FWD:
         text = pc.utf8_trim_whitespace(values.cast(pa.string()))
         flag = pc.if_else(pc.equal(text, "Y"), 1.0, pc.if_else(pc.equal(text, "N"), 0.0, None))

@@ -83,11 +83,14 @@ RAW_TYPES: dict[str, pa.DataType] = {
 }
 RAW_SCHEMA = pa.schema([(name, RAW_TYPES[name]) for name in USED])
 
-# How a CSV field of a used column is parsed on the fast path (the flag stays text until
-# it is mapped to 1.0/0.0).
+# How a CSV field of a used column is parsed on the fast path: the flag as a boolean, "Y"
+# and "N" exactly (FLAG_TRUE / FLAG_FALSE; empty is null), mapped to 1.0/0.0 by a cast. Any
+# other spelling fails the fast path, and the chunk is parsed again as text, where the flag
+# is trimmed and anything but Y/N counts as unparsable.
 CSV_PARSE_TYPES: dict[str, pa.DataType] = {
-    name: (pa.string() if name == STORE_AND_FWD else RAW_TYPES[name]) for name in USED
+    name: (pa.bool_() if name == STORE_AND_FWD else RAW_TYPES[name]) for name in USED
 }
+FLAG_TRUE, FLAG_FALSE = ["Y"], ["N"]
 
 _CANONICAL = {name.lower(): name for name in KNOWN_COLUMNS}
 
