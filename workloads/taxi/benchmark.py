@@ -156,6 +156,7 @@ def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple
     selected = rules.select(config.rules)
     place = list(config.workers) or None
     client.run(_warm_up, workers=place)  # imports on the workers, outside every phase
+    meta = features.make(backends.from_arrow(s.empty_raw_table(), backend), config.target)  # a constant
     metrics: dict[str, Any] = {"backend": backend}
 
     with timer.phase("load"):
@@ -164,7 +165,7 @@ def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple
     metrics["load_rows_per_second"] = _rate(metrics["rows_raw"], timer.phases["load"])
 
     with timer.phase("cleanse"):  # takes the raw partitions over: each is freed once cleansed
-        clean, counts = _cleanse(client, raw, selected, config.target, backend, place)
+        clean, counts = _cleanse(client, raw, selected, config.target, meta, place)
     metrics["rows_clean"] = counts.get(rules.KEPT, 0)
     metrics["dropped_by_rule"] = {r.name: counts.get(i, 0) for i, r in enumerate(selected, 1)}
     if metrics["rows_clean"] == 0:
@@ -258,8 +259,8 @@ def _tally(values: Any) -> dict[str, int]:
 
 
 def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], target: str,
-             backend: str, place: list[str] | None) -> tuple[Cleansed, dict[int, int]]:
-    """The model-ready partitions and the row count per label.
+             meta: Any, place: list[str] | None) -> tuple[Cleansed, dict[int, int]]:
+    """The model-ready partitions (``meta``: an empty one) and the row count per label.
 
     One task per partition labels it once, keeps the rows no rule drops and derives the
     features. ``raw`` is emptied: once no future holds a raw partition, the scheduler
@@ -277,7 +278,6 @@ def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], t
     for tally in client.gather(tallies):
         for label, n in tally.items():
             counts[label] = counts.get(label, 0) + n
-    meta = features.make(backends.from_arrow(s.empty_raw_table(), backend), target)
     return Cleansed(frames, meta), counts
 
 

@@ -68,11 +68,13 @@ def _make_arrays(frame: Any, target: str, keep: Any) -> Any:
     import numpy as np
     import pandas as pd
 
-    mask = None if keep is None else np.asarray(keep, dtype=bool)
+    # the kept rows' positions, found once: a boolean index would search the mask again
+    # for every column
+    rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool))
 
     def column(name: str) -> np.ndarray:
         values = frame[name].to_numpy()
-        return values if mask is None else values[mask]
+        return values if rows is None else values.take(rows)
 
     pickup = column(s.PICKUP)
     micros = pickup.view("int64")
@@ -91,5 +93,5 @@ def _make_arrays(frame: Any, target: str, keep: Any) -> Any:
     }
     for name in list(COPIED) + [target]:
         columns[name] = column(name).astype("float32", copy=False)
-    index = frame.index if mask is None else frame.index[mask]
+    index = frame.index if rows is None else frame.index.take(rows)
     return pd.DataFrame(columns, index=index, copy=False)  # the arrays are new: no second copy

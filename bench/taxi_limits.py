@@ -1,0 +1,147 @@
+"""What bounds the two taxi figures on this machine, measured in one plain process with
+no Dask at all: ``python -m bench.taxi_limits [--profile quick|default]``.
+
+* **Load**: the taxi benchmark's ``load`` + ``cleanse`` do, per chunk, the reader's parse
+  and typing (``io.read_chunk``: the same bytes, types and options as
+  ``pyarrow.csv.read_csv`` in the baseline), the
+  typed table's conversion to pandas, the cleansing labels and the features. Each step is
+  timed here on one thread over the profile's files, and ``pyarrow.csv.read_csv`` with
+  the workers' threads together as the baseline does. The best any distributed reader
+  on those threads can reach is ``threads x`` the one-thread rate of all four steps,
+  with no scheduling at all; that over the baseline is the figure's ceiling.
+* **Memory**: the same steps and the split, then ``xgboost.QuantileDMatrix`` + training
+  with the benchmark's parameters, in this one process on the same rows: its peak RSS
+  above the start against the cleaned frame is what the data and XGBoost's own buffers
+  cost without any Dask, the floor under ``taxi_peak_memory_vs_frame``.
+
+Prints one report (kept under ``bench/results/profiles/``).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+STEPS = ("read", "to_pandas", "label", "features")  # read: the reader's parse and typing (io.read_chunk)
+
+
+def best_of(repeats: int, run: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def step_seconds(chunks: list, target: str, repeats: int) -> dict[str, float]:
+    """Seconds of each step over every chunk, one thread (best of ``repeats``)."""
+    import pyarrow as pa
+
+    from workloads.taxi import backends, features, io, rules
+
+    pa.set_cpu_count(1)
+    tables = [io.read_chunk(chunk).table for chunk in chunks]
+    frames = [backends.from_arrow(io.read_chunk(chunk).table, "pandas") for chunk in chunks]
+    labels = [rules.label(frame, rules.RULES) for frame in frames]
+    return {
+        "read": best_of(repeats, lambda: [io.read_chunk(chunk) for chunk in chunks]),
+        "to_pandas": best_of(repeats, lambda: [t.to_pandas(use_threads=False, split_blocks=True) for t in tables]),
+        "label": best_of(repeats, lambda: [rules.label(frame, rules.RULES) for frame in frames]),
+        "features": best_of(repeats, lambda: [features.make(f, target, keep=lab == rules.KEPT)
+                                              for f, lab in zip(frames, labels)]),
+    }
+
+
+def baseline_rate(paths: list[Path], threads: int, repeats: int) -> tuple[float, int]:
+    from bench.taxi import read_csv
+
+    read_csv(paths, threads)  # warm
+    rates = [read_csv(paths, threads)["rate"] for _ in range(repeats)]
+    return max(rates), read_csv(paths, threads)["rows"]
+
+
+def memory_floor(chunks: list, config: Any) -> dict[str, float]:
+    """Peak RSS above the start of one process doing the whole run's work (read, cleanse and
+    split chunk by chunk, each half concatenated once, XGBoost trained and predicting), and
+    the cleaned frame's size measured as the figure measures it."""
+    import numpy as np
+    import pandas as pd
+    import xgboost
+
+    from bench.taxi import _reset_peak, _status, cleaned_frame
+    from workloads.taxi import backends, benchmark, features, io, rules
+
+    start = _reset_peak()
+    halves: dict[bool, list] = {False: [], True: []}  # split chunk by chunk: no whole cleaned frame
+    for chunk in chunks:
+        frame = backends.from_arrow(io.read_chunk(chunk).table, "pandas")
+        clean = features.make(frame, config.target, keep=rules.label(frame, rules.RULES) == rules.KEPT)
+        del frame
+        in_test = np.random.default_rng([config.split_seed, len(halves[True])]).random(len(clean)) < config.test_fraction
+        for test in (False, True):
+            halves[test].append(clean[in_test if test else ~in_test])
+        del clean
+    train = pd.concat(halves[False], ignore_index=True)
+    halves[False].clear()
+    test = pd.concat(halves[True], ignore_index=True)
+    halves[True].clear()
+    x_columns = list(features.FEATURES)
+    params = benchmark._booster_params(config, 0)
+    matrix = xgboost.QuantileDMatrix(train[x_columns], train[config.target])
+    booster = xgboost.train(params, matrix, num_boost_round=config.xgboost.num_boost_round)
+    booster.inplace_predict(test[x_columns])
+    return {"peak_above_start_bytes": _status("VmHWM") - start,
+            "cleaned_frame_bytes": int(cleaned_frame(config).memory_usage(deep=True).sum())}  # as the figure
+
+
+def report(profile: str, repeats: int) -> str:
+    from bench import cli
+    from bench.taxi import make_config
+    from workloads import local
+    from workloads.synth import taxi as synth
+    from workloads.taxi import io
+
+    from workloads.config import cache_dir
+
+    profiles = cli.load_profiles()
+    data_dir = cache_dir() / "bench" / profile
+    ctx = cli.Context(profile, profiles[profile], repeats, data_dir, profiles=profiles)
+    paths = synth.generate(data_dir, **ctx.profiles[profile]["taxi"]["generate"])
+    config = make_config(ctx, data_dir)
+    plans = io.plan(str(data_dir), config.files, config.block_bytes)
+    chunks = [chunk for plan in plans for chunk in plan.chunks]
+    spec = local.plan(ctx.profile.get("workers"), "cpu")
+    threads = spec.n_workers * spec.threads_per_worker  # the workers' threads together, as the baseline
+    seconds = step_seconds(chunks, config.target, repeats)
+    baseline, rows = baseline_rate(list(paths), threads, repeats)
+    one_thread = rows / sum(seconds.values())
+    ceiling = threads * one_thread / baseline
+    memory = memory_floor(chunks, config)
+    lines = [f"# taxi limits, profile {profile}: {rows:,} rows in {len(chunks)} chunks ({config.block_mib} MiB),"
+             f" {threads} threads; best of {repeats}, one plain process (bench/taxi_limits.py)",
+             "", "## load + cleanse, one thread (s over all chunks; rows/s)"]
+    lines += [f"{step:10s} {seconds[step]:.3f} s  {rows / seconds[step]:>12,.0f} rows/s" for step in STEPS]
+    lines += [f"all four   {sum(seconds.values()):.3f} s  {one_thread:>12,.0f} rows/s",
+              f"baseline   pyarrow.csv.read_csv, {threads} threads: {baseline:,.0f} rows/s",
+              f"ceiling    {threads} x all four / baseline = {ceiling:.3f}  (taxi_load_vs_pyarrow with no scheduling cost;"
+              " goal 0.7)", "", "## memory: the whole run in one process, no Dask",
+              f"peak above start {memory['peak_above_start_bytes'] / 2**20:.0f} MiB, cleaned frame"
+              f" {memory['cleaned_frame_bytes'] / 2**20:.1f} MiB: floor"
+              f" {memory['peak_above_start_bytes'] / memory['cleaned_frame_bytes']:.2f}x  (taxi_peak_memory_vs_frame;"
+              " goal 3)"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.taxi_limits", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", choices=("quick", "default"), default="quick")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(report(args.profile, args.repeats))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
