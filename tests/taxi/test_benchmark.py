@@ -142,3 +142,19 @@ def test_a_restricted_run_stays_on_its_workers(client, taxi_data):
         benchmark.run(client, dataclasses.replace(config, workers=(one,)), PhaseTimer())
     elsewhere = [(task["key"], task["worker"]) for task in stream.data if task["worker"] != one]
     assert stream.data and not elsewhere
+
+
+def test_xgboosts_packing_tasks_run_on_the_ranks_worker(client, taxi_data):
+    """With one rank per host the training half is on one worker; XGBoost packs each
+    partition in a task of its own, which the scheduler's work stealing could move to the
+    idle worker (a new kind of task is guessed at 0.5 s) and XGBoost would then train
+    there too. The packing is restricted to the ranks' workers (training.placed_matrix)."""
+    from distributed import get_task_stream
+
+    config = benchmark.make_config(None, {"files": "yellow_tripdata_2017-*", "dataframe": "pandas",
+                                          "xgboost": {"num_boost_round": 5, "ranks": "per-host"}},
+                                   taxi_data.root, "cpu")
+    with get_task_stream(client) as stream:
+        metrics = benchmark.run(client, config, PhaseTimer())
+    packing = {task["worker"] for task in stream.data if str(task["key"]).startswith(("dict-", "('dict-"))}
+    assert metrics["xgboost_ranks"] == 1 and len(packing) == 1, packing

@@ -32,11 +32,13 @@ spent most of the difference to single-process XGBoost in those allreduces).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from distributed import Client, Future, wait
 
@@ -221,8 +223,7 @@ def train(client: Client, placed: Placed, params: dict[str, Any], target: str, n
             # *current* client: a caller inside `with Client(...)` of another client
             # would make it block the event loop for good.
             with client.as_current():
-                matrix = dxgb.DaskQuantileDMatrix(client, frame[x_columns], frame[target])
-                check_placement(matrix, placed)
+                matrix = placed_matrix(client, placed, frame[x_columns], frame[target])
                 booster = dxgb.train(client, params, matrix, num_boost_round=num_boost_round)["booster"]
             return booster, info
         except Exception as exc:
@@ -247,13 +248,56 @@ def train(client: Client, placed: Placed, params: dict[str, Any], target: str, n
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
+MATRIX_TRIES = 3
+
+
+class PlacementError(RuntimeError):
+    """The matrix's parts are not on the workers their partitions were placed on."""
+
+
+def placed_matrix(client: Client, placed: Placed, features: Any, label: Any) -> Any:
+    """``DaskQuantileDMatrix`` of the placed partitions, each part on its rank's worker.
+
+    XGBoost packs each partition's features and label in a task of its own, submitted
+    without restrictions; a new kind of task is estimated at 0.5 s until one has run
+    (``distributed.scheduler.unknown-task-duration``), so the scheduler's work stealing
+    may move some of the first packing tasks to an idle worker, which XGBoost would then
+    make a rank of. The packing runs restricted to the ranks' workers (all of them on a
+    one-host run with ``per_host``), and a matrix with a part elsewhere all the same is
+    built again (the packing then known to be quick, it is not stolen)."""
+    import xgboost.dask as dxgb
+
+    for attempt in range(1, MATRIX_TRIES + 1):
+        with _restricted_to(placed.workers):
+            matrix = dxgb.DaskQuantileDMatrix(client, features, label)
+        try:
+            check_placement(matrix, placed)
+            return matrix
+        except PlacementError as exc:
+            if lost_workers(client, placed.workers) or attempt == MATRIX_TRIES:
+                raise
+            logger.info("building the training matrix again (%s)", exc)
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
+@contextlib.contextmanager
+def _restricted_to(workers: list[str]) -> Iterator[None]:
+    """Tasks submitted inside run on ``workers`` only (Dask's dataframe graphs ignore
+    annotations, and say so: their tasks here are views on the placed partitions)."""
+    import dask
+
+    with dask.annotate(workers=list(workers), allow_other_workers=False), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Dask annotations .* detected", category=UserWarning)
+        yield
+
+
 def check_placement(matrix: Any, placed: Placed) -> None:
-    """Every rank's group where :func:`place` put it; a partition Dask recomputed
+    """Every rank's partitions where :func:`place` put them; a partition Dask recomputed
     elsewhere (its worker was lost) breaks that, and the attempt is lost with it."""
     found = {address: len(parts) for address, parts in matrix.worker_map.items()}
     expected = dict(Counter(placed.rank_worker(i) for i in range(len(placed.parts))))
     if found != expected:
-        raise RuntimeError(f"training data not where it was placed: {found}, expected {expected}")
+        raise PlacementError(f"training data not where it was placed: {found}, expected {expected}")
 
 
 def lost_workers(client: Client, workers: list[str], grace: float = 0.0) -> list[str]:
