@@ -12,7 +12,8 @@ no Dask at all: ``python -m bench.taxi_limits [--profile quick|default]``.
 * **Memory**: the same steps and the split, then ``xgboost.QuantileDMatrix`` + training
   with the benchmark's parameters, in this one process on the same rows: its peak RSS
   above the start against the cleaned frame is what the data and XGBoost's own buffers
-  cost without any Dask, the floor under ``taxi_peak_memory_vs_frame``.
+  cost without any Dask: a reference for ``taxi_peak_memory_vs_frame`` (one way to write it,
+  not a proven floor).
 
 Prints one report (kept under ``bench/results/profiles/``).
 """
@@ -39,11 +40,11 @@ def step_seconds(chunks: list, target: str, repeats: int) -> dict[str, float]:
     """Seconds of each step over every chunk, one thread (best of ``repeats``)."""
     import pyarrow as pa
 
-    from workloads.taxi import backends, features, io, rules
+    from workloads.taxi import features, io, rules
 
     pa.set_cpu_count(1)
     tables = [io.read_chunk(chunk).table for chunk in chunks]
-    frames = [backends.from_arrow(io.read_chunk(chunk).table, "pandas") for chunk in chunks]
+    frames = [table.to_pandas(use_threads=False, split_blocks=True) for table in tables]  # as from_arrow makes them
     labels = [rules.label(frame, rules.RULES) for frame in frames]
     return {
         "read": best_of(repeats, lambda: [io.read_chunk(chunk) for chunk in chunks]),
@@ -66,22 +67,21 @@ def memory_floor(chunks: list, config: Any) -> dict[str, float]:
     """Peak RSS above the start of one process doing the whole run's work (read, cleanse and
     split chunk by chunk, each half concatenated once, XGBoost trained and predicting), and
     the cleaned frame's size measured as the figure measures it."""
-    import numpy as np
     import pandas as pd
     import xgboost
 
     from bench.taxi import _reset_peak, _status, cleaned_frame
-    from workloads.taxi import backends, benchmark, features, io, rules
+    from workloads.taxi import backends, benchmark, features, io, rules, training
 
     start = _reset_peak()
     halves: dict[bool, list] = {False: [], True: []}  # split chunk by chunk: no whole cleaned frame
-    for chunk in chunks:
+    split = training.Split(config.test_fraction, config.split_seed)
+    for index, chunk in enumerate(chunks):
         frame = backends.from_arrow(io.read_chunk(chunk).table, "pandas")
         clean = features.make(frame, config.target, keep=rules.label(frame, rules.RULES) == rules.KEPT)
         del frame
-        in_test = np.random.default_rng([config.split_seed, len(halves[True])]).random(len(clean)) < config.test_fraction
         for test in (False, True):
-            halves[test].append(clean[in_test if test else ~in_test])
+            halves[test].append(split.half(clean, index, test))
         del clean
     train = pd.concat(halves[False], ignore_index=True)
     halves[False].clear()
@@ -125,10 +125,10 @@ def report(profile: str, repeats: int) -> str:
     lines += [f"{step:10s} {seconds[step]:.3f} s  {rows / seconds[step]:>12,.0f} rows/s" for step in STEPS]
     lines += [f"all four   {sum(seconds.values()):.3f} s  {one_thread:>12,.0f} rows/s",
               f"baseline   pyarrow.csv.read_csv, {threads} threads: {baseline:,.0f} rows/s",
-              f"ceiling    {threads} x all four / baseline = {ceiling:.3f}  (taxi_load_vs_pyarrow with no scheduling cost;"
-              " goal 0.7)", "", "## memory: the whole run in one process, no Dask",
+              f"ceiling    {threads} x all four / baseline = {ceiling:.3f}"
+              "  (taxi_load_vs_pyarrow with no scheduling cost; goal 0.7)", "", "## memory: the whole run in one process, no Dask",
               f"peak above start {memory['peak_above_start_bytes'] / 2**20:.0f} MiB, cleaned frame"
-              f" {memory['cleaned_frame_bytes'] / 2**20:.1f} MiB: floor"
+              f" {memory['cleaned_frame_bytes'] / 2**20:.1f} MiB: one process"
               f" {memory['peak_above_start_bytes'] / memory['cleaned_frame_bytes']:.2f}x  (taxi_peak_memory_vs_frame;"
               " goal 3)"]
     return "\n".join(lines)

@@ -44,15 +44,12 @@ Metrics: ``rows_raw`` (typed rows read), ``rows_clean``, ``rows_train``, ``rows_
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from distributed import Client, Future, wait
+from distributed import Client, wait
 
 from ..exceptions import DatasetError
 from ..progress import track
@@ -104,7 +101,7 @@ def run(client: Client, config: Config, timer: PhaseTimer,
         on_training_data(placed)
     metrics["rows_train"], metrics["rows_test"] = (sum(client.gather(client.map(len, parts, workers=place)))
                                                    for parts in (placed.parts, test_parts))
-    test = Cleansed(test_parts, placed.meta).frame()
+    test = training.Persisted(test_parts, placed.meta).frame()
     del test_parts
 
     x_columns = list(features.FEATURES)
@@ -122,7 +119,7 @@ def run(client: Client, config: Config, timer: PhaseTimer,
 
     if threads:
         booster.set_param({"nthread": threads})
-    with timer.phase("infer"), _only_on(place):
+    with timer.phase("infer"), training.restricted_to(place):  # XGBoost's shape-inference task too
         predictions = client.persist(dxgb.inplace_predict(client, booster, test[x_columns]),
                                      workers=place)
         wait(predictions)
@@ -134,21 +131,7 @@ def run(client: Client, config: Config, timer: PhaseTimer,
     return metrics
 
 
-@dataclass
-class Cleansed:
-    """A frame persisted partition by partition on the workers (the model-ready frame, or
-    one half of the split)."""
-
-    parts: list[Future]
-    meta: Any  # an empty partition: the columns and their types
-
-    def frame(self) -> Any:
-        import dask.dataframe as dd
-
-        return dd.from_delayed(self.parts, meta=self.meta, verify_meta=False)
-
-
-def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple[Cleansed, dict[str, Any]]:
+def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple[training.Persisted, dict[str, Any]]:
     """The ``load`` and ``cleanse`` phases: the model-ready partitions and their metrics
     (also what a benchmark of reading alone times)."""
     backend = backends.resolve(config.dataframe, config.device, client)
@@ -259,7 +242,7 @@ def _tally(values: Any) -> dict[str, int]:
 
 
 def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], target: str,
-             meta: Any, place: list[str] | None) -> tuple[Cleansed, dict[int, int]]:
+             meta: Any, place: list[str] | None) -> tuple[training.Persisted, dict[int, int]]:
     """The model-ready partitions (``meta``: an empty one) and the row count per label.
 
     One task per partition labels it once, keeps the rows no rule drops and derives the
@@ -278,7 +261,7 @@ def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], t
     for tally in client.gather(tallies):
         for label, n in tally.items():
             counts[label] = counts.get(label, 0) + n
-    return Cleansed(frames, meta), counts
+    return training.Persisted(frames, meta), counts
 
 
 def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules.Rule, ...],
@@ -291,22 +274,6 @@ def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules
     counts = counts.to_pandas() if hasattr(counts, "to_pandas") else counts  # cuDF
     return (features.make(frame, target, keep=labels == rules.KEPT),
             {int(label): int(n) for label, n in counts.items()})
-
-
-@contextlib.contextmanager
-def _only_on(place: list[str] | None) -> Iterator[None]:
-    """Restrict the tasks submitted inside it to ``place`` (when given), those libraries
-    submit for themselves included: XGBoost's ``inplace_predict`` first runs a task of its
-    own, unrestricted, to infer the output's shape. (Dask's dataframe graphs ignore
-    annotations, and say so; theirs are restricted by ``persist(workers=...)``.)"""
-    import dask
-
-    if not place:
-        yield
-        return
-    with dask.annotate(workers=place), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Dask annotations .* detected", category=UserWarning)
-        yield
 
 
 def _warm_up() -> None:

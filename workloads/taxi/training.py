@@ -37,7 +37,7 @@ import logging
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from distributed import Client, Future, wait
@@ -71,26 +71,33 @@ class Split:
 
 
 @dataclass
-class Placed:
-    """The training half, partition by partition, partition ``i`` on the worker of XGBoost
-    rank ``i % len(workers)``: nothing is concatenated or copied to place it."""
+class Persisted:
+    """A frame persisted partition by partition on the workers (the model-ready frame, one
+    half of the split)."""
 
-    parts: list[Future]  # partition order
-    meta: Any  # an empty frame with the parts' columns and types
-    workers: list[str]  # rank order
-    per_host: bool = False  # one rank per host (ranked_workers)
+    parts: list[Future]
+    meta: Any  # an empty partition: the columns and their types
 
     @property
     def columns(self) -> list[str]:
         return list(self.meta.columns)
 
-    def rank_worker(self, index: int) -> str:
-        return self.workers[index % len(self.workers)]
-
     def frame(self) -> Any:
         import dask.dataframe as dd
 
         return dd.from_delayed(self.parts, meta=self.meta, verify_meta=False)
+
+
+@dataclass
+class Placed(Persisted):
+    """The training half, partition by partition, partition ``i`` on the worker of XGBoost
+    rank ``i % len(workers)``: nothing is concatenated or copied to place it."""
+
+    workers: list[str] = field(default_factory=list)  # rank order
+    per_host: bool = False  # one rank per host (ranked_workers)
+
+    def rank_worker(self, index: int) -> str:
+        return self.workers[index % len(self.workers)]
 
 
 def current_workers(client: Client) -> dict[str, dict[str, Any]]:
@@ -268,7 +275,7 @@ def placed_matrix(client: Client, placed: Placed, features: Any, label: Any) -> 
     import xgboost.dask as dxgb
 
     for attempt in range(1, MATRIX_TRIES + 1):
-        with _restricted_to(placed.workers):
+        with restricted_to(placed.workers):
             matrix = dxgb.DaskQuantileDMatrix(client, features, label)
         try:
             check_placement(matrix, placed)
@@ -281,11 +288,16 @@ def placed_matrix(client: Client, placed: Placed, features: Any, label: Any) -> 
 
 
 @contextlib.contextmanager
-def _restricted_to(workers: list[str]) -> Iterator[None]:
-    """Tasks submitted inside run on ``workers`` only (Dask's dataframe graphs ignore
-    annotations, and say so: their tasks here are views on the placed partitions)."""
+def restricted_to(workers: list[str] | None) -> Iterator[None]:
+    """Tasks submitted inside run on ``workers`` only (no restriction when None), those
+    libraries submit for themselves included. Dask's dataframe graphs ignore annotations,
+    and say so: theirs are restricted by ``persist``/``compute(workers=...)``, or are views
+    on partitions already placed."""
     import dask
 
+    if not workers:
+        yield
+        return
     with dask.annotate(workers=list(workers), allow_other_workers=False), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Dask annotations .* detected", category=UserWarning)
         yield
