@@ -5,6 +5,7 @@ by the scheduler with the TLS alert that says why (and the scheduler logs the re
 client trusting another CA refuses the scheduler's certificate; and the environment variables the Helm values set are the ones Dask reads."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -154,8 +155,16 @@ def test_client_trusting_another_ca_refuses_the_scheduler(tls_cluster, tmp_path)
     foreign = issue_pki(tmp_path / "foreign", roles=("client",))
     security = Security(tls_ca_file=foreign["ca.crt"], tls_client_cert=foreign["client.crt"],
                         tls_client_key=foreign["client.key"], require_encryption=True)
+
+    async def connect() -> None:
+        # On this test's own event loop: a synchronous Client starts an IO-loop thread and
+        # gives it 10 s (distributed 2026.7.1 utils.LoopRunner), once missed on a loaded CI
+        # machine before the handshake under test was even tried.
+        async with Client(tls_cluster.scheduler_address, security=security, timeout=30, asynchronous=True):
+            pass
+
     with pytest.raises(CommClosedError, match="TLS certificate does not match") as refused:
-        Client(tls_cluster.scheduler_address, security=security, timeout=30)
+        asyncio.run(connect())
     cause = refused.value.__cause__
     assert isinstance(cause, ssl.SSLCertVerificationError) and cause.reason == "CERTIFICATE_VERIFY_FAILED"
 

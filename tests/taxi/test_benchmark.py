@@ -1,6 +1,8 @@
 """The taxi benchmark end to end on a real local Dask cluster (2 processes x 1 thread)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from workloads.exceptions import DatasetError
@@ -108,22 +110,51 @@ def test_settings_reach_the_run(client, taxi_data):
     assert metrics["rmse"] < 2 * synth.rmse_floor(synth.NOISE_SD)
 
 
+def _keys_left(client, before: set, timeout: float = 10) -> list[str]:
+    """The scheduler's keys that were not there ``before``, once they had ``timeout``
+    seconds to go (a client's cancel reaches the scheduler on its batched stream, after
+    an RPC sent later may have been answered)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = _scheduler_keys(client) - before
+        if not left or time.monotonic() > deadline:
+            return sorted(map(str, left))
+        time.sleep(0.1)
+
+
+def _scheduler_keys(client) -> set:
+    return set(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks)))
+
+
+def _wait_until_idle(client, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while any(client.processing().values()):
+        assert time.monotonic() < deadline, f"the cluster is still busy: {client.processing()}"
+        time.sleep(0.05)
+
+
 def test_missing_directory_is_one_clear_error(client, tmp_path):
     config = benchmark.make_config(None, {"dataframe": "pandas"}, tmp_path / "nowhere", "cpu")
     timer = PhaseTimer()
+    before = _scheduler_keys(client)
     with pytest.raises(DatasetError) as caught:
         benchmark.run(client, config, timer)
     message = str(caught.value)
     assert str(tmp_path / "nowhere" / "taxi") in message and "taxi-csv" in message
     assert "load" in timer.unfinished
+    # The traceback kept here holds the load's frames: its futures must not keep its other
+    # tasks (the manifest) on the cluster, where they once ran into the next test's run.
+    assert not _keys_left(client, before)
 
 
 def test_no_matching_files_names_the_directory_and_pattern(client, tmp_path):
     (tmp_path / "taxi").mkdir()
     (tmp_path / "taxi" / "green_tripdata_2019-01.csv").write_text("x\n")
     config = benchmark.make_config(None, {"dataframe": "pandas"}, tmp_path, "cpu")
+    before = _scheduler_keys(client)
     with pytest.raises(DatasetError) as caught:
         benchmark.run(client, config, PhaseTimer())
+    assert not _keys_left(client, before)
     message = str(caught.value)
     assert str(tmp_path / "taxi") in message
     assert "yellow_tripdata_*.csv" in message and "yellow_tripdata_*.parquet" in message
@@ -138,6 +169,7 @@ def test_a_restricted_run_stays_on_its_workers(client, taxi_data):
     one = sorted(client.nthreads())[0]
     config = benchmark.make_config(None, {"files": "yellow_tripdata_2017-*", "dataframe": "pandas",
                                           "xgboost": {"num_boost_round": 5}}, taxi_data.root, "cpu")
+    _wait_until_idle(client)  # a task of an earlier test finishing now would be counted
     with get_task_stream(client) as stream:
         benchmark.run(client, dataclasses.replace(config, workers=(one,)), PhaseTimer())
     elsewhere = [(task["key"], task["worker"]) for task in stream.data if task["worker"] != one]

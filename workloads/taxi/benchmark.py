@@ -160,14 +160,28 @@ def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple
 def _load(client: Client, config: Config, backend: str,
           place: list[str] | None) -> tuple[list[Any], dict[str, Any]]:
     """Plan on a worker, read every chunk into worker memory; the futures of the
-    partitions that have rows (each a ``(frame, report)`` pair) and the reading metrics."""
+    partitions that have rows (each a ``(frame, report)`` pair) and the reading metrics.
+    A failed load cancels what it submitted: its sibling tasks (the manifest, the other
+    reads) would otherwise still run, held by the traceback's frames, after the error."""
+    submitted: list[Any] = []
+    try:
+        return _read_all(client, config, backend, place, submitted)
+    except BaseException:
+        client.cancel(submitted)
+        raise
+
+
+def _read_all(client: Client, config: Config, backend: str, place: list[str] | None,
+              submitted: list[Any]) -> tuple[list[Any], dict[str, Any]]:
     planned = client.submit(io.plan, config.data_dir, config.files, config.block_bytes,
                             workers=place, pure=False)
     manifest = client.submit(_manifest, config.data_dir, workers=place, pure=False)
+    submitted += [planned, manifest]
     plans: list[io.FilePlan] = planned.result()
     chunks = [chunk for plan in plans for chunk in plan.chunks]
     results = client.map(_read, chunks, backend=backend, workers=place, pure=False)
     reports = client.map(_dict_of, results, workers=place, pure=False)
+    submitted += results + reports
     for _ in track(reports, "reading taxi files"):
         pass
     reports_done = client.gather(reports)
