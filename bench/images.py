@@ -14,7 +14,9 @@ files, each timed the same way (this process's clock around the whole job):
   holder (folded batch norm), a worker task's code batch after batch;
 * the naive loop: what the seed's notebook did (PIL decode, the model as built, glibc
   malloc defaults, ``torch.set_num_threads(all)``);
-* one worker with one thread (the scaling figure).
+* the scaling figure: one of the two workers alone (the run restricted to it, on the
+  same cluster), and its ceiling without Dask: the tuned loop's code in two plain
+  processes x one thread at once against one of them.
 
 Every side, baselines included, runs once before the repetitions (discarded). Each side
 reports what it ran with (decoder, folding, allocator, threads) into the figure's
@@ -23,6 +25,7 @@ reports what it ran with (decoder, folding, allocator, threads) into the figure'
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
@@ -35,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 NAMES = ("images_pipeline_vs_model", "images_dask_vs_plain_loop", "images_dask_vs_naive_loop",
          "images_scaling_2x1_vs_1x1", "images_bf16_vs_fp32")
+CEILING_HOW = ("the tuned loop's code in 2 plain processes x 1 thread at once (half the files each) / in one of"
+               " them (all the files), the workers' environment: the scaling this machine gives without Dask")
 NAIVE_ENV = {"LD_PRELOAD": None, "MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": None,
              "MKL_NUM_THREADS": None, "OPENBLAS_NUM_THREADS": None}
 # figure -> (its baseline's side, how that side is measured)
@@ -119,14 +124,9 @@ def dask_side(client, config, facts: dict[str, Any], key: str) -> pairs.Side:
 
 
 def limit_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
-    from workloads.images import dataset
-
     base, plan = s.base, s.plan
     limits = [stack.enter_context(closing(helper.Helper(f"limit-{i}", plan.environ))) for i in range(plan.n_workers)]
-    spec = dict(model=base.model, weights=base.weights, device="cpu", seed=base.seed, precision=base.precision,
-                channels_last=base.channels_last, fold_batchnorm=base.fold_batchnorm,
-                crop=dataset.RECIPES[base.preprocess][1], warmup_batch=min(base.forward_batch, base.batch_size))
-    loaded = helper.call_all(limits, plain.load_model, spec=spec, threads=plan.threads_per_worker)
+    loaded = helper.call_all(limits, plain.load_model, spec=_model_spec(base), threads=plan.threads_per_worker)
     facts["limit"] = {"processes": loaded}
     for i, one in enumerate(limits):
         one.call(plain.preload, images_dir=s.listing.images_dir, files=list(s.listing.files[i::len(limits)]),
@@ -141,15 +141,11 @@ def limit_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
 
 def tuned_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
     from workloads import local
-    from workloads.images import dataset
 
     base = s.base
     environ = local.plan(1, "cpu", threads_per_worker=s.threads).environ  # a worker's environment, all threads
     loop = stack.enter_context(closing(helper.Helper("tuned-loop", environ)))
-    spec = dict(model=base.model, weights=base.weights, device="cpu", seed=base.seed, precision=base.precision,
-                channels_last=base.channels_last, fold_batchnorm=base.fold_batchnorm,
-                crop=dataset.RECIPES[base.preprocess][1], warmup_batch=min(base.forward_batch, base.batch_size))
-    facts["tuned"] = {"process": loop.call(plain.load_model, spec=spec, threads=s.threads)}
+    facts["tuned"] = {"process": loop.call(plain.load_model, spec=_model_spec(base), threads=s.threads)}
     return _loop_side(loop, facts["tuned"], plain.tuned_loop, images_dir=s.listing.images_dir,
                       files=list(s.listing.files), recipe=base.preprocess, batch_size=base.batch_size,
                       forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
@@ -175,17 +171,65 @@ def _loop_side(loop: helper.Helper, facts: dict[str, Any], job, **kwargs: Any) -
 
 
 def scaling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any], client) -> dict[str, pairs.Side]:
-    """One worker x one thread, and (when the main cluster has another shape) two x one."""
+    """The same Dask path on two workers x one thread and on one of those two workers
+    alone (a run restricted to it, as the runner's ``--workers`` does): one cluster, so
+    the same scheduler and the same idle processes are behind both sides. The main
+    cluster serves when it has that shape; otherwise a 2 x 1 cluster is started."""
+    import dataclasses
+
     from workloads import local
     from workloads.session import ClusterSession
 
     sides = {}
-    shapes = {"one": 1} if (s.plan.n_workers, s.plan.threads_per_worker) == (2, 1) else {"one": 1, "two": 2}
-    for key, workers in shapes.items():
-        other = stack.enter_context(ClusterSession.start_local(local.plan(workers, "cpu", threads_per_worker=1))).client
-        facts[key] = {"workers": pairs.worker_facts(other)}
-        sides[key] = dask_side(other, s.base, facts, key)
+    if (s.plan.n_workers, s.plan.threads_per_worker) != (2, 1):
+        client = stack.enter_context(ClusterSession.start_local(local.plan(2, "cpu", threads_per_worker=1))).client
+        facts["two"] = {"workers": pairs.worker_facts(client)}
+        sides["two"] = dask_side(client, s.base, facts, "two")
+    workers = pairs.worker_facts(client)
+    first = sorted(workers)[0]
+    facts["one"] = {"workers": {first: workers[first]}, "cluster_workers": len(workers)}
+    sides["one"] = dask_side(client, dataclasses.replace(s.base, workers=(first,)), facts, "one")
+    sides.update(ceiling_sides(stack, s, facts))
     return sides
+
+
+def ceiling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> dict[str, pairs.Side]:
+    """The scaling figure's ceiling without Dask: the tuned loop's code (a worker task's
+    decode and model, batch after batch) in two plain processes x one thread at once, each
+    on half the files, and in one of them on all the files; the workers' environment."""
+    from workloads import local
+
+    base = s.base
+    environ = local.plan(1, "cpu", threads_per_worker=1).environ
+    plain_processes = [stack.enter_context(closing(helper.Helper(f"ceiling-{i}", environ))) for i in range(2)]
+    loaded = helper.call_all(plain_processes, plain.load_model, spec=_model_spec(base), threads=1)
+    facts["ceiling"] = {"processes": loaded}
+    job = dict(images_dir=s.listing.images_dir, recipe=base.preprocess, batch_size=base.batch_size,
+               forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
+    files = list(s.listing.files)
+
+    def together(helpers: list[helper.Helper]) -> float:
+        started = time.perf_counter()
+        for i, one in enumerate(helpers):
+            one.send(plain.tuned_loop, files=files[i::len(helpers)], **job)
+        results = [one.receive() for one in helpers]
+        facts["ceiling"]["decoder"] = _one_value(r["decoder"] for r in results)
+        return sum(r["images"] for r in results) / (time.perf_counter() - started)
+    return {"ceiling_two": lambda: together(plain_processes), "ceiling_one": lambda: together(plain_processes[:1])}
+
+
+def _one_value(values) -> Any:
+    (value,) = set(values)
+    return value
+
+
+def _model_spec(base) -> dict[str, Any]:
+    """The workers' model holder's spec (``ModelPlugin``), warmed at the run's forward batch."""
+    from workloads.images import dataset
+
+    return dict(model=base.model, weights=base.weights, device="cpu", seed=base.seed, precision=base.precision,
+                channels_last=base.channels_last, fold_batchnorm=base.fold_batchnorm,
+                crop=dataset.RECIPES[base.preprocess][1], warmup_batch=min(base.forward_batch, base.batch_size))
 
 
 def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dict[str, Any], s: Setup,
@@ -210,5 +254,9 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         two = "two" if "two" in samples else "dask"
         fig.numerator = Measurement("two_workers_images_per_second", "img/s", samples[two])
         fig.denominator = Measurement("one_worker_images_per_second", "img/s", samples["one"])
-        fig.notes = {**notes, "cluster": "2 workers x 1 thread vs 1 worker x 1 thread",
-                     "sides": {"two": facts[two], "one": facts["one"]}}
+        ceiling = [round(a / b, 3) for a, b in zip(samples["ceiling_two"], samples["ceiling_one"])]
+        fig.notes = {**notes, "cluster": "2 workers x 1 thread vs 1 of those workers alone (one cluster)",
+                     "sides": {"two": facts[two], "one": facts["one"], "ceiling": facts["ceiling"]},
+                     "ceiling": {"how": CEILING_HOW, "ratios": ceiling, "median": statistics.median(ceiling),
+                                 "two_images_per_second": [round(v, 2) for v in samples["ceiling_two"]],
+                                 "one_images_per_second": [round(v, 2) for v in samples["ceiling_one"]]}}

@@ -10,7 +10,8 @@ from bench import cli
 
 pytestmark = pytest.mark.slow
 
-IMAGES = ["images_pipeline_vs_model", "images_dask_vs_plain_loop", "images_dask_vs_naive_loop"]
+IMAGES = ["images_pipeline_vs_model", "images_dask_vs_plain_loop", "images_dask_vs_naive_loop",
+          "images_scaling_2x1_vs_1x1"]
 TAXI = ["taxi_load_vs_pyarrow", "taxi_train_dask_vs_single", "taxi_peak_memory_vs_frame",
         "taxi_scale_default_vs_quick"]
 TAXI_SIZE = {"files": ["2017-03.csv", "2018-03.csv"], "noise_sd": 1.0, "invalid_fraction": 0.03}
@@ -70,6 +71,27 @@ def test_naive_loop_is_the_seed_notebook(recorded):
     naive = sides["naive"]
     assert naive["decoder"] == "pil" and naive["batchnorm_folded"] is False
     assert naive["process"]["allocator"] == "glibc" and naive["process"]["MALLOC_TRIM_THRESHOLD_"] is None
+
+
+def test_scaling_compares_two_workers_with_one_of_them_and_records_its_ceiling(recorded):
+    """The one-worker side is one of the two-worker side's workers (a run restricted to it),
+    so the same scheduler and idle processes are behind both; the ceiling is the tuned loop's
+    code in two plain one-thread processes with the workers' environment and decoder."""
+    record = recorded["images_scaling_2x1_vs_1x1"]
+    sides, ceiling = record["notes"]["sides"], record["notes"]["ceiling"]
+    two, one = sides["two"], sides["one"]
+    assert len(two["workers"]) == 2 and one["cluster_workers"] == 2
+    assert list(one["workers"]) == [min(two["workers"])]
+    assert one["torch_threads"] == [1] and two["torch_threads"] == [1]
+    assert one["decoders"] == two["decoders"] == [sides["ceiling"]["decoder"]]
+    processes = sides["ceiling"]["processes"]
+    assert len(processes) == 2
+    for process in processes:
+        assert process["threads"] == 1 and process["batchnorm_folded"] is True
+        assert process["allocator"] == _one([facts["allocator"] for facts in two["workers"].values()])
+    assert len(ceiling["ratios"]) == len(record["ratios"]) == 1
+    two_rate, one_rate = ceiling["two_images_per_second"][0], ceiling["one_images_per_second"][0]
+    assert ceiling["ratios"][0] == pytest.approx(two_rate / one_rate, abs=0.01)
 
 
 def test_limit_is_the_workers_model_warmed_at_the_forward_batch(recorded):
