@@ -1,0 +1,135 @@
+"""Where the taxi ``train`` phase's time goes, against the single-process baseline.
+
+``python -m bench.taxi_train_parts [--profile quick|default] [--repeats N]`` runs the real
+taxi benchmark on the bench's local cluster and splits each run's ``train`` phase into:
+
+* ``matrix``: building ``DaskQuantileDMatrix`` on the client (XGBoost's packing tasks and
+  their round trips, ``training.placed_matrix``);
+* on the rank's worker, inside ``xgboost.dask``'s training task: the worker's
+  ``QuantileDMatrix`` from the rank's partitions (``xgboost.dask.data._get_dmatrices``)
+  and ``xgboost.train`` itself;
+* the rest of ``xgboost.dask.train``: the tracker, the lock, submitting the task, the
+  booster's way back.
+
+Next to each run, the figure's baseline in its helper process (the workers' environment,
+the same rows, parameters and rounds) split the same way: ``QuantileDMatrix`` and
+``xgboost.train``. The two worker-side timings come from wrapping those two XGBoost
+functions on the workers for the measurement (``xgboost.dask`` 3.2 looks both up by name
+when its training task is unpickled); nothing else changes. Prints one line per run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from contextlib import closing
+from types import SimpleNamespace
+from typing import Any
+
+from bench import cli, helper
+from bench import taxi as bench_taxi
+
+
+def _time_xgboost_on_worker() -> None:
+    """On a worker: record the seconds of its QuantileDMatrix build and xgboost.train."""
+    import xgboost.dask.data as dask_data
+    import xgboost.training as training
+
+    if getattr(training, "_bench_timings", None) is not None:
+        return
+    timings: list[tuple[str, float]] = []
+    training._bench_timings = timings
+
+    def timed(name, function):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                timings.append((name, time.perf_counter() - started))
+        return wrapper
+    dask_data._get_dmatrices = timed("worker_matrix", dask_data._get_dmatrices)
+    training.train = timed("worker_train", training.train)
+
+
+def _worker_timings() -> list[tuple[str, float]]:
+    import xgboost.training as training
+
+    timings = list(training._bench_timings)
+    training._bench_timings.clear()
+    return timings
+
+
+def _single_parts(state: dict[str, Any], params: dict[str, Any], num_boost_round: int) -> dict[str, float]:
+    """In the baseline's helper: its two steps, timed apart."""
+    import xgboost
+
+    frame, target = state["frame"], state["target"]
+    started = time.perf_counter()
+    matrix = xgboost.QuantileDMatrix(frame.drop(columns=[target]), frame[target], nthread=params["nthread"])
+    built = time.perf_counter()
+    xgboost.train(params, matrix, num_boost_round=num_boost_round)
+    return {"single_matrix": built - started, "single_train": time.perf_counter() - built}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.taxi_train_parts", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="quick", choices=sorted(cli.load_profiles()))
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    from workloads import local
+    from workloads.config import cache_dir
+    from workloads.results import PhaseTimer
+    from workloads.session import ClusterSession
+    from workloads.synth import taxi as synth
+    from workloads.taxi import benchmark, training
+
+    profile = cli.load_profiles()[args.profile]
+    data_dir = cache_dir() / "bench" / args.profile  # where python -m bench keeps it
+    synth.generate(data_dir, **profile["taxi"]["generate"])
+    config = bench_taxi.make_config(SimpleNamespace(profile=profile), data_dir)
+    plan = local.plan(profile.get("workers"), "cpu")
+    threads = plan.n_workers * plan.threads_per_worker
+    params = benchmark._booster_params(config, threads)
+    client_times: list[tuple[str, float]] = []
+    training.placed_matrix = _timed_here("matrix", training.placed_matrix, client_times)
+    kept: dict[str, Any] = {}
+    with ClusterSession.start_local(plan) as session, \
+            closing(helper.Helper("single-xgboost", local.plan(1, "cpu", threads_per_worker=threads).environ)) as one:
+        client = session.client
+        client.run(_time_xgboost_on_worker)
+
+        def keep(placed) -> None:
+            import pandas as pd
+
+            kept["frame"] = pd.concat(client.gather(placed.parts), ignore_index=True)
+        for run in range(args.repeats + 1):  # the first is the warm-up, printed but marked
+            timer = PhaseTimer()
+            client_times.clear()
+            benchmark.run(client, config, timer, on_training_data=keep if run == 0 else None)
+            if run == 0:
+                one.call(bench_taxi.single_load, frame=kept.pop("frame"), target=config.target)
+            on_workers = dict(t for timings in client.run(_worker_timings).values() for t in timings)
+            single = one.call(_single_parts, params=params, num_boost_round=config.xgboost.num_boost_round)
+            train = timer.phases["train"]
+            parts = {"train_phase": train, **dict(client_times), **on_workers}
+            parts["rest_of_dxgb_train"] = train - parts["matrix"] - on_workers["worker_matrix"] - on_workers["worker_train"]
+            parts.update(single, single_total=sum(single.values()))
+            parts["ratio"] = train / parts["single_total"]
+            print(json.dumps({"run": "warm-up" if run == 0 else run, **{k: round(v, 3) for k, v in parts.items()}}),
+                  flush=True)
+
+
+def _timed_here(name: str, function, into: list[tuple[str, float]]):
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            into.append((name, time.perf_counter() - started))
+    return wrapper
+
+
+if __name__ == "__main__":
+    main()
