@@ -39,17 +39,8 @@ def _time_xgboost_on_worker() -> None:
         return
     timings: list[tuple[str, float]] = []
     training._bench_timings = timings
-
-    def timed(name, function):
-        def wrapper(*args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                timings.append((name, time.perf_counter() - started))
-        return wrapper
-    dask_data._get_dmatrices = timed("worker_matrix", dask_data._get_dmatrices)
-    training.train = timed("worker_train", training.train)
+    dask_data._get_dmatrices = _timed("worker_matrix", dask_data._get_dmatrices, timings)
+    training.train = _timed("worker_train", training.train, timings)
 
 
 def _worker_timings() -> list[tuple[str, float]]:
@@ -93,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     threads = plan.n_workers * plan.threads_per_worker
     params = benchmark._booster_params(config, threads)
     client_times: list[tuple[str, float]] = []
-    training.placed_matrix = _timed_here("matrix", training.placed_matrix, client_times)
+    training.placed_matrix = _timed("matrix", training.placed_matrix, client_times)
     kept: dict[str, Any] = {}
     with ClusterSession.start_local(plan) as session, \
             closing(helper.Helper("single-xgboost", local.plan(1, "cpu", threads_per_worker=threads).environ)) as one:
@@ -121,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
                   flush=True)
 
 
-def _timed_here(name: str, function, into: list[tuple[str, float]]):
+def _timed(name: str, function, into: list[tuple[str, float]]):
+    """``function``, appending ``(name, its seconds)`` to ``into`` at each call."""
     def wrapper(*args, **kwargs):
         started = time.perf_counter()
         try:
