@@ -146,9 +146,7 @@ def tuned_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
     environ = local.plan(1, "cpu", threads_per_worker=s.threads).environ  # a worker's environment, all threads
     loop = stack.enter_context(closing(helper.Helper("tuned-loop", environ)))
     facts["tuned"] = {"process": loop.call(plain.load_model, spec=_model_spec(base), threads=s.threads)}
-    return _loop_side(loop, facts["tuned"], plain.tuned_loop, images_dir=s.listing.images_dir,
-                      files=list(s.listing.files), recipe=base.preprocess, batch_size=base.batch_size,
-                      forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
+    return _loop_side(loop, facts["tuned"], plain.tuned_loop, files=list(s.listing.files), **_tuned_job(s))
 
 
 def naive_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
@@ -204,23 +202,23 @@ def ceiling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> dict[str
     plain_processes = [stack.enter_context(closing(helper.Helper(f"ceiling-{i}", environ))) for i in range(2)]
     loaded = helper.call_all(plain_processes, plain.load_model, spec=_model_spec(base), threads=1)
     facts["ceiling"] = {"processes": loaded}
-    job = dict(images_dir=s.listing.images_dir, recipe=base.preprocess, batch_size=base.batch_size,
-               forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
     files = list(s.listing.files)
 
     def together(helpers: list[helper.Helper]) -> float:
         started = time.perf_counter()
         for i, one in enumerate(helpers):
-            one.send(plain.tuned_loop, files=files[i::len(helpers)], **job)
+            one.send(plain.tuned_loop, files=files[i::len(helpers)], **_tuned_job(s))
         results = [one.receive() for one in helpers]
-        facts["ceiling"]["decoder"] = _one_value(r["decoder"] for r in results)
+        facts["ceiling"]["decoders"] = sorted({r["decoder"] for r in results})
         return sum(r["images"] for r in results) / (time.perf_counter() - started)
     return {"ceiling_two": lambda: together(plain_processes), "ceiling_one": lambda: together(plain_processes[:1])}
 
 
-def _one_value(values) -> Any:
-    (value,) = set(values)
-    return value
+def _tuned_job(s: Setup) -> dict[str, Any]:
+    """:func:`plain.tuned_loop`'s arguments but the files: a worker task's decode and batches."""
+    base = s.base
+    return dict(images_dir=s.listing.images_dir, recipe=base.preprocess, batch_size=base.batch_size,
+                forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
 
 
 def _model_spec(base) -> dict[str, Any]:

@@ -226,13 +226,35 @@ def single_load(state: dict[str, Any], frame, target: str) -> dict[str, Any]:
 
 def single_train(state: dict[str, Any], params: dict[str, Any], num_boost_round: int) -> float:
     """In the helper: seconds of ``QuantileDMatrix`` + ``xgboost.train`` on the kept rows."""
+    return sum(single_steps(state, params, num_boost_round).values())
+
+
+def single_steps(state: dict[str, Any], params: dict[str, Any], num_boost_round: int) -> dict[str, float]:
+    """In the helper: the seconds of the baseline's two steps on the kept rows,
+    ``single_matrix`` (``QuantileDMatrix``) and ``single_train`` (``xgboost.train``)."""
     import xgboost
 
     frame, target = state["frame"], state["target"]
     started = time.perf_counter()
     matrix = xgboost.QuantileDMatrix(frame.drop(columns=[target]), frame[target], nthread=params["nthread"])
+    built = time.perf_counter()
     xgboost.train(params, matrix, num_boost_round=num_boost_round)
-    return time.perf_counter() - started
+    return {"single_matrix": built - started, "single_train": time.perf_counter() - built}
+
+
+def prepared(profile: str, repeats: int = 1) -> tuple[Any, list[Path], Any]:
+    """A profile's context, its taxi files (generated into the cache where ``python -m
+    bench`` keeps them) and the benchmark's config for them: what the one-process limit
+    scripts measure on."""
+    from bench import cli
+    from workloads.config import cache_dir
+    from workloads.synth import taxi as synth
+
+    profiles = cli.load_profiles()
+    data_dir = cache_dir() / "bench" / profile
+    ctx = cli.Context(profile, profiles[profile], repeats, data_dir, profiles=profiles)
+    paths = synth.generate(data_dir, **ctx.profile["taxi"]["generate"])
+    return ctx, list(paths), make_config(ctx, data_dir)
 
 
 def single_side(stack: ExitStack, dask: DaskSide, config, threads: int, facts: dict[str, Any]) -> pairs.Side:

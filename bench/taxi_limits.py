@@ -63,7 +63,7 @@ def baseline_rate(paths: list[Path], threads: int, repeats: int) -> tuple[float,
     return max(rates), read_csv(paths, threads)["rows"]
 
 
-def memory_floor(chunks: list, config: Any) -> dict[str, float]:
+def memory_reference(chunks: list, config: Any) -> dict[str, float]:
     """Peak RSS above the start of one process doing the whole run's work (read, cleanse and
     split chunk by chunk, each half concatenated once, XGBoost trained and predicting), and
     the cleaned frame's size measured as the figure measures it."""
@@ -97,28 +97,20 @@ def memory_floor(chunks: list, config: Any) -> dict[str, float]:
 
 
 def report(profile: str, repeats: int) -> str:
-    from bench import cli
-    from bench.taxi import make_config
+    from bench.taxi import prepared
     from workloads import local
-    from workloads.synth import taxi as synth
     from workloads.taxi import io
 
-    from workloads.config import cache_dir
-
-    profiles = cli.load_profiles()
-    data_dir = cache_dir() / "bench" / profile
-    ctx = cli.Context(profile, profiles[profile], repeats, data_dir, profiles=profiles)
-    paths = synth.generate(data_dir, **ctx.profiles[profile]["taxi"]["generate"])
-    config = make_config(ctx, data_dir)
-    plans = io.plan(str(data_dir), config.files, config.block_bytes)
+    ctx, paths, config = prepared(profile, repeats)
+    plans = io.plan(str(config.data_dir), config.files, config.block_bytes)
     chunks = [chunk for plan in plans for chunk in plan.chunks]
     spec = local.plan(ctx.profile.get("workers"), "cpu")
     threads = spec.n_workers * spec.threads_per_worker  # the workers' threads together, as the baseline
     seconds = step_seconds(chunks, config.target, repeats)
-    baseline, rows = baseline_rate(list(paths), threads, repeats)
+    baseline, rows = baseline_rate(paths, threads, repeats)
     one_thread = rows / sum(seconds.values())
     ceiling = threads * one_thread / baseline
-    memory = memory_floor(chunks, config)
+    memory = memory_reference(chunks, config)
     lines = [f"# taxi limits, profile {profile}: {rows:,} rows in {len(chunks)} chunks ({config.block_mib} MiB),"
              f" {threads} threads; best of {repeats}, one plain process (bench/taxi_limits.py)",
              "", "## load + cleanse, one thread (s over all chunks; rows/s)"]

@@ -23,7 +23,6 @@ import argparse
 import json
 import time
 from contextlib import closing
-from types import SimpleNamespace
 from typing import Any
 
 from bench import cli, helper
@@ -51,18 +50,6 @@ def _worker_timings() -> list[tuple[str, float]]:
     return timings
 
 
-def _single_parts(state: dict[str, Any], params: dict[str, Any], num_boost_round: int) -> dict[str, float]:
-    """In the baseline's helper: its two steps, timed apart."""
-    import xgboost
-
-    frame, target = state["frame"], state["target"]
-    started = time.perf_counter()
-    matrix = xgboost.QuantileDMatrix(frame.drop(columns=[target]), frame[target], nthread=params["nthread"])
-    built = time.perf_counter()
-    xgboost.train(params, matrix, num_boost_round=num_boost_round)
-    return {"single_matrix": built - started, "single_train": time.perf_counter() - built}
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.taxi_train_parts", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="quick", choices=sorted(cli.load_profiles()))
@@ -70,17 +57,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from workloads import local
-    from workloads.config import cache_dir
     from workloads.results import PhaseTimer
     from workloads.session import ClusterSession
-    from workloads.synth import taxi as synth
     from workloads.taxi import benchmark, training
 
-    profile = cli.load_profiles()[args.profile]
-    data_dir = cache_dir() / "bench" / args.profile  # where python -m bench keeps it
-    synth.generate(data_dir, **profile["taxi"]["generate"])
-    config = bench_taxi.make_config(SimpleNamespace(profile=profile), data_dir)
-    plan = local.plan(profile.get("workers"), "cpu")
+    ctx, _, config = bench_taxi.prepared(args.profile)
+    plan = local.plan(ctx.profile.get("workers"), "cpu")
     threads = plan.n_workers * plan.threads_per_worker
     params = benchmark._booster_params(config, threads)
     client_times: list[tuple[str, float]] = []
@@ -102,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             if run == 0:
                 one.call(bench_taxi.single_load, frame=kept.pop("frame"), target=config.target)
             on_workers = dict(t for timings in client.run(_worker_timings).values() for t in timings)
-            single = one.call(_single_parts, params=params, num_boost_round=config.xgboost.num_boost_round)
+            single = one.call(bench_taxi.single_steps, params=params, num_boost_round=config.xgboost.num_boost_round)
             train = timer.phases["train"]
             parts = {"train_phase": train, **dict(client_times), **on_workers}
             parts["rest_of_dxgb_train"] = train - parts["matrix"] - on_workers["worker_matrix"] - on_workers["worker_train"]

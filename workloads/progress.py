@@ -2,6 +2,7 @@
 plain line at every tenth of the work."""
 from __future__ import annotations
 
+import collections
 import sys
 from typing import Callable, Iterable, Iterator, TextIO
 
@@ -37,3 +38,8 @@ def track(futures: Iterable[Future], description: str, total_units: int | None =
                 print(f"{description}: {done}/{total} ({100 * done // total}%)", file=stream, flush=True)
                 next_tenth = done * 10 // total + 1
             yield future
+
+
+def wait_for(futures: Iterable[Future], description: str) -> None:
+    """Block until every one of ``futures`` is done, the bar showing how many are."""
+    collections.deque(track(futures, description), maxlen=0)  # consumed only for its bar

@@ -83,7 +83,7 @@ def test_scaling_compares_two_workers_with_one_of_them_and_records_its_ceiling(r
     assert len(two["workers"]) == 2 and one["cluster_workers"] == 2
     assert list(one["workers"]) == [min(two["workers"])]
     assert one["torch_threads"] == [1] and two["torch_threads"] == [1]
-    assert one["decoders"] == two["decoders"] == [sides["ceiling"]["decoder"]]
+    assert one["decoders"] == two["decoders"] == sides["ceiling"]["decoders"]
     processes = sides["ceiling"]["processes"]
     assert len(processes) == 2
     for process in processes:

@@ -44,15 +44,16 @@ Metrics: ``rows_raw`` (typed rows read), ``rows_clean``, ``rows_train``, ``rows_
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from distributed import Client, wait
 
 from ..exceptions import DatasetError
-from ..progress import track
+from .. import progress
 from ..results import PhaseTimer
 from . import backends, features, io, rules, training
 from . import schema as s
@@ -160,43 +161,44 @@ def load_and_cleanse(client: Client, config: Config, timer: PhaseTimer) -> tuple
 def _load(client: Client, config: Config, backend: str,
           place: list[str] | None) -> tuple[list[Any], dict[str, Any]]:
     """Plan on a worker, read every chunk into worker memory; the futures of the
-    partitions that have rows (each a ``(frame, report)`` pair) and the reading metrics.
-    A failed load cancels what it submitted: its sibling tasks (the manifest, the other
-    reads) would otherwise still run, held by the traceback's frames, after the error."""
+    partitions that have rows (each a ``(frame, report)`` pair) and the reading metrics."""
+    with _cancelled_on_failure(client) as submitted:
+        planned = client.submit(io.plan, config.data_dir, config.files, config.block_bytes,
+                                workers=place, pure=False)
+        manifest = client.submit(_manifest, config.data_dir, workers=place, pure=False)
+        submitted += [planned, manifest]
+        plans: list[io.FilePlan] = planned.result()
+        chunks = [chunk for plan in plans for chunk in plan.chunks]
+        results = client.map(_read, chunks, backend=backend, workers=place, pure=False)
+        reports = client.map(_dict_of, results, workers=place, pure=False)
+        submitted += results + reports
+        progress.wait_for(reports, "reading taxi files")
+        reports_done = client.gather(reports)
+        raw = [result for result, report in zip(results, reports_done) if report["rows"]]
+        del results, reports
+        reading = _reading_metrics(plans, chunks, reports_done)
+        synthetic = manifest.result()
+        if synthetic and set(synthetic.get("files", ())) >= {p.name for p in plans if p.chunks}:
+            reading["synthetic"] = {k: synthetic[k] for k in ("noise_sd", "rmse_floor", "seed")}
+        if not raw:
+            raise DatasetError(f"no rows could be read from the {len(plans)} file(s) matching "
+                               f"{config.files!r} under {config.data_dir}: "
+                               f"{reading['problems_by_file']}")
+        reading["partitions"] = len(raw)
+        return raw, reading
+
+
+@contextlib.contextmanager
+def _cancelled_on_failure(client: Client) -> Iterator[list[Any]]:
+    """A list to put submitted futures in; if the block fails they are cancelled: their
+    tasks (a failed load's manifest, its other reads) would otherwise still run after the
+    error, held by the traceback's frames."""
     submitted: list[Any] = []
     try:
-        return _read_all(client, config, backend, place, submitted)
+        yield submitted
     except BaseException:
         client.cancel(submitted)
         raise
-
-
-def _read_all(client: Client, config: Config, backend: str, place: list[str] | None,
-              submitted: list[Any]) -> tuple[list[Any], dict[str, Any]]:
-    planned = client.submit(io.plan, config.data_dir, config.files, config.block_bytes,
-                            workers=place, pure=False)
-    manifest = client.submit(_manifest, config.data_dir, workers=place, pure=False)
-    submitted += [planned, manifest]
-    plans: list[io.FilePlan] = planned.result()
-    chunks = [chunk for plan in plans for chunk in plan.chunks]
-    results = client.map(_read, chunks, backend=backend, workers=place, pure=False)
-    reports = client.map(_dict_of, results, workers=place, pure=False)
-    submitted += results + reports
-    for _ in track(reports, "reading taxi files"):
-        pass
-    reports_done = client.gather(reports)
-    raw = [result for result, report in zip(results, reports_done) if report["rows"]]
-    del results, reports
-    reading = _reading_metrics(plans, chunks, reports_done)
-    synthetic = manifest.result()
-    if synthetic and set(synthetic.get("files", ())) >= {p.name for p in plans if p.chunks}:
-        reading["synthetic"] = {k: synthetic[k] for k in ("noise_sd", "rmse_floor", "seed")}
-    if not raw:
-        raise DatasetError(f"no rows could be read from the {len(plans)} file(s) matching "
-                           f"{config.files!r} under {config.data_dir}: "
-                           f"{reading['problems_by_file']}")
-    reading["partitions"] = len(raw)
-    return raw, reading
 
 
 def _read(chunk: io.Chunk, backend: str) -> tuple[Any, dict[str, Any]]:
