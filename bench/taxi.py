@@ -28,6 +28,7 @@ Every side runs once before the repetitions (discarded). Each records what it us
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 NAMES = ("taxi_load_vs_pyarrow", "taxi_train_dask_vs_single", "taxi_peak_memory_vs_frame",
          "taxi_scale_default_vs_quick")
+CEILING_HOW = ("the load and cleanse tasks' functions in one plain one-thread process per worker thread, all at"
+               " once, each on every n-th chunk, the workers' environment, nothing scheduled; / the baseline's"
+               " rows/s in the same repetition: the figure with no scheduling cost")
 SCALE_SIZES = ("default", "quick")  # the scale figure: numerator, denominator
 PHASES = ("load", "cleanse", "split", "train", "infer", "evaluate")
 
@@ -96,6 +100,7 @@ def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, 
             sides["dask"] = dask.run  # its first run (the warm-up) also gathers the training rows
         if NAMES[0] in wanted:
             sides["read"] = read_side(paths, threads, facts)
+            sides["ceiling"] = ceiling_side(stack, config, threads, facts)
         if NAMES[1] in wanted:
             sides["single"] = single_side(stack, dask, config, threads, facts)
         if NAMES[3] in wanted:
@@ -134,7 +139,7 @@ class DaskSide:
         peak = sum(self.memory["peak"][w] - self.memory["start"][w] for w in self.memory["peak"])
         self.rows.update(rows_raw=metrics["rows_raw"], rows_clean=metrics["rows_clean"],
                          rows_train=metrics["rows_train"])
-        self.facts.update(rmse=metrics["rmse"], xgboost_nthread=metrics["xgboost_nthread"],
+        self.facts.update(rmse=metrics["rmse"], chunks=metrics["chunks"], xgboost_nthread=metrics["xgboost_nthread"],
                           xgboost_ranks=metrics["xgboost_ranks"], xgboost_rank_nthread=metrics["xgboost_rank_nthread"],
                           peak_rss_bytes=self.memory["peak"], rss_at_load_bytes=self.memory["start"],
                           peak_rss_after_phase_bytes={phase: self.memory[f"peak_after_{phase}"] for phase in PHASES},
@@ -204,6 +209,49 @@ def read_side(paths, threads: int, facts: dict[str, Any]) -> pairs.Side:
         facts["read"] = {k: v for k, v in result.items() if k != "rate"}
         return result["rate"]
     return run
+
+
+def ceiling_side(stack: ExitStack, config, threads: int, facts: dict[str, Any]) -> pairs.Side:
+    """The load figure's ceiling without Dask: the load and cleanse tasks' own functions
+    (``benchmark._read``, ``benchmark._cleanse_partition``) chunk after chunk in ``threads``
+    plain one-thread processes started at once with the workers' environment, each on every
+    ``threads``-th of the benchmark's chunks: the rows/s of that work on these cores with
+    nothing scheduled, from the first start to the last finish."""
+    from workloads import local
+    from workloads.taxi import io, rules
+
+    environ = local.plan(1, "cpu", threads_per_worker=1).environ
+    chunks = [chunk for plan in io.plan(str(config.data_dir), config.files, config.block_bytes) for chunk in plan.chunks]
+    processes = [stack.enter_context(closing(helper.Helper(f"load-ceiling-{i}", environ))) for i in range(threads)]
+    facts["ceiling"] = {"processes": helper.call_all(processes, _process_facts), "chunks": len(chunks),
+                        "rules": [rule.name for rule in rules.select(config.rules)]}
+
+    def run() -> float:
+        for i, one in enumerate(processes):
+            one.send(load_cleanse_chunks, chunks=chunks[i::threads], rule_settings=config.rules, target=config.target)
+        results = [one.receive() for one in processes]
+        return sum(r["rows"] for r in results) / helper.span(results)
+    return run
+
+
+def _process_facts(state: dict[str, Any]) -> dict[str, Any]:
+    return pairs.process_facts()
+
+
+def load_cleanse_chunks(state: dict[str, Any], chunks: list, rule_settings: Any, target: str) -> dict[str, Any]:
+    """In a helper: the load and cleanse tasks' functions on ``chunks`` in turn (the typed
+    pandas partition, then the kept rows' features and the rows per rule)."""
+    from workloads.taxi import benchmark, rules
+
+    selected = rules.select(rule_settings)
+    started = time.perf_counter()
+    rows = 0
+    for chunk in chunks:
+        result = benchmark._read(chunk, "pandas")
+        rows += len(result[0])
+        benchmark._cleanse_partition(result, selected, target)
+        del result
+    return {"started": started, "finished": time.perf_counter(), "rows": rows}
 
 
 def reader_columns(client, config) -> dict[str, str]:
@@ -311,8 +359,12 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         fig.denominator = Measurement("pyarrow_read_csv_rows_per_second", "rows/s", samples["read"], {
             "how": f"pyarrow.csv.read_csv per file, {threads} threads, the reader's include_columns, column_types,"
                    " null handling and invalid-row handler"})
-        fig.notes = {**notes, **rows, "sides": {"dask": _pick(facts["dask"], "reader_columns", "workers"),
-                                                "read": facts["read"]}}
+        ceiling = [round(c / r, 3) for c, r in zip(samples["ceiling"], samples["read"])]
+        fig.notes = {**notes, **rows, "sides": {"dask": _pick(facts["dask"], "reader_columns", "workers",
+                                                              "chunks"),
+                                                "read": facts["read"], "ceiling": facts["ceiling"]},
+                     "ceiling": {"how": CEILING_HOW, "ratios": ceiling, "median": statistics.median(ceiling),
+                                 "rows_per_second": [round(v) for v in samples["ceiling"]]}}
     if NAMES[1] in figures:
         fig = figures[NAMES[1]]
         fig.numerator = Measurement("xgboost_dask_train_seconds", "s", samples["dask_train"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench import cli
+from workloads.taxi import rules
 
 pytestmark = pytest.mark.slow
 
@@ -115,6 +116,24 @@ def test_pyarrow_reads_the_readers_columns_and_types(recorded):
     assert {k: v for k, v in read["columns"].items() if k != flag} == {k: v for k, v in dask.items() if k != flag}
     assert read["rows"] == record["notes"]["rows_raw"]
     assert read["threads"] == record["notes"]["threads"]
+
+
+def test_load_ceiling_runs_the_tasks_work_in_plain_processes_on_the_same_chunks(recorded):
+    """The load figure's ceiling: the load and cleanse tasks' functions in one plain process
+    per worker thread with the workers' environment, on the Dask side's chunks and rules,
+    measured in the same repetitions as the figure."""
+    record = recorded["taxi_load_vs_pyarrow"]
+    sides, ceiling = record["notes"]["sides"], record["notes"]["ceiling"]
+    assert sides["ceiling"]["chunks"] == sides["dask"]["chunks"] > 1
+    assert sides["ceiling"]["rules"] == [rule.name for rule in rules.select(rules.RULE_NAMES)]
+    processes = sides["ceiling"]["processes"]
+    assert len(processes) == record["notes"]["threads"]
+    for process in processes:
+        assert process["allocator"] == _dask_allocator(sides)
+        assert process["MALLOC_TRIM_THRESHOLD_"] == _dask_trim(sides)
+    assert len(ceiling["ratios"]) == len(record["ratios"]) == 1
+    baseline = record["denominator"]["samples"][0]
+    assert ceiling["ratios"][0] == pytest.approx(ceiling["rows_per_second"][0] / baseline, abs=0.01)
 
 
 def test_single_xgboost_trains_on_the_dask_sides_rows_with_its_environment(recorded):

@@ -46,6 +46,23 @@ def test_chunks_own_every_line_exactly_once(tmp_path):
     assert io.read_range(path, size - 1, size) == b""  # inside the last line's ending
 
 
+def test_a_file_is_cut_into_chunks_of_equal_size(generated):
+    """The fewest chunks of at most ``block_bytes``, within a byte of each other: cut every
+    ``block_bytes`` instead, a file of 1.6 blocks gave one chunk of 1 block and one of 0.6,
+    and the worker handed the large chunks of several files finished last."""
+    path = generated / "yellow_tripdata_2017-06.csv"
+    data_start = len(path.read_bytes().split(b"\n", 1)[0]) + 1
+    data_bytes = path.stat().st_size - data_start
+    for fraction in (0.62, 0.45, 0.3):
+        block = int(data_bytes * fraction)
+        (plan,) = io.plan(str(generated.parent), path.stem, block)
+        sizes = [chunk.end - chunk.start for chunk in plan.chunks]
+        assert len(sizes) == -(-data_bytes // block), (fraction, sizes)
+        assert max(sizes) <= block and max(sizes) - min(sizes) <= 1, (fraction, sizes)
+        assert plan.chunks[0].start == data_start and plan.chunks[-1].end == path.stat().st_size
+        assert all(a.end == b.start for a, b in zip(plan.chunks, plan.chunks[1:]))
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("gen")
