@@ -15,6 +15,12 @@ phase the training time), and, with the cluster idle and the same total threads:
 * for the scale figure, ``load`` + ``cleanse`` alone (``benchmark.load_and_cleanse``) on
   the quick profile's files and on the default profile's, same settings.
 
+The load figure also records what bounds it, from the same repetitions
+(:func:`load_limits`): its ceiling (the load and cleanse tasks' functions in plain
+processes, nothing scheduled) and Dask's fixed cost of the same graph (the same load and
+cleanse on files of the same layout with a few percent of the rows), with the latency of a
+one-task round trip on the cluster.
+
 The memory figure takes, on every worker, the peak resident memory from the start of
 ``load`` to the end of ``evaluate`` above what the worker held when ``load`` began
 (freed memory handed back to the system first, the kernel's peak counter reset through
@@ -46,6 +52,9 @@ NAMES = ("taxi_load_vs_pyarrow", "taxi_train_dask_vs_single", "taxi_peak_memory_
 CEILING_HOW = ("the load and cleanse tasks' functions in one plain one-thread process per worker thread, all at"
                " once, each on every n-th chunk, the workers' environment, nothing scheduled; / the baseline's"
                " rows/s in the same repetition: the figure with no scheduling cost")
+FIXED_COST_HOW = ("rows / (rows / the ceiling's rows/s + Dask's fixed cost) / the baseline's rows/s; the fixed cost:"
+                  " the seconds of the same load + cleanse on files of the same names and chunk count with a few"
+                  " percent of the rows, less those rows at the ceiling's rate")
 SCALE_SIZES = ("default", "quick")  # the scale figure: numerator, denominator
 PHASES = ("load", "cleanse", "split", "train", "infer", "evaluate")
 
@@ -101,6 +110,7 @@ def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, 
         if NAMES[0] in wanted:
             sides["read"] = read_side(paths, threads, facts)
             sides["ceiling"] = ceiling_side(stack, config, threads, facts)
+            sides["floor"] = floor_side(ctx, client, config, paths, facts)
         if NAMES[1] in wanted:
             sides["single"] = single_side(stack, dask, config, threads, facts)
         if NAMES[3] in wanted:
@@ -234,6 +244,48 @@ def ceiling_side(stack: ExitStack, config, threads: int, facts: dict[str, Any]) 
     return run
 
 
+FLOOR_BLOCK_MIB = 1
+
+
+def floor_side(ctx, client, config, paths: list[Path], facts: dict[str, Any]) -> pairs.Side:
+    """Dask's fixed cost of the load figure's graph: the same ``load`` + ``cleanse`` on files
+    of the same names, each cut into as many chunks as the figure's (``FLOOR_BLOCK_MIB``
+    blocks), with a few percent of the rows; its rows/s (the seconds are rows / rate)."""
+    import dataclasses
+
+    from workloads.synth import taxi as synth
+
+    spec = ctx.profile["taxi"]["generate"]
+    size = paths[0].stat().st_size
+    chunks = -(-size // config.block_bytes)
+    rows = max(100, int(spec["rows_per_file"] * (chunks - 0.5) * (FLOOR_BLOCK_MIB << 20) / size))
+    data_dir = ctx.data_dir / "floor"
+    synth.generate(data_dir, **{**spec, "rows_per_file": rows})
+    small = dataclasses.replace(config, data_dir=str(data_dir), block_mib=FLOOR_BLOCK_MIB)
+    run_small = load_cleanse_side(client, small, facts, "floor")
+
+    def run() -> float:
+        rate = run_small()
+        facts["floor"]["no_op_round_trip_s"] = no_op_round_trips(client)  # after the timed run
+        return rate
+    return run
+
+
+def no_op_round_trips(client, count: int = 5) -> list[float]:
+    """Seconds of ``count`` one-task round trips (submit a task that does nothing, wait for
+    its result): the least any phase that waits on its tasks costs on this cluster."""
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        client.submit(_nothing, pure=False).result()
+        times.append(round(time.perf_counter() - started, 4))
+    return times
+
+
+def _nothing() -> None:
+    return None
+
+
 def _process_facts(state: dict[str, Any]) -> dict[str, Any]:
     return pairs.process_facts()
 
@@ -343,7 +395,7 @@ def load_cleanse_side(client, config, facts: dict[str, Any], key: str) -> pairs.
         timer = PhaseTimer()
         clean, metrics = benchmark.load_and_cleanse(client, config, timer)
         del clean  # frees the persisted partitions
-        facts[key] = {"rows_raw": metrics["rows_raw"], "partitions": metrics["partitions"],
+        facts[key] = {"rows_raw": metrics["rows_raw"], "chunks": metrics["chunks"], "partitions": metrics["partitions"],
                       "block_mib": config.block_mib, "phases": {k: round(v, 3) for k, v in timer.phases.items()}}
         return metrics["rows_raw"] / (timer.phases["load"] + timer.phases["cleanse"])
     return run
@@ -359,12 +411,11 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         fig.denominator = Measurement("pyarrow_read_csv_rows_per_second", "rows/s", samples["read"], {
             "how": f"pyarrow.csv.read_csv per file, {threads} threads, the reader's include_columns, column_types,"
                    " null handling and invalid-row handler"})
-        ceiling = [round(c / r, 3) for c, r in zip(samples["ceiling"], samples["read"])]
         fig.notes = {**notes, **rows, "sides": {"dask": _pick(facts["dask"], "reader_columns", "workers",
                                                               "chunks"),
-                                                "read": facts["read"], "ceiling": facts["ceiling"]},
-                     "ceiling": {"how": CEILING_HOW, "ratios": ceiling, "median": statistics.median(ceiling),
-                                 "rows_per_second": [round(v) for v in samples["ceiling"]]}}
+                                                "read": facts["read"], "ceiling": facts["ceiling"],
+                                                "floor": facts["floor"]},
+                     **load_limits(samples, rows["rows_raw"], facts["floor"]["rows_raw"])}
     if NAMES[1] in figures:
         fig = figures[NAMES[1]]
         fig.numerator = Measurement("xgboost_dask_train_seconds", "s", samples["dask_train"],
@@ -392,6 +443,22 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         fig.denominator = Measurement("quick_size_rows_per_second", "rows/s", samples["scale_quick"],
                                       {"how": "rows_raw / (load + cleanse), the quick profile's files"})
         fig.notes = {**notes, "sides": {"default": facts["scale_default"], "quick": facts["scale_quick"]}}
+
+
+def load_limits(samples: dict[str, list[float]], rows: int, floor_rows: int) -> dict[str, Any]:
+    """The load figure's two limits, repetition by repetition: ``ceiling``, the tasks' work
+    with nothing scheduled over the baseline; ``with_dask_fixed_cost``, the same work plus
+    Dask's fixed cost of the graph (the small run's seconds less its own work at the
+    ceiling's rate) over the baseline: what the figure can reach on this machine."""
+    ceiling, limit, fixed = [], [], []
+    for work_rate, floor_rate, baseline in zip(samples["ceiling"], samples["floor"], samples["read"]):
+        fixed.append(floor_rows / floor_rate - floor_rows / work_rate)
+        ceiling.append(round(work_rate / baseline, 3))
+        limit.append(round(rows / (rows / work_rate + fixed[-1]) / baseline, 3))
+    return {"ceiling": {"how": CEILING_HOW, "ratios": ceiling, "median": statistics.median(ceiling),
+                        "rows_per_second": [round(v) for v in samples["ceiling"]]},
+            "with_dask_fixed_cost": {"how": FIXED_COST_HOW, "ratios": limit, "median": statistics.median(limit),
+                                     "fixed_seconds": [round(v, 3) for v in fixed]}}
 
 
 def _pick(facts: dict[str, Any], *keys: str) -> dict[str, Any]:

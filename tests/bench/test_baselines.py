@@ -133,7 +133,24 @@ def test_load_ceiling_runs_the_tasks_work_in_plain_processes_on_the_same_chunks(
         assert process["MALLOC_TRIM_THRESHOLD_"] == _dask_trim(sides)
     assert len(ceiling["ratios"]) == len(record["ratios"]) == 1
     baseline = record["denominator"]["samples"][0]
-    assert ceiling["ratios"][0] == pytest.approx(ceiling["rows_per_second"][0] / baseline, abs=0.01)
+    work_rate = ceiling["rows_per_second"][0]
+    assert ceiling["ratios"][0] == pytest.approx(work_rate / baseline, abs=0.01)
+
+
+def test_load_limit_adds_dasks_fixed_cost_measured_on_the_same_graph(recorded):
+    """Dask's fixed cost is measured by the benchmark's own load + cleanse on files of the same
+    names and chunk count with fewer rows, in the same repetitions; the limit adds it to the
+    ceiling's time."""
+    record = recorded["taxi_load_vs_pyarrow"]
+    notes, sides = record["notes"], record["notes"]["sides"]
+    floor = sides["floor"]
+    assert floor["chunks"] == sides["dask"]["chunks"] and floor["rows_raw"] < notes["rows_raw"]
+    assert floor["block_mib"] == 1 and len(floor["no_op_round_trip_s"]) == 5
+    limit = notes["with_dask_fixed_cost"]
+    fixed, work_rate = limit["fixed_seconds"][0], notes["ceiling"]["rows_per_second"][0]
+    assert fixed > 0
+    expected = notes["rows_raw"] / (notes["rows_raw"] / work_rate + fixed) / record["denominator"]["samples"][0]
+    assert limit["ratios"][0] == pytest.approx(expected, abs=0.01) and limit["ratios"][0] < notes["ceiling"]["ratios"][0]
 
 
 def test_single_xgboost_trains_on_the_dask_sides_rows_with_its_environment(recorded):
