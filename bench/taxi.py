@@ -109,8 +109,9 @@ def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, 
             sides["dask"] = dask.run  # its first run (the warm-up) also gathers the training rows
         if NAMES[0] in wanted:
             sides["read"] = read_side(paths, threads, facts)
-            sides["ceiling"] = ceiling_side(stack, config, threads, facts)
-            sides["floor"] = floor_side(ctx, client, config, paths, facts)
+            chunks = planned_chunks(config)
+            sides["ceiling"] = ceiling_side(stack, config, chunks, threads, facts)
+            sides["floor"] = floor_side(ctx, client, config, chunks, paths[0], facts)
         if NAMES[1] in wanted:
             sides["single"] = single_side(stack, dask, config, threads, facts)
         if NAMES[3] in wanted:
@@ -221,17 +222,23 @@ def read_side(paths, threads: int, facts: dict[str, Any]) -> pairs.Side:
     return run
 
 
-def ceiling_side(stack: ExitStack, config, threads: int, facts: dict[str, Any]) -> pairs.Side:
+def planned_chunks(config) -> list:
+    """The benchmark's chunks of its files, as its planner cuts them."""
+    from workloads.taxi import io
+
+    return [chunk for plan in io.plan(str(config.data_dir), config.files, config.block_bytes) for chunk in plan.chunks]
+
+
+def ceiling_side(stack: ExitStack, config, chunks: list, threads: int, facts: dict[str, Any]) -> pairs.Side:
     """The load figure's ceiling without Dask: the load and cleanse tasks' own functions
     (``benchmark._read``, ``benchmark._cleanse_partition``) chunk after chunk in ``threads``
     plain one-thread processes started at once with the workers' environment, each on every
     ``threads``-th of the benchmark's chunks: the rows/s of that work on these cores with
     nothing scheduled, from the first start to the last finish."""
     from workloads import local
-    from workloads.taxi import io, rules
+    from workloads.taxi import rules
 
     environ = local.plan(1, "cpu", threads_per_worker=1).environ
-    chunks = [chunk for plan in io.plan(str(config.data_dir), config.files, config.block_bytes) for chunk in plan.chunks]
     processes = [stack.enter_context(closing(helper.Helper(f"load-ceiling-{i}", environ))) for i in range(threads)]
     facts["ceiling"] = {"processes": helper.call_all(processes, _process_facts), "chunks": len(chunks),
                         "rules": [rule.name for rule in rules.select(config.rules)]}
@@ -247,18 +254,19 @@ def ceiling_side(stack: ExitStack, config, threads: int, facts: dict[str, Any]) 
 FLOOR_BLOCK_MIB = 1
 
 
-def floor_side(ctx, client, config, paths: list[Path], facts: dict[str, Any]) -> pairs.Side:
+def floor_side(ctx, client, config, chunks: list, first_file: Path, facts: dict[str, Any]) -> pairs.Side:
     """Dask's fixed cost of the load figure's graph: the same ``load`` + ``cleanse`` on files
-    of the same names, each cut into as many chunks as the figure's (``FLOOR_BLOCK_MIB``
-    blocks), with a few percent of the rows; its rows/s (the seconds are rows / rate)."""
+    of the same names, each cut into as many chunks as the figure's first file is
+    (``FLOOR_BLOCK_MIB`` blocks), with a few percent of the rows; its rows/s (the seconds
+    are rows / rate)."""
     import dataclasses
 
     from workloads.synth import taxi as synth
 
     spec = ctx.profile["taxi"]["generate"]
-    size = paths[0].stat().st_size
-    chunks = -(-size // config.block_bytes)
-    rows = max(100, int(spec["rows_per_file"] * (chunks - 0.5) * (FLOOR_BLOCK_MIB << 20) / size))
+    size = first_file.stat().st_size
+    per_file = sum(chunk.path == str(first_file) for chunk in chunks)
+    rows = max(100, int(spec["rows_per_file"] * (per_file - 0.5) * (FLOOR_BLOCK_MIB << 20) / size))
     data_dir = ctx.data_dir / "floor"
     synth.generate(data_dir, **{**spec, "rows_per_file": rows})
     small = dataclasses.replace(config, data_dir=str(data_dir), block_mib=FLOOR_BLOCK_MIB)
