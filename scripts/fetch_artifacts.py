@@ -7,6 +7,9 @@ For each artifact, in order:
      repository where that folder exists): copy it from there;
   3. download it from its upstream URL.
 Every copy or download is verified before it is moved into place; a mismatch is never kept.
+A download must match ``sha256``, the digest of the upstream bytes. A mirror copy may instead
+match ``mirror_sha256``, which an artifact carries only where the mirror cannot hold the
+upstream bytes (its ``mirror_why`` says why; the script prints it when it takes such a copy).
 If some artifacts can be had from nowhere, one error lists each of them with its URL, and
 the exit status is 1.
 
@@ -45,7 +48,12 @@ class Artifact:
     file: str  # relative path: in the cache's artifacts/ folder and in a mirror
     what: str
     url: str
-    sha256: str
+    sha256: str  # of the bytes ``url`` serves
+    mirror_sha256: str | None = None  # of the offline mirror's copy, where it cannot be the upstream bytes
+    mirror_why: str | None = None
+
+    def accepts(self, digest: str, from_mirror: bool) -> bool:
+        return digest == self.sha256 or (from_mirror and digest == self.mirror_sha256)
 
 
 def cache_root() -> Path:
@@ -66,9 +74,14 @@ def pinned(lock_file: Path = LOCK_FILE) -> list[Artifact]:
     artifacts = []
     for i, entry in enumerate(entries):
         missing = [k for k in ("file", "what", "url", "sha256") if not entry.get(k)]
-        if missing:
-            raise ValueError(f"{lock_file}: artifact #{i + 1} lacks {', '.join(missing)}")
-        artifacts.append(Artifact(**{k: entry[k] for k in ("file", "what", "url", "sha256")}))
+        if bool(entry.get("mirror_sha256")) != bool(entry.get("mirror_why")):
+            missing.append("mirror_why" if entry.get("mirror_sha256") else "mirror_sha256")
+        unknown = sorted(set(entry) - set(Artifact.__dataclass_fields__))
+        if missing or unknown:
+            raise ValueError(f"{lock_file}: artifact #{i + 1} ({entry.get('file', '?')}) "
+                             + "; ".join(filter(None, [missing and f"lacks {', '.join(missing)}",
+                                                       unknown and f"has unknown keys {', '.join(unknown)}"])))
+        artifacts.append(Artifact(**entry))
     return artifacts
 
 
@@ -81,8 +94,9 @@ def _sha256(path: Path) -> str:
 
 
 def _is_cached(artifact: Artifact, root: Path) -> bool:
+    """Cached with the upstream digest, or with the mirror's where the artifact has one."""
     path = root / artifact.file
-    return path.is_file() and _sha256(path) == artifact.sha256
+    return path.is_file() and artifact.accepts(_sha256(path), from_mirror=True)
 
 
 def artifact_path(file: str) -> Path:
@@ -105,11 +119,12 @@ def mirror_dir() -> Path | None:
     return beside if beside.is_dir() else None
 
 
-def _install_verified(artifact: Artifact, source: Path, root: Path) -> str | None:
-    """Move ``source`` into the cache if its sha256 is the pinned one; else say why not."""
+def _install_verified(artifact: Artifact, source: Path, root: Path, from_mirror: bool) -> str | None:
+    """Move ``source`` into the cache if its sha256 is a pinned one; else say why not."""
     actual = _sha256(source)
-    if actual != artifact.sha256:
-        return f"sha256 {actual} != pinned {artifact.sha256}"
+    if not artifact.accepts(actual, from_mirror):
+        pinned_sums = [artifact.sha256] + ([artifact.mirror_sha256] if from_mirror and artifact.mirror_sha256 else [])
+        return f"sha256 {actual} != pinned {' or '.join(pinned_sums)}"
     target = root / artifact.file
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, target)
@@ -126,7 +141,7 @@ def _fetch_one(artifact: Artifact, root: Path, mirror: Path | None) -> str | Non
             candidate = mirror / artifact.file
             if candidate.is_file():
                 shutil.copyfile(candidate, staged)
-                problem = _install_verified(artifact, staged, root)
+                problem = _install_verified(artifact, staged, root, from_mirror=True)
                 if problem is None:
                     return None
                 reasons.append(f"mirror copy {candidate}: {problem}")
@@ -136,7 +151,7 @@ def _fetch_one(artifact: Artifact, root: Path, mirror: Path | None) -> str | Non
             with urllib.request.urlopen(artifact.url, timeout=DOWNLOAD_TIMEOUT_S) as response, \
                     staged.open("wb") as out:
                 shutil.copyfileobj(response, out)
-            problem = _install_verified(artifact, staged, root)
+            problem = _install_verified(artifact, staged, root, from_mirror=False)
             if problem is None:
                 return None
             reasons.append(f"download: {problem}")
@@ -159,6 +174,8 @@ def fetch_all(check_only: bool = False, quiet: bool = False) -> int:
         if problem is None:
             if not quiet:
                 print(f"fetch_artifacts: {artifact.file} -> {root / artifact.file}")
+                if _sha256(root / artifact.file) != artifact.sha256:
+                    print(f"fetch_artifacts:   the mirror's copy, not the upstream bytes: {artifact.mirror_why}")
         else:
             failures.append((artifact, problem))
     if failures:

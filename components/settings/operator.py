@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from components.settings import values
 from components.settings.errors import Problem
 from components.settings.model import OperatorSpec, Settings
 
@@ -43,25 +44,35 @@ def dask_version(text: str) -> tuple[int, ...]:
 
 def read_operator(r: Callable[..., Any], free_gpu_nodes: int) -> OperatorSpec | None:
     """The operator's settings when ``daskBackend`` is ``operator`` (else None). ``r`` is the
-    settings reader (``build._Reader``); ``free_gpu_nodes``: GPU nodes Jupyter does not take."""
+    settings reader (``build._Reader``); ``free_gpu_nodes``: GPU nodes Jupyter does not take.
+
+    Every key is read and checked whatever the backend, so that a bad value fails at
+    ``pulumi preview`` on the stack that holds it, not later on the day someone switches
+    the backend."""
     backend = r.one_of("daskBackend", *BACKENDS)
-    if backend != "operator":
-        for key in _OPERATOR_ONLY:
-            if r(key):
-                r.problems.append(Problem(key, "is read only with daskBackend=operator (the Helm release has one"
-                                               " worker group): set daskBackend=operator or leave it 0"))
-        return None
     maximum = r.at_least("autoscaleMaxWorkers", 0)
-    return OperatorSpec(
+    spec = OperatorSpec(
         chart_version=r("daskOperatorChartVersion"),
-        namespace=r("daskOperatorNamespace"),
+        namespace=r.check("daskOperatorNamespace", values.rfc1123_label),
         autoscale=r("daskAutoscale"),
         min_workers=r.at_least("autoscaleMinWorkers", 0),
         max_workers=(maximum or free_gpu_nodes) if maximum is not None else None,
         cpu_workers=r.at_least("cpuWorkers", 0),
         cpu_worker_cpu=r.at_least("cpuWorkerCpu", 1),
-        cpu_worker_memory=r("cpuWorkerMemory"),
+        cpu_worker_memory=r.check("cpuWorkerMemory", _memory),
     )
+    if backend == "operator":
+        return spec
+    for key in _OPERATOR_ONLY:
+        if r(key):
+            r.problems.append(Problem(key, "is read only with daskBackend=operator (the Helm release has one"
+                                           " worker group): set daskBackend=operator or leave it 0"))
+    return None
+
+
+def _memory(text: str) -> str:
+    values.quantity_bytes(text)
+    return text
 
 
 def operator_checks(s: Settings) -> list[Problem]:

@@ -75,3 +75,31 @@ def test_cpu_workers_need_the_operator_and_a_cpu_pool():
              "name=sched,role=scheduler,replicas=1,vmClass=best-effort-xlarge,storageClass=vsan-r5"]
     error = problems(**{**OPERATOR, "cpuWorkers": 2, "nodePools": pools})
     assert "dask-tkg:cpuWorkers: CPU workers need a node pool with role=cpu" in str(error)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("autoscaleMinWorkers", -1, "must be >= 0"),
+    ("autoscaleMaxWorkers", -1, "must be >= 0"),
+    ("cpuWorkerCpu", -1, "must be >= 1"),
+    ("cpuWorkerMemory", "lots", "must be a Kubernetes quantity"),
+    ("daskOperatorNamespace", "Dask_Operator", "must be an RFC 1123 label"),
+])
+def test_an_operator_setting_is_checked_with_the_helm_backend_too(key, value, words):
+    """A stack on the Helm backend that holds a bad operator setting fails at preview, not
+    on the day someone switches it to the operator."""
+    error = problems(**{key: value})  # daskBackend: the default, helm
+    assert [p.key for p in error.problems] == [key]
+    assert f"dask-tkg:{key}: {words}" in str(error)
+
+
+def test_every_declared_setting_is_read_with_the_default_settings(monkeypatch):
+    """A declared setting that ``load`` never reads is one that no check ever sees: it must
+    be read (and so checked) whatever the other settings choose."""
+    from components.settings import build
+    from components.settings.schema import project
+
+    read = set()
+    original = build._Reader.__call__
+    monkeypatch.setattr(build._Reader, "__call__", lambda self, key: read.add(key) or original(self, key))
+    settings()
+    assert sorted(set(project()[1]) - read) == []

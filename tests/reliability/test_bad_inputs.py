@@ -219,6 +219,24 @@ def test_taxi_files_that_give_no_rows_fail_the_run_naming_each_file_and_reason(c
         assert f"'yellow_tripdata_{name}': {{'{reason}': 1}}" in message
 
 
+def test_a_spreadsheet_dated_month_fails_the_run_naming_column_format_and_value(client, tmp_path):
+    """One month re-saved by a spreadsheet program beside a good one: the run fails naming
+    the file, the column, the TLC's format and a value, instead of training on the good
+    month after counting every line of the other as unparsable."""
+    (tmp_path / "taxi").mkdir()
+    spreadsheet = LINE.replace("2017-01-09 11:13:28", "1/9/2017 11:13").replace("2017-01-09 11:25:45", "1/9/2017 11:25")
+    (tmp_path / "taxi" / "yellow_tripdata_2017-01.csv").write_text("\n".join([HEADER, *[spreadsheet] * 50]) + "\n")
+    (tmp_path / "taxi" / "yellow_tripdata_2017-02.csv").write_text("\n".join([HEADER, *[LINE] * 50]) + "\n")
+    config = taxi.make_config(None, {"dataframe": "pandas"}, tmp_path, "cpu")
+    with client.as_current():
+        with pytest.raises(DatasetError) as caught:
+            taxi.run(client, config, PhaseTimer())
+    assert str(caught.value) == (
+        f"{tmp_path / 'taxi' / 'yellow_tripdata_2017-01.csv'}: column tpep_pickup_datetime holds dates in another"
+        " format than the TLC's YYYY-MM-DD HH:MM:SS, e.g. '1/9/2017 11:13' (a file re-saved by a spreadsheet"
+        " program?); refusing the file rather than dropping its rows: use the TLC's file")
+
+
 def test_taxi_rows_that_every_rule_drops_fail_the_run_naming_the_rules(client, tmp_path):
     (tmp_path / "taxi").mkdir()
     lines = [_line_with(s.FARE, "-5") for _ in range(50)]

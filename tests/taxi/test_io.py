@@ -352,3 +352,55 @@ def test_the_flag_reads_the_same_on_the_fast_path_and_the_text_path(tmp_path):
     assert [None if pd.isna(v) else v for v in text.column(s.STORE_AND_FWD).to_pylist()] == as_list
     assert text_problems == {"unparsable_value": 1}
     assert fast.schema == text.schema == s.RAW_SCHEMA
+
+
+def _as_a_spreadsheet_saves_it(source: Path, target: Path) -> None:
+    """The month re-saved by a spreadsheet program: datetimes as ``M/D/YYYY H:MM``."""
+    frame = pd.read_csv(source, parse_dates=[s.PICKUP, s.DROPOFF])
+    for column in (s.PICKUP, s.DROPOFF):
+        when = frame[column]
+        frame[column] = (when.dt.month.astype(str) + "/" + when.dt.day.astype(str) + "/"
+                         + when.dt.year.astype(str) + " " + when.dt.hour.astype(str) + ":"
+                         + when.dt.strftime("%M"))
+    frame.to_csv(target, index=False)
+
+
+def test_a_file_with_spreadsheet_dates_is_refused_naming_column_format_and_value(generated, tmp_path):
+    """Every datetime in another layout: the read fails naming the file, the column, the
+    TLC's format and a value, instead of counting each line unparsable and training on
+    the other files."""
+    (tmp_path / "taxi").mkdir()
+    path = tmp_path / "taxi" / "yellow_tripdata_2019-01.csv"
+    _as_a_spreadsheet_saves_it(generated / "yellow_tripdata_2019-01.csv", path)
+    first = path.read_text().splitlines()[1].split(",")[1]
+    assert "/" in first and first.count(":") == 1  # e.g. 1/1/2019 0:46
+    with pytest.raises(io.TimestampFormatError) as error:
+        read_all(path, 1 << 20)
+    assert str(error.value) == (
+        f"{path}: column tpep_pickup_datetime holds dates in another format than the TLC's"
+        f" YYYY-MM-DD HH:MM:SS, e.g. {first!r} (a file re-saved by a spreadsheet program?);"
+        " refusing the file rather than dropping its rows: use the TLC's file")
+
+
+@pytest.mark.parametrize("value, outcome", [
+    ("1/1/2019 0:46", "refused"), ("01.01.2019 00:46:40", "refused"), ("01-31-2019 00:46", "refused"),
+    ("2019/01/01 00:46:40", "read"), ("2019.01.01 00:46:40", "read"),
+    ("2019-01-32 10:00:00", "unparsable"), ("not a date", "unparsable"), ("12", "unparsable"),
+    ("2019-13-01 00:00:00", "unparsable")])
+def test_only_a_date_laid_out_otherwise_refuses_the_file(tmp_path, value, outcome):
+    """Month or day first refuses the file; the year first with another separator is read
+    (unambiguous); a damaged value in the TLC's layout, or no date, is one unparsable line."""
+    (tmp_path / "taxi").mkdir()
+    path = tmp_path / "taxi" / "yellow_tripdata_2017-01.csv"
+    bad = LINE_17.replace("2017-01-09 11:25:45", value)
+    path.write_text(HEADER_17 + "\n" + (LINE_17 + "\n") * 9 + bad + "\n")
+    if outcome == "refused":
+        with pytest.raises(io.TimestampFormatError, match=f"column tpep_dropoff_datetime .* e.g. {value!r}"):
+            read_all(path, 1 << 20)
+        return
+    table, problems, _ = read_all(path, 1 << 20)
+    if outcome == "read":
+        assert problems == {} and table.num_rows == 10
+        assert table[s.DROPOFF][9].as_py().isoformat() == "2019-01-01T00:46:40"
+    else:
+        assert problems == {"unparsable_value": 1} and table.num_rows == 9

@@ -109,8 +109,18 @@ def generate(dogs_dir: str | Path, breeds: int = 4, images_per_breed: int = 6,
         write_labels_file(dogs / LABELS_FILE, names)
     manifest = {"params": _jsonable(params), "files": dict(sorted(files.items()))}
     marker.write_text(json.dumps(manifest, indent=1))
-    logger.info("generated %d images (%d breeds, %d broken) under %s", len(files), breeds, len(kinds), dogs)
+    logger.info("generated %d images (%d breeds%s) under %s", len(files), breeds, _what_the_run_counts(kinds), dogs)
     return manifest
+
+
+def _what_the_run_counts(kinds: Iterable[str]) -> str:
+    """The odd files as the run will count them: converted and scored (``images_converted``),
+    or skipped (``images_failed``)."""
+    converted = [k for k in kinds if k in CONVERTED_KINDS]
+    skipped = [k for k in kinds if k in FAILED_KINDS]
+    parts = [f"{len(converted)} the run converts and scores (images_converted): {', '.join(converted)}"] if converted else []
+    parts += [f"{len(skipped)} it skips and counts (images_failed): {', '.join(skipped)}"] if skipped else []
+    return "".join(f"; {part}" for part in parts)
 
 
 def write_labels_file(path: str | Path, names: Iterable[str]) -> None:

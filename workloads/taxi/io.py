@@ -23,6 +23,13 @@ reason                    counts   meaning
                                    rejects as a whole
 ========================  =======  ==================================================
 
+A datetime written as a date in another layout (``1/1/2019 0:46``: the month re-saved by a
+spreadsheet program) is not a damaged value but a file in another format: counted as
+unparsable, it would drop every row of the file and leave the run training on the rest.
+The read fails instead (``TimestampFormatError``), naming the file, the column, the TLC's
+format and the value. Such a file is refused, not read: its layout is ambiguous (month or
+day first) and has lost the seconds, which the trip-duration feature uses.
+
 An I/O error is not a problem in the data and never drops a row: a read that raises
 ``OSError`` (an NFS hiccup: ``EIO``, ``ESTALE``, a timeout) is retried from the start of
 its chunk ``READ_ATTEMPTS`` times with a doubling pause, each retry logged with the file
@@ -37,6 +44,7 @@ files and are not supported).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from io import RawIOBase
@@ -69,6 +77,18 @@ READ_BACKOFF_S = 1.0
 class ReadError(DatasetError):
     """A read that kept failing with an I/O error: the file and the range are named,
     and the run fails rather than go on without those rows."""
+
+
+class TimestampFormatError(DatasetError):
+    """A datetime column holds dates in another layout than the TLC's (module docstring)."""
+
+
+TLC_DATETIME = "YYYY-MM-DD HH:MM:SS"  # how the TLC's CSV files write a datetime: 2019-01-01 00:46:40
+# A date laid out otherwise, before any time: month or day first (1/1/2019, 01.01.2019,
+# 01-01-2019). The year first is read whatever the separator (2019/01/01: the text path's
+# ISO 8601 parser takes it, and it is unambiguous); the TLC's layout with a damaged number
+# (2019-01-32) stays one unparsable value.
+_OTHER_DATE_LAYOUT = re.compile(r"\s*\d{1,2}([/.-])\d{1,2}\1\d{2,4}\b")
 
 
 @dataclass(frozen=True)
@@ -302,7 +322,13 @@ def _read_chunk_once(chunk: Chunk) -> ChunkResult:
         logger.warning("%s [%s]: the parser rejects the block, %d lines dropped: %s",
                        chunk.path, _where(chunk), lines, error)
         return ChunkResult(s.empty_raw_table(), {"unreadable_chunk": lines})
-    table, unparsable = _normalize(table)
+    try:
+        table, unparsable = _normalize(table)
+    except _OtherLayout as found:
+        raise TimestampFormatError(
+            f"{chunk.path}: column {found.column} holds dates in another format than the TLC's"
+            f" {TLC_DATETIME}, e.g. {found.value!r} (a file re-saved by a spreadsheet program?);"
+            f" refusing the file rather than dropping its rows: use the TLC's file") from None
     if unparsable:
         problems["unparsable_value"] = problems.get("unparsable_value", 0) + unparsable
     return ChunkResult(table, {k: v for k, v in problems.items() if v})
@@ -384,7 +410,11 @@ def _normalize(table: pa.Table) -> tuple[pa.Table, int]:
     columns = []
     bad = np.zeros(table.num_rows, dtype=bool)
     for name in s.USED:
-        values, failed = _convert(table[name], name)  # chunk by chunk: no whole copy
+        try:
+            values, failed = _convert(table[name], name)  # chunk by chunk: no whole copy
+        except _OtherLayout as found:
+            found.column = name
+            raise
         columns.append(values)
         if failed is not None:
             bad |= failed
@@ -423,6 +453,25 @@ def _decoded(values: pa.ChunkedArray) -> pa.ChunkedArray:
                                  for chunk in values.chunks], type=pa.string())
 
 
+class _OtherLayout(Exception):
+    """A datetime that is a date in another layout; ``column`` is set by ``_normalize``."""
+
+    def __init__(self, value: str) -> None:
+        super().__init__(value)
+        self.value, self.column = value, "?"
+
+
+def _refuse_other_layouts(failed: "pd.Series") -> None:
+    """Raise ``_OtherLayout`` for the first value that is not ISO 8601 but is a date in
+    another layout (a date-like shape that a lenient parser reads); a value that no parser
+    reads (``not a date``, day 32) stays one unparsable value."""
+    import pandas as pd
+
+    for value in failed[failed.str.match(_OTHER_DATE_LAYOUT)]:
+        if not pd.isna(pd.to_datetime(value, format="mixed", errors="coerce")):
+            raise _OtherLayout(value)
+
+
 def _convert_text(values: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
     import pandas as pd  # only on the slow path: a chunk with unparsable values
 
@@ -430,6 +479,7 @@ def _convert_text(values: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Arra
     present = text.notna() & (text.str.strip() != "")
     if pa.types.is_timestamp(target):
         converted = pd.to_datetime(text.where(present), format="ISO8601", errors="coerce")
+        _refuse_other_layouts(text[present & converted.isna()])
         array = pa.array(converted.astype("datetime64[us]"), type=target, from_pandas=True)
     else:
         converted = pd.to_numeric(text.where(present), errors="coerce")
