@@ -1,16 +1,19 @@
-# Two commands do all set-up on a fresh machine with Python 3.11:
+# Two commands do all set-up on a fresh machine with Python 3.11 and make:
 #   make run    the main job (the runner on its embedded default: a local Dask cluster)
-#   make test   the test suite, with the pinned upstream artifacts (fetched, sha256-verified)
-#               and the offline stand-ins it needs (vcsim, Kubernetes 1.20, Helm 3, Chromium), built
-#               into $(DASK_TKG__CACHE), outside the repository.
+#   make test   the test suite, with the Debian packages it starts programs from
+#               (scripts/system-packages.toml), the pinned upstream artifacts (fetched,
+#               sha256-verified) and the offline stand-ins it needs (vcsim, Kubernetes 1.20,
+#               Helm 3), built into $(DASK_TKG__CACHE), outside the repository.
 PYTHON ?= python3.11
+export PYTHON
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export DASK_TKG__CACHE ?= $(HOME)/.cache/dask-tkg
 
-.PHONY: run test stand-ins bench clean-venv
+.PHONY: run test system-packages stand-ins bench clean-venv
 
 $(VENV)/.installed: requirements.txt
+	$(PYTHON) scripts/install_system_packages.py --for Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
@@ -23,15 +26,17 @@ $(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
 run: $(VENV)/.installed
 	$(PY) -m workloads.run $(ARGS)
 
-stand-ins:
-	python3 scripts/fetch_artifacts.py
-	scripts/install_system_packages.sh
+system-packages:
+	$(PYTHON) scripts/install_system_packages.py
+
+stand-ins: system-packages
+	$(PYTHON) scripts/fetch_artifacts.py
 	scripts/build_vcsim.sh
 	scripts/build_kube_apiserver.sh
 	scripts/build_kube_node.sh
 	scripts/install_helm.sh
 
-test: $(VENV)/.test-installed stand-ins
+test: system-packages $(VENV)/.test-installed stand-ins
 	$(PY) -m pytest $(ARGS)
 
 bench: $(VENV)/.installed

@@ -110,20 +110,9 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 
 # --- 1. Debian build dependencies -------------------------------------------
-DEPS=(golang-go golang-github-modern-go-reflect2-dev dpkg-dev xz-utils openssl ca-certificates)
-missing=()
-for pkg in "${DEPS[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$pkg")
-    fi
-done
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+"$PYTHON" "$(dirname "$0")/install_system_packages.py" --for scripts/build_kube_apiserver.sh
 APT_UPDATED=0
-if [[ ${#missing[@]} -gt 0 ]]; then
-    log "installing ${missing[*]}"
-    apt-get update -q
-    APT_UPDATED=1
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
 
 export PATH=/usr/lib/go/bin:$PATH
 go_version=$(go env GOVERSION)
@@ -217,7 +206,7 @@ patched=0
 for f in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/github.com/go-openapi/validate/type.go; do
     [[ -f $f ]] || continue
     if grep -qF "$zero_check" "$f"; then
-        python3 - "$f" "$zero_check" <<'PY'
+        "$PYTHON" - "$f" "$zero_check" <<'PY'
 import sys
 path, old = sys.argv[1], sys.argv[2]
 text = open(path).read()

