@@ -1,9 +1,10 @@
-"""Facts for the record: library versions, hardware, and the probe the preflight runs on
-every worker.
+"""Facts for the record: library versions, hardware, the probe the preflight runs on
+every worker, and what the runner asks of the scheduler.
 
-The functions here also run on workers that may not have this project installed (a
-deployed cluster runs the stock Dask image), so the module is pickled by value: it uses
-the standard library and imports everything else inside functions.
+The functions here also run on workers and schedulers that may not have this project
+installed (a deployed cluster runs the stock Dask image; a user's own cluster has only
+Dask), so the module is pickled by value: it uses the standard library and imports
+everything else inside functions.
 """
 from __future__ import annotations
 
@@ -135,12 +136,7 @@ def probe(packages: Iterable[str], device: str, dask_worker=None) -> dict[str, A
             importlib.import_module(name)
         except Exception as exc:  # ImportError, or a broken install raising anything
             missing[name] = f"{type(exc).__name__}: {exc}"
-    try:
-        importlib.import_module("workloads.images")
-        project = True
-    except ImportError:
-        project = False
-    facts = {"versions": package_versions(), "missing": missing, "project_importable": project,
+    facts = {"versions": package_versions(), "missing": missing, "project_importable": project_importable(),
              "hardware": host_facts(), "torch_cuda": None}
     if "torch" in packages and "torch" not in missing:
         import torch
@@ -152,6 +148,26 @@ def probe(packages: Iterable[str], device: str, dask_worker=None) -> dict[str, A
         facts["name"] = str(dask_worker.name)
         facts["nthreads"] = dask_worker.state.nthreads
     return facts
+
+
+def project_importable() -> bool:
+    """Whether this process imports this project (a worker runs its tasks; the scheduler
+    unpickles the task graphs, whose functions are the project's)."""
+    try:
+        importlib.import_module("workloads.images")
+        return True
+    except ImportError:
+        return False
+
+
+def scheduler_worker_ttl(dask_scheduler=None) -> float | None:
+    """On the scheduler (``client.run_on_scheduler``): the worker-ttl its TTL check applies,
+    never under 10 heartbeats (distributed scheduler.py ``check_worker_ttl``); None: no
+    check at all."""
+    from distributed.scheduler import heartbeat_interval
+
+    ttl = dask_scheduler.worker_ttl
+    return None if not ttl else max(ttl, 10 * heartbeat_interval(len(dask_scheduler.workers)))
 
 
 def client_facts() -> dict[str, Any]:
@@ -214,7 +230,7 @@ def record_cluster(client, used: list[str], connected: list[str], probes: dict[s
     return cluster
 
 
-# Workers of a deployed cluster may lack this project: ship these functions by value.
+# Workers and the scheduler of a deployed cluster may lack this project: ship these functions by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 

@@ -11,7 +11,7 @@ class EndpointError(WorkloadError):
 
 
 class PreflightError(WorkloadError):
-    """A worker lacks a package, a device, or runs other library versions."""
+    """A worker or the scheduler lacks a package, a device, or runs other library versions."""
 
 
 class DatasetError(WorkloadError):

@@ -1,5 +1,7 @@
 """Before any benchmark runs: every worker has the client's and scheduler's dask and
-distributed, can import what the benchmarks need, and has the device asked for.
+distributed, can import what the benchmarks need, and has the device asked for; the
+scheduler can import this project (it unpickles the task graphs, whose functions are the
+project's). Workers or a scheduler that lack the project get it shipped.
 
 All problems are gathered into ONE :class:`PreflightError` that names each worker and
 what it lacks, e.g.::
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from workloads import environment
+from workloads.endpoint import redact
 from workloads.exceptions import PreflightError
 
 logger = logging.getLogger(__name__)
@@ -46,21 +49,28 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
           ship: bool = True) -> Preflight:
     """Probe ``workers`` and raise PreflightError listing every problem; ``device`` may be
     ``auto`` (resolved to cuda only when every worker has it). With ``ship``, workers
-    that cannot import this project get it with ``client.upload_file``."""
+    or a scheduler that cannot import this project get it with ``client.upload_file``
+    (which gives it to the scheduler and every worker)."""
     workers = sorted(workers)
     packages = tuple(dict.fromkeys(packages))
     if device not in ("cpu", "cuda", "auto"):
         raise PreflightError(f"device must be cpu, cuda or auto, got {device!r}")
     facts = client.run(environment.probe, packages, device, workers=workers)
+    scheduler_has_project = on_scheduler(client, environment.project_importable)
     shipped = False
-    if ship and any(not f["project_importable"] for f in facts.values()):
-        lacking = [w for w, f in facts.items() if not f["project_importable"]]
-        logger.info("shipping the workloads package to %d worker(s) that lack it", len(lacking))
+    lacking = sum(not f["project_importable"] for f in facts.values())
+    if ship and (lacking or not scheduler_has_project):
+        logger.info("shipping the workloads package to %d worker(s)%s that lack it", lacking,
+                    "" if scheduler_has_project else " and the scheduler")
         ship_project(client)
         shipped = True
         facts = client.run(environment.probe, packages, device, workers=workers)
+        scheduler_has_project = on_scheduler(client, environment.project_importable)
     mine = environment.client_facts()
     scheduler, problems = version_problems(client, workers)
+    if not scheduler_has_project:  # it unpickles the task graphs, whose functions are the project's
+        problems.setdefault("scheduler", []).append(
+            "cannot import the workloads package (install it, or let the runner ship it)")
     for address, found in sorted(facts.items()):
         issues = problems.setdefault(address, [])
         for package, reason in found["missing"].items():
@@ -82,9 +92,25 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
         lines = [f"preflight failed on {len(failed)} of {len(workers)} workers"
                  + (" and the scheduler" if "scheduler" in problems else "") + ":"]
         for address, issues in problems.items():
-            lines.append(f"  {_label(address, facts.get(address))}: " + "; ".join(issues))
+            where = f"scheduler {redact(client.scheduler.address)}" if address == "scheduler" else \
+                _label(address, facts.get(address))
+            lines.append(f"  {where}: " + "; ".join(issues))
         raise PreflightError("\n".join(lines))
     return Preflight(resolved, dict(sorted(facts.items())), mine, scheduler, shipped)
+
+
+def on_scheduler(client, function, *args):
+    """``client.run_on_scheduler(function, *args)``; a scheduler that cannot import what
+    unpickling or running ``function`` needs is a one-line PreflightError naming the
+    scheduler and the module (the runner's own calls are pickled by value, see
+    :mod:`workloads.environment`, and need nothing of this project there)."""
+    try:
+        return client.run_on_scheduler(function, *args)
+    except ImportError as exc:
+        missing = f"missing module {exc.name!r}" if exc.name else "an import failed"
+        reason = (str(exc).splitlines() or [""])[0]
+        raise PreflightError(f"preflight failed on the scheduler {redact(client.scheduler.address)}: {missing}"
+                             f" ({type(exc).__name__}: {reason})") from None
 
 
 def _decoder_problems(client, workers: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, list[str]]:

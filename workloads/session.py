@@ -12,7 +12,7 @@ import logging
 from typing import Any, Callable
 
 from workloads import endpoint as endpoints
-from workloads import local
+from workloads import environment, local, preflight
 from workloads.exceptions import EndpointError
 
 logger = logging.getLogger(__name__)
@@ -166,22 +166,15 @@ class ClusterSession:
 
     def failure_detection(self) -> dict[str, float | None]:
         """How soon this cluster notices a silent worker (the scheduler's worker-ttl, as it
-        applies it: never under 10 heartbeats) and this client an unresponsive connection."""
+        applies it: never under 10 heartbeats) and this client an unresponsive connection.
+        Asked with a function pickled by value: the scheduler needs nothing of this project."""
         import dask.config
         from dask.utils import parse_timedelta
 
-        ttl = self.client.run_on_scheduler(_scheduler_worker_ttl)
+        ttl = preflight.on_scheduler(self.client, environment.scheduler_worker_ttl)
         tcp = parse_timedelta(dask.config.get("distributed.comm.timeouts.tcp"), default="seconds")
         self.detection = {"worker_ttl_s": ttl, "tcp_timeout_s": tcp}
         return self.detection
 
     def describe_plan(self) -> dict[str, Any] | None:
         return self.plan.describe() if self.plan is not None and self.endpoint.local else None
-
-
-def _scheduler_worker_ttl(dask_scheduler=None) -> float | None:
-    """On the scheduler: the worker-ttl its TTL check uses (None: no check at all)."""
-    from distributed.scheduler import heartbeat_interval
-
-    ttl = dask_scheduler.worker_ttl
-    return None if not ttl else max(ttl, 10 * heartbeat_interval(len(dask_scheduler.workers)))

@@ -1,17 +1,19 @@
-"""The runner on a Dask cluster it did not start and whose processes cannot import this
+"""The runner on a Dask cluster it did not start, whose scheduler cannot import this
 project: a scheduler and workers started with ``dask scheduler`` / ``dask worker`` from an
 environment that has the same Dask but not ``workloads``, as a stock image or a user's own
 cluster is.
 
-Nothing of the project may have to be importable on the scheduler before the preflight
-ships it: the runner's own scheduler calls are pickled by value, and a scheduler that
-still lacks something the runner sends it is one line naming the scheduler and the
-missing module, not a traceback. Every process here listens on loopback only.
+The runner's own scheduler calls are pickled by value and need nothing of the project
+there; the scheduler unpickles the task graphs, whose functions are the project's, so the
+preflight ships the project to a scheduler that lacks it, as to workers that lack it; a
+scheduler that still cannot import what the runner sends it is one line naming the
+scheduler and the missing module, never a traceback. Every process listens on loopback.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from workloads import benchmarks, results, run, session
-from workloads.exceptions import EndpointError
+from workloads import benchmarks, environment, preflight, results, run
+from workloads import endpoint as endpoints
 
 from .conftest import COLOUR_MODEL
 
@@ -31,15 +33,16 @@ REPO = Path(__file__).resolve().parents[2]
 FOREIGN_PYTHON = (sys.executable, "-I")
 PROJECT_PACKAGES = ("workloads", "bench")
 
-pytestmark = pytest.mark.slow
 
-
-def start_foreign(where: Path, *args: str) -> subprocess.Popen:
-    """``python -I -m ARGS`` in ``where`` (outside the repository), in its own process
-    group so that stopping it stops the nanny's worker process too."""
-    log = open(where / "process.log", "ab")
-    return subprocess.Popen([*FOREIGN_PYTHON, "-m", *args], cwd=where, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+def start(where: Path, module: str, *args: str, with_project: bool = False) -> subprocess.Popen:
+    """``python -m module ARGS`` in ``where``, outside the repository: isolated from the
+    project, or ``with_project`` on PYTHONPATH. Its own process group, so that stopping
+    it stops a nanny's worker process too."""
+    command = [sys.executable, "-m", module, *args] if with_project else [*FOREIGN_PYTHON, "-m", module, *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO)} if with_project else None
+    with open(where / "process.log", "ab") as log:
+        return subprocess.Popen(command, cwd=where, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -52,63 +55,65 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def scheduler_address(scheduler_file: Path, process: subprocess.Popen, timeout: float = 60) -> str:
+def read_address(scheduler_file: Path, process: subprocess.Popen, timeout: float = 60) -> str:
     deadline = time.monotonic() + timeout
-    while not scheduler_file.exists():
+    while True:
         assert process.poll() is None, (scheduler_file.parent / "process.log").read_text()
-        assert time.monotonic() < deadline, f"no scheduler file after {timeout} s"
-        time.sleep(0.2)
-    time.sleep(0.2)  # written in one go, but give it the moment
-    return json.loads(scheduler_file.read_text())["address"]
-
-
-def wait_for_workers(address: str, count: int, timeout: float = 120) -> None:
-    from distributed import Client
-
-    with Client(address, timeout=30, set_as_default=False) as client:
-        client.wait_for_workers(count, timeout=timeout)
+        try:
+            return json.loads(scheduler_file.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError):
+            assert time.monotonic() < deadline, f"no scheduler file after {timeout} s"
+            time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
-def foreign_environment(tmp_path_factory) -> Path:
-    """A folder outside the repository from which the foreign interpreter cannot import
-    this project (else this file would test nothing)."""
+def foreign_folder(tmp_path_factory) -> Path:
+    """A folder outside the repository from which the isolated interpreter cannot import
+    this project (else a cluster started with it is not one without the project)."""
     where = tmp_path_factory.mktemp("foreign")
     for name in PROJECT_PACKAGES:
         found = subprocess.run([*FOREIGN_PYTHON, "-c", f"import {name}; print({name}.__file__)"], cwd=where,
                                capture_output=True, text=True)
-        assert found.returncode != 0, (f"{sys.executable} -I imports {name} from {found.stdout.strip()}:"
-                                       " a cluster started with it is not one without the project")
+        assert found.returncode != 0, f"{sys.executable} -I imports {name} from {found.stdout.strip()}"
     return where
 
 
-@pytest.fixture
-def foreign_scheduler(foreign_environment, tmp_path) -> tuple[str, ExitStack]:
-    """A scheduler without the project, on loopback: its address, and the stack that stops
-    it (workers added to the stack are stopped with it)."""
-    where = tmp_path / "scheduler"
-    where.mkdir()
-    with ExitStack() as processes:
-        scheduler = start_foreign(where, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--dashboard-address", "127.0.0.1:0", "--scheduler-file", "scheduler.json")
+class ForeignCluster:
+    """A scheduler without the project on loopback, and the workers added to it."""
+
+    def __init__(self, root: Path, processes: ExitStack):
+        self.root, self.processes = root, processes
+        scheduler = start(root, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                          "--dashboard-address", "127.0.0.1:0", "--scheduler-file", "scheduler.json")
         processes.callback(stop, scheduler)
-        yield scheduler_address(where / "scheduler.json", scheduler), processes
+        self.address = read_address(root / "scheduler.json", scheduler)
+        self.workers = 0
+
+    def add_workers(self, count: int, with_project: bool = False) -> None:
+        """``count`` workers of 1 thread under nannies, connected when this returns."""
+        from distributed import Client
+
+        for _ in range(count):
+            where = self.root / f"worker-{self.workers}"
+            where.mkdir()
+            worker = start(where, "distributed.cli.dask_worker", self.address, "--host", "127.0.0.1",
+                           "--nthreads", "1", "--no-dashboard", "--local-directory", str(where),
+                           with_project=with_project)
+            self.processes.callback(stop, worker)
+            self.workers += 1
+        with Client(self.address, timeout=30, set_as_default=False) as client:
+            client.wait_for_workers(self.workers, timeout=120)
 
 
-def add_foreign_workers(address: str, processes: ExitStack, root: Path, count: int) -> None:
-    """``count`` workers (1 thread each, under nannies) without the project."""
-    for index in range(count):
-        where = root / f"worker-{index}"
-        where.mkdir()
-        worker = start_foreign(where, "distributed.cli.dask_worker", address, "--host", "127.0.0.1",
-                               "--nthreads", "1", "--no-dashboard", "--local-directory", str(where))
-        processes.callback(stop, worker)
-    wait_for_workers(address, count)
+@pytest.fixture
+def foreign(foreign_folder, tmp_path) -> ForeignCluster:
+    with ExitStack() as processes:
+        yield ForeignCluster(tmp_path, processes)
 
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory) -> Path:
-    """Both benchmarks' smoke data, generated by the benchmarks' own ``generate``."""
+    """Both benchmarks' smoke data, written by the benchmarks' own ``generate``."""
     root = tmp_path_factory.mktemp("data")
     for name in benchmarks.BENCHMARKS:
         module = benchmarks.load(name)
@@ -116,16 +121,52 @@ def data_root(tmp_path_factory) -> Path:
     return root
 
 
-def test_both_benchmarks_succeed_on_a_cluster_without_the_project(foreign_scheduler, data_root, tmp_path):
-    address, processes = foreign_scheduler
-    add_foreign_workers(address, processes, tmp_path, 2)
+def test_both_benchmarks_succeed_on_a_cluster_without_the_project(foreign, data_root, tmp_path):
+    """The command as a user runs it; the workers lack the project too, so the preflight
+    ships it to them (and the scheduler)."""
+    foreign.add_workers(2)
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "workloads.run", "--scheduler-address", address, "--benchmark", "all",
+        [sys.executable, "-m", "workloads.run", "--scheduler-address", foreign.address, "--benchmark", "all",
          "--profile", "smoke", "--device", "cpu", "--data-dir", str(data_root), "--model", COLOUR_MODEL,
          "--output", str(out), "--no-report"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert {r["benchmark"]: r["status"] for r in results.read_records(out)} == \
-        {"images": "succeeded", "taxi": "succeeded"}
+    assert re.search(r"failure detection: a silent worker is restarted after \d+ s", done.stdout), done.stdout
+    records = results.read_records(out)
+    assert {r["benchmark"]: r["status"] for r in records} == {"images": "succeeded", "taxi": "succeeded"}
+    assert all(r["cluster"]["workers"] == 2 for r in records)
     assert "Traceback" not in done.stderr
+
+
+def test_a_scheduler_without_the_project_gets_it_from_the_preflight(foreign):
+    """Workers that have the project ship nothing by themselves, but the scheduler must
+    unpickle every task graph: it is shipped the project as a worker would be."""
+    from distributed import Client
+
+    foreign.add_workers(1, with_project=True)
+    with Client(foreign.address, set_as_default=False) as client:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        with pytest.raises(RuntimeError, match="Error during deserialization of the task graph"):
+            client.submit(endpoints.redact, "tcp://user:secret@host:1", pure=False).result()
+        checked = preflight.check(client, workers, (), "cpu")
+        assert checked.shipped_project
+        assert client.submit(endpoints.redact, "tcp://user:secret@host:1", pure=False).result() == "tcp://host:1"
+
+
+def test_a_scheduler_call_it_cannot_load_is_one_line_naming_scheduler_and_module(foreign, tmp_path,
+                                                                                  monkeypatch, capsys):
+    """The runner's worker-ttl question, made project-dependent: a function of a module not
+    pickled by value (any of the project's but ``workloads.environment``) is pickled by
+    reference, and unpickling it imports ``workloads`` on the scheduler."""
+    foreign.add_workers(1)
+    monkeypatch.setattr(environment, "scheduler_worker_ttl", endpoints.redact)
+    code = run.main(["--scheduler-address", foreign.address, "--benchmark", "taxi", "--device", "cpu",
+                     "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--no-report"])
+    err, at = capsys.readouterr().err, foreign.address
+    message = f"preflight failed on the scheduler {at}: missing module 'workloads' (ModuleNotFoundError: No module named 'workloads')"
+    assert code == run.EXIT_SETUP
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [f"error: {message}"], err
+    assert "Traceback" not in err
+    (record,) = results.read_records(tmp_path / "out")
+    assert record["status"] == "failed" and record["error"] == message
