@@ -37,14 +37,14 @@ def selected(consumers: list[str] | None) -> list[str]:
     """The packages ``consumers`` need (all when None), in file order; a package with
     ``only_without = "module"`` only where this interpreter cannot import that module
     (python3.11-venv: only for a Debian Python without ensurepip)."""
-    packages = [p for p in declared() if not (p.get("only_without") and importlib.util.find_spec(p["only_without"]))]
+    packages = declared()
     if consumers:
         unknown = set(consumers) - {user for p in packages for user in p["used_by"]}
         if unknown:
             raise SystemExit(f"install_system_packages: no package is used by {sorted(unknown)} "
                              f"({PACKAGE_FILE.relative_to(REPO)})")
         packages = [p for p in packages if set(p["used_by"]) & set(consumers)]
-    return [p["name"] for p in packages]
+    return [p["name"] for p in packages if not (p.get("only_without") and importlib.util.find_spec(p["only_without"]))]
 
 
 def missing(names: list[str]) -> list[str]:
@@ -66,6 +66,9 @@ def install(names: list[str]) -> None:
         raise SystemExit("install_system_packages: this is not a Debian system (no dpkg-query); install the"
                          f" equivalents of: {' '.join(names)}")
     todo = missing(names)
+    if not names:
+        print("install_system_packages: none needed here")
+        return
     if not todo:
         print(f"install_system_packages: {len(names)} packages present")
         return
