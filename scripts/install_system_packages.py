@@ -47,12 +47,22 @@ def selected(consumers: list[str] | None) -> list[str]:
     return [p["name"] for p in packages if not (p.get("only_without") and importlib.util.find_spec(p["only_without"]))]
 
 
-def missing(names: list[str]) -> list[str]:
-    def installed(name: str) -> bool:
-        done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True)
-        return done.returncode == 0 and "install ok installed" in done.stdout
+def dpkg_installed(name: str) -> bool:
+    done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True)
+    return done.returncode == 0 and "install ok installed" in done.stdout
 
-    return [name for name in names if not installed(name)]
+
+def missing(names: list[str]) -> list[str]:
+    """The packages to install: not installed, and (for a package declared for its
+    programs) not every one of its programs on PATH already, from another source (a machine
+    with NodeSource's nodejs has npm, and Debian's npm conflicts with it)."""
+    programs = {p["name"]: p["programs"] for p in declared()}
+
+    def present(name: str) -> bool:
+        on_path = bool(programs.get(name)) and all(shutil.which(program) for program in programs[name])
+        return on_path or dpkg_installed(name)
+
+    return [name for name in names if not present(name)]
 
 
 def _apt(prefix: list[str], *args: str) -> int:
