@@ -26,9 +26,12 @@ POLICY_DIR = Path(__file__).resolve().parents[2] / "policy"
 
 @pytest.fixture(scope="module")
 def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
-    """The pack's server, started with a stack config that opts in to public LoadBalancers."""
+    """The pack's server, started with a stack config that opts in to public LoadBalancers.
+    Unbuffered: the pack writes its port without a flush (pulumi_policy/policy.py,
+    ``sys.stdout.buffer.write``), so through a pipe it arrives only if Python does not buffer;
+    the test says so itself rather than relying on the machine's environment."""
     env = {**os.environ, "PULUMI_CONFIG": json.dumps({"dask-tkg:allowPublicLoadBalancer": "true"}),
-           "PULUMI_PROJECT": "dask-tkg", "PULUMI_STACK": "dev", "PULUMI_DRY_RUN": "true"}
+           "PULUMI_PROJECT": "dask-tkg", "PULUMI_STACK": "dev", "PULUMI_DRY_RUN": "true", "PYTHONUNBUFFERED": "1"}
     log = tmp_path_factory.mktemp("pack") / "stderr.log"
     with open(log, "w") as stderr, subprocess.Popen(
             [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "."], cwd=POLICY_DIR, env=env,
