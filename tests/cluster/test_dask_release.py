@@ -21,6 +21,7 @@ since there is no cluster DNS, a writable JupyterLab settings directory), plus, 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -55,9 +56,26 @@ SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", 
 LAB_SETTINGS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
 
 
-def runtime_differences(kube_cluster) -> dict:
+def interpreter_mounts() -> list[dict]:
+    """The base interpreter and the virtual environment, mounted read-only at their own
+    paths. A distribution's Python (Debian's python3.11: base prefix ``/usr``) would hide
+    the image's own ``/usr`` behind the node's, read-only, where runc cannot make a
+    volume's mount point (the Jupyter pod failed so: ``.../local/etc/jupyter: read-only
+    file system``); there only its standard library and its executable are mounted."""
     venv, base = Path(sys.prefix), Path(sys.base_prefix)
-    interpreter = [{"host": str(base), "container": str(base)}, {"host": str(venv), "container": str(venv)}]
+    if base in (Path("/usr"), Path("/usr/local")):
+        stdlib = base / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        executable = Path(os.path.realpath(sys.executable))  # <venv>/bin/python -> /usr/bin/python3.11
+        interpreter = [{"host": str(stdlib), "container": str(stdlib)},
+                       {"host": str(executable), "container": str(executable), "directory": False}]
+    else:
+        interpreter = [{"host": str(base), "container": str(base)}]
+    return [*interpreter, {"host": str(venv), "container": str(venv)}]
+
+
+def runtime_differences(kube_cluster) -> dict:
+    venv = Path(sys.prefix)
+    interpreter = interpreter_mounts()
     mounts = [*interpreter, {"host": str(REPO / "workloads"), "container": "/opt/dask-tkg/workloads"}]
     LAB_SETTINGS.mkdir(parents=True, exist_ok=True)  # the writable mount's mount point in the read-only venv
     return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts, "interpreter_mounts": interpreter,
