@@ -120,7 +120,8 @@ def mirror_dir() -> Path | None:
 
 
 def _install_verified(artifact: Artifact, source: Path, root: Path, from_mirror: bool) -> str | None:
-    """Move ``source`` into the cache if its sha256 is a pinned one; else say why not."""
+    """Move ``source`` into the cache if its sha256 is a pinned one; else say why not. A
+    mirror copy taken by its mirror-only sum is said, with the reason."""
     actual = _sha256(source)
     if not artifact.accepts(actual, from_mirror):
         pinned_sums = [artifact.sha256] + ([artifact.mirror_sha256] if from_mirror and artifact.mirror_sha256 else [])
@@ -128,6 +129,8 @@ def _install_verified(artifact: Artifact, source: Path, root: Path, from_mirror:
     target = root / artifact.file
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, target)
+    if actual != artifact.sha256:
+        print(f"fetch_artifacts: {artifact.file}: the mirror's copy, not the upstream bytes: {artifact.mirror_why}")
     return None
 
 
@@ -174,8 +177,6 @@ def fetch_all(check_only: bool = False, quiet: bool = False) -> int:
         if problem is None:
             if not quiet:
                 print(f"fetch_artifacts: {artifact.file} -> {root / artifact.file}")
-                if _sha256(root / artifact.file) != artifact.sha256:
-                    print(f"fetch_artifacts:   the mirror's copy, not the upstream bytes: {artifact.mirror_why}")
         else:
             failures.append((artifact, problem))
     if failures:

@@ -33,7 +33,7 @@ def declared(path: Path = PACKAGE_FILE) -> list[dict]:
         return tomllib.load(f).get("package", [])
 
 
-def selected(consumers: list[str] | None) -> list[str]:
+def selected(consumers: list[str] | None) -> list[dict]:
     """The packages ``consumers`` need (all when None), in file order; a package with
     ``only_without = "module"`` only where this interpreter cannot import that module
     (python3.11-venv: only for a Debian Python without ensurepip)."""
@@ -44,7 +44,7 @@ def selected(consumers: list[str] | None) -> list[str]:
             raise SystemExit(f"install_system_packages: no package is used by {sorted(unknown)} "
                              f"({PACKAGE_FILE.relative_to(REPO)})")
         packages = [p for p in packages if set(p["used_by"]) & set(consumers)]
-    return [p["name"] for p in packages if not (p.get("only_without") and importlib.util.find_spec(p["only_without"]))]
+    return [p for p in packages if not (p.get("only_without") and importlib.util.find_spec(p["only_without"]))]
 
 
 def dpkg_installed(name: str) -> bool:
@@ -52,17 +52,15 @@ def dpkg_installed(name: str) -> bool:
     return done.returncode == 0 and "install ok installed" in done.stdout
 
 
-def missing(names: list[str]) -> list[str]:
-    """The packages to install: not installed, and (for a package declared for its
-    programs) not every one of its programs on PATH already, from another source (a machine
-    with NodeSource's nodejs has npm, and Debian's npm conflicts with it)."""
-    programs = {p["name"]: p["programs"] for p in declared()}
+def missing(packages: list[dict]) -> list[str]:
+    """The names of the packages to install: not installed, and (for a package declared for
+    its programs) not every one of its programs on PATH already, from another source (a
+    machine with NodeSource's nodejs has npm, and Debian's npm conflicts with it)."""
+    def present(package: dict) -> bool:
+        programs = package["programs"]
+        return (bool(programs) and all(shutil.which(p) for p in programs)) or dpkg_installed(package["name"])
 
-    def present(name: str) -> bool:
-        on_path = bool(programs.get(name)) and all(shutil.which(program) for program in programs[name])
-        return on_path or dpkg_installed(name)
-
-    return [name for name in names if not present(name)]
+    return [p["name"] for p in packages if not present(p)]
 
 
 def _apt(prefix: list[str], *args: str) -> int:
@@ -71,16 +69,16 @@ def _apt(prefix: list[str], *args: str) -> int:
                           stdout=subprocess.DEVNULL).returncode
 
 
-def install(names: list[str]) -> None:
-    if shutil.which("dpkg-query") is None:
-        raise SystemExit("install_system_packages: this is not a Debian system (no dpkg-query); install the"
-                         f" equivalents of: {' '.join(names)}")
-    todo = missing(names)
-    if not names:
+def install(packages: list[dict]) -> None:
+    if not packages:
         print("install_system_packages: none needed here")
         return
+    if shutil.which("dpkg-query") is None:
+        raise SystemExit("install_system_packages: this is not a Debian system (no dpkg-query); install the"
+                         f" equivalents of: {' '.join(p['name'] for p in packages)}")
+    todo = missing(packages)
     if not todo:
-        print(f"install_system_packages: {len(names)} packages present")
+        print(f"install_system_packages: {len(packages)} packages present")
         return
     prefix = [] if os.geteuid() == 0 else ["sudo"] if shutil.which("sudo") else None
     if prefix is None:
@@ -91,7 +89,7 @@ def install(names: list[str]) -> None:
     if _apt(prefix, *install_args) != 0:
         if _apt(prefix, "update") != 0 or _apt(prefix, *install_args) != 0:
             raise SystemExit(f"install_system_packages: apt-get could not install {' '.join(todo)}")
-    still = missing(todo)
+    still = missing([p for p in packages if p["name"] in todo])
     if still:
         raise SystemExit(f"install_system_packages: still missing after the install: {' '.join(still)}")
 
@@ -101,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--for", dest="consumers", action="append", metavar="FILE")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args(argv)
-    names = selected(args.consumers)
+    packages = selected(args.consumers)
     if args.list:
-        print("\n".join(names))
+        print("\n".join(p["name"] for p in packages))
     else:
-        install(names)
+        install(packages)
     return 0
 
 

@@ -175,8 +175,8 @@ def load(source: Source) -> Settings:
         storage_class=r.check("rwxStorageClass", values.rfc1123_label),
         nfs_chart_version=r.check("nfsProvisionerChartVersion", _chart_version),
         namespace=r.check("daskNamespace", values.rfc1123_label),
-        dataset_size=r.check("datasetPvcSize", _quantity),
-        pip_cache_size=r.check("pipCachePvcSize", _quantity),
+        dataset_size=r.check("datasetPvcSize", values.quantity),
+        pip_cache_size=r.check("pipCachePvcSize", values.quantity),
         dataset_mount=r.check("datasetMountPath", _abs_path),
     )
     data = DataSpec(
@@ -302,7 +302,7 @@ def _cluster(r: _Reader) -> ClusterSpec:
                  storage_class=p["storageClass"])
         for p in r.records("nodePools", pool_fields)
     )
-    volume_fields = {"name": F(values.rfc1123_label), "mountPath": F(_abs_path), "capacity": F(_quantity)}
+    volume_fields = {"name": F(values.rfc1123_label), "mountPath": F(_abs_path), "capacity": F(values.quantity)}
     volumes = tuple(
         Volume(name=v["name"], mount_path=v["mountPath"], capacity=v["capacity"])
         for v in r.records("nodeVolumes", volume_fields)
@@ -338,7 +338,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         enabled=r("jupyterEnabled"),
         gpu=r("jupyterGpu"),
         cpu=r.check("jupyterCpu", _cpu),
-        memory=r.check("jupyterMemory", _quantity),
+        memory=r.check("jupyterMemory", values.quantity),
         service_type=r.one_of("jupyterServiceType", *service_types),
     )
     gpus = r.one_of("workerGpus", 1)
@@ -354,13 +354,13 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         extra_pip_packages=r("extraPipPackages") or "",
         scheduler=PodResources(
             cpu=r.check("schedulerCpu", _cpu),
-            memory=r.check("schedulerMemory", _quantity),
+            memory=r.check("schedulerMemory", values.quantity),
             service_type=r.one_of("schedulerServiceType", *service_types),
         ),
         workers=WorkerSpec(
             replicas=replicas,
             cpu=worker_cpu,
-            memory=r.check("workerMemory", _quantity),
+            memory=r.check("workerMemory", values.quantity),
             gpus=gpus,
             threads=(threads or worker_cpu) if threads is not None else None,
             tcmalloc=r("workerTcmalloc"),
@@ -412,11 +412,6 @@ def _dask_version(text: str) -> str:
     from components.dask.facts import nanny_environ_fact
 
     nanny_environ_fact(text)  # ValueError names what is missing
-    return text
-
-
-def _quantity(text: str) -> str:
-    values.quantity_bytes(text)
     return text
 
 

@@ -59,7 +59,7 @@ def read_operator(r: Callable[..., Any], free_gpu_nodes: int) -> OperatorSpec | 
         max_workers=(maximum or free_gpu_nodes) if maximum is not None else None,
         cpu_workers=r.at_least("cpuWorkers", 0),
         cpu_worker_cpu=r.at_least("cpuWorkerCpu", 1),
-        cpu_worker_memory=r.check("cpuWorkerMemory", _memory),
+        cpu_worker_memory=r.check("cpuWorkerMemory", values.quantity),
     )
     if backend == "operator":
         return spec
@@ -68,11 +68,6 @@ def read_operator(r: Callable[..., Any], free_gpu_nodes: int) -> OperatorSpec | 
             r.problems.append(Problem(key, "is read only with daskBackend=operator (the Helm release has one"
                                            " worker group): set daskBackend=operator or leave it 0"))
     return None
-
-
-def _memory(text: str) -> str:
-    values.quantity_bytes(text)
-    return text
 
 
 def operator_checks(s: Settings) -> list[Problem]:

@@ -35,6 +35,12 @@ def quantity_bytes(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
+def quantity(text: str) -> str:
+    """``text`` if it is a Kubernetes quantity (as a settings check: the value unchanged)."""
+    quantity_bytes(text)
+    return text
+
+
 def cpu_millis(text: str) -> int:
     """Millicores of a Kubernetes CPU quantity such as ``3``, ``2.5`` or ``500m``."""
     match = _CPU.match(str(text).strip())

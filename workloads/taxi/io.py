@@ -324,11 +324,8 @@ def _read_chunk_once(chunk: Chunk) -> ChunkResult:
         return ChunkResult(s.empty_raw_table(), {"unreadable_chunk": lines})
     try:
         table, unparsable = _normalize(table)
-    except _OtherLayout as found:
-        raise TimestampFormatError(
-            f"{chunk.path}: column {found.column} holds dates in another format than the TLC's"
-            f" {TLC_DATETIME}, e.g. {found.value!r} (a file re-saved by a spreadsheet program?);"
-            f" refusing the file rather than dropping its rows: use the TLC's file") from None
+    except TimestampFormatError as error:
+        raise TimestampFormatError(f"{chunk.path}: {error}") from None
     if unparsable:
         problems["unparsable_value"] = problems.get("unparsable_value", 0) + unparsable
     return ChunkResult(table, {k: v for k, v in problems.items() if v})
@@ -410,11 +407,7 @@ def _normalize(table: pa.Table) -> tuple[pa.Table, int]:
     columns = []
     bad = np.zeros(table.num_rows, dtype=bool)
     for name in s.USED:
-        try:
-            values, failed = _convert(table[name], name)  # chunk by chunk: no whole copy
-        except _OtherLayout as found:
-            found.column = name
-            raise
+        values, failed = _convert(table[name], name)  # chunk by chunk: no whole copy
         columns.append(values)
         if failed is not None:
             bad |= failed
@@ -438,7 +431,7 @@ def _convert(values: pa.ChunkedArray, name: str) -> tuple[pa.ChunkedArray, np.nd
         failed = pc.and_(pc.is_valid(text), pc.is_null(flag))
         return flag.cast(target), failed.to_numpy(zero_copy_only=False)
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-        return _convert_text(values, target)
+        return _convert_text(values, target, name)
     return values.cast(target, safe=False), None
 
 
@@ -453,33 +446,29 @@ def _decoded(values: pa.ChunkedArray) -> pa.ChunkedArray:
                                  for chunk in values.chunks], type=pa.string())
 
 
-class _OtherLayout(Exception):
-    """A datetime that is a date in another layout; ``column`` is set by ``_normalize``."""
-
-    def __init__(self, value: str) -> None:
-        super().__init__(value)
-        self.value, self.column = value, "?"
-
-
-def _refuse_other_layouts(failed: "pd.Series") -> None:
-    """Raise ``_OtherLayout`` for the first value that is not ISO 8601 but is a date in
-    another layout (a date-like shape that a lenient parser reads); a value that no parser
-    reads (``not a date``, day 32) stays one unparsable value."""
+def _refuse_other_layouts(failed: "pd.Series", name: str) -> None:
+    """``TimestampFormatError`` (``_read_chunk_once`` adds the file) for the first value of
+    column ``name`` that is not ISO 8601 but is a date in another layout (a date-like shape
+    that a lenient parser reads); a value that no parser reads (``not a date``, day 32)
+    stays one unparsable value."""
     import pandas as pd
 
     for value in failed[failed.str.match(_OTHER_DATE_LAYOUT)]:
         if not pd.isna(pd.to_datetime(value, format="mixed", errors="coerce")):
-            raise _OtherLayout(value)
+            raise TimestampFormatError(
+                f"column {name} holds dates in another format than the TLC's {TLC_DATETIME}, e.g. {value!r}"
+                " (a file re-saved by a spreadsheet program?); refusing the file rather than dropping its rows:"
+                " use the TLC's file")
 
 
-def _convert_text(values: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+def _convert_text(values: pa.ChunkedArray, target: pa.DataType, name: str) -> tuple[pa.Array, np.ndarray]:
     import pandas as pd  # only on the slow path: a chunk with unparsable values
 
     text = pd.Series(values.to_pandas(), dtype=object)
     present = text.notna() & (text.str.strip() != "")
     if pa.types.is_timestamp(target):
         converted = pd.to_datetime(text.where(present), format="ISO8601", errors="coerce")
-        _refuse_other_layouts(text[present & converted.isna()])
+        _refuse_other_layouts(text[present & converted.isna()], name)
         array = pa.array(converted.astype("datetime64[us]"), type=target, from_pandas=True)
     else:
         converted = pd.to_numeric(text.where(present), errors="coerce")
