@@ -36,3 +36,15 @@ def test_a_build_script_gets_its_own_packages():
 def test_a_file_that_needs_no_package_is_named(consumer):
     done = _list(consumer)
     assert done.returncode == 1 and "no package is used by ['scripts/nothing.sh']" in done.stderr
+
+
+def test_a_package_whose_programs_are_on_path_already_is_not_installed():
+    """NodeSource's nodejs brings npm, and Debian's npm conflicts with it: apt-get refused
+    the whole install on such a machine (this one, CI's) until the programs on PATH counted."""
+    spec = importlib.util.spec_from_file_location("install_system_packages", SCRIPT)
+    installer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(installer)
+    on_path = {"name": "not-a-debian-package", "programs": ["sh"]}
+    absent = {"name": "not-a-debian-package-either", "programs": ["no-such-program-here"]}
+    library = {"name": "not-a-debian-library", "programs": []}
+    assert installer.missing([on_path, absent, library]) == ["not-a-debian-package-either", "not-a-debian-library"]
