@@ -6,6 +6,14 @@ Each worker gets ``cores // workers`` threads. The tuning variables must be in
 already in this process's environment beats the config (the nanny also copies them into this
 process): :func:`start` sets them around the cluster's creation and puts this process's
 environment back afterwards.
+
+A killed worker comes back through its nanny, and the cluster must wait for it: the cluster
+object (distributed ``SpecCluster._update_worker_status``) closes a worker's nanny for good
+when, ``distributed.deploy.lost-worker-timeout`` (15 s by default) after the worker left, no
+worker of that name is connected. A replacement still starting then (a loaded machine, a
+torch import) or lost again by then is never replaced. :func:`start` raises that timeout to
+:data:`LOST_WORKER_TIMEOUT_S` for as long as the process lives, since the cluster reads it at
+each loss.
 """
 from __future__ import annotations
 
@@ -24,6 +32,13 @@ logger = logging.getLogger(__name__)
 
 ALLOCATORS = ("auto", "tcmalloc", "glibc")
 THREAD_VARIABLES = tuning.THREAD_VARIABLES
+# A nanny's restart of its worker (spawn, imports, registration) takes about 2 s on an idle
+# 2-core machine; with the default 15 s, a worker lost again within 15 s of an earlier loss,
+# or one whose restart is slow under load, was never replaced. 10 minutes covers a restart
+# under any load; a nanny that cannot restart its worker closes itself anyway
+# (distributed nanny.py: "nanny-instantiate-failed").
+LOST_WORKER_TIMEOUT_S = 600
+LOST_WORKER_TIMEOUT_KEY = "distributed.deploy.lost-worker-timeout"
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,7 @@ def plan(n_workers: int | None, device: str = "cpu", allocator: str = "auto", ca
 def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = True,
           local_directory: str | None = None):
     """Start the cluster ``spec`` describes; returns the (Local|LocalCUDA)Cluster."""
+    keep_lost_workers_nannies()
     kwargs = dict(n_workers=spec.n_workers, threads_per_worker=spec.threads_per_worker,
                   dashboard_address=dashboard_address, local_directory=local_directory)
     with worker_environ(spec.environ), dask.config.set(tuning.failure_detection_config(spec.worker_ttl_s)):
@@ -107,6 +123,13 @@ def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = T
         from distributed import LocalCluster
 
         return LocalCluster(processes=processes, **kwargs)
+
+
+def keep_lost_workers_nannies() -> None:
+    """Let a nanny bring its worker back however long the restart takes (module docstring).
+    Set for the process, not around the start: the cluster reads it on every worker loss."""
+    if dask.config.get(LOST_WORKER_TIMEOUT_KEY) != LOST_WORKER_TIMEOUT_S:
+        dask.config.set({LOST_WORKER_TIMEOUT_KEY: LOST_WORKER_TIMEOUT_S})
 
 
 @contextlib.contextmanager

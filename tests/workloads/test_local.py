@@ -53,3 +53,47 @@ def test_worker_environ_restores_this_process(monkeypatch):
         assert os.environ["OMP_NUM_THREADS"] == "2" and "MALLOC_TRIM_THRESHOLD_" not in os.environ
         assert dask.config.get("distributed.nanny.pre-spawn-environ")["OMP_NUM_THREADS"] == "2"
     assert os.environ["OMP_NUM_THREADS"] == "7" and os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536"
+
+
+def test_a_worker_killed_again_before_the_cluster_gave_up_on_it_comes_back():
+    """Dask's cluster object closes a nanny for good when, a fixed time after its worker left
+    (``distributed.deploy.lost-worker-timeout``, 15 s by default), no worker of that name is
+    connected: a worker killed, restarted and killed again just before that moment was never
+    replaced. The local cluster keeps the nanny, and the nanny brings the worker back."""
+    import signal
+    import time
+
+    from distributed import Client
+
+    default_s = 15  # distributed.yaml: deploy.lost-worker-timeout
+    cluster = local.start(local.plan(2, device="cpu", threads_per_worker=1), dashboard_address=":0")
+    client = Client(cluster, set_as_default=False)
+    try:
+        client.wait_for_workers(2)
+
+        def kill_worker_named(name: str) -> float:
+            address = next(a for a, w in client.scheduler_info()["workers"].items() if str(w["name"]) == name)
+            os.kill(client.run(os.getpid, workers=[address])[address], signal.SIGKILL)
+            return time.monotonic()
+
+        def wait_for_worker_named(name: str, timeout: float) -> bool:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                names = client.run_on_scheduler(lambda dask_scheduler: [str(w.name) for w in
+                                                                        dask_scheduler.workers.values()])
+                if name in names:
+                    return True
+                time.sleep(0.1)
+            return False
+
+        first_loss = kill_worker_named("0")
+        time.sleep(1)
+        assert wait_for_worker_named("0", default_s - 3), "the first restart took too long to test the second"
+        time.sleep(max(0.0, first_loss + default_s - 0.2 - time.monotonic()))
+        kill_worker_named("0")  # its restart is under way when the first loss's timer fires
+        time.sleep(max(0.0, first_loss + default_s + 2 - time.monotonic()))  # past that moment
+        assert 0 in cluster.workers, "the cluster closed worker 0's nanny"
+        assert wait_for_worker_named("0", 60), "worker 0 was not replaced after its second loss"
+    finally:
+        client.close()
+        cluster.close()
