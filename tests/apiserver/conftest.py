@@ -34,6 +34,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import ssl
@@ -426,7 +427,7 @@ def _free_port() -> int:
 
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
 
 
 def make_pki(pki: Path) -> None:
@@ -458,13 +459,17 @@ def make_pki(pki: Path) -> None:
     _openssl("ec", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: SIGTERM when pytest dies
-    except Exception:  # noqa: BLE001 - best effort; stop() is the normal path
-        pass
+def _die_with_parent() -> list[str]:
+    """The command prefix that gives the child SIGTERM when pytest dies (PR_SET_PDEATHSIG,
+    kept across exec), through util-linux's ``setpriv`` (Essential in Debian).
+
+    Not a ``preexec_fn``: with one, Python forks instead of vforking and, in the child before
+    exec, runs Python code and the at-fork handlers of every library this process has loaded
+    (BLAS and torch thread pools, the in-process Dask clusters of earlier tests), which the
+    ``subprocess`` documentation warns can deadlock in a process with threads; a render test
+    once waited 900 s in this fixture's setup after the Dask tests had run."""
+    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
 class _Process:
@@ -477,9 +482,8 @@ class _Process:
         self.name = name
         self.log = log
         self._log_file = log.open("wb")
-        self.proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=self._log_file,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        self.proc = subprocess.Popen([*_die_with_parent(), *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                                     stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
