@@ -22,6 +22,9 @@ def artifact_path(file: str) -> Path:
 
 
 TKC_CRD_V1ALPHA2 = "crds/run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha2.yaml"
+CAPI_CLUSTER_CRD = "crds/capi-v1.10.10/cluster.x-k8s.io_clusters.yaml"
+CAPI_CLUSTERCLASS_CRD = "crds/capi-v1.10.10/cluster.x-k8s.io_clusterclasses.yaml"
+CAPI_MACHINEDEPLOYMENT_CRD = "crds/capi-v1.10.10/cluster.x-k8s.io_machinedeployments.yaml"
 DASK_CHART = "charts/dask-2024.1.1.tgz"
 GPU_OPERATOR_CHART = "charts/gpu-operator-v1.9.1.tgz"
 NFS_PROVISIONER_CHART = "charts/nfs-subdir-external-provisioner-4.0.18.tgz"

@@ -1,18 +1,22 @@
-"""Pure builders of the Supervisor-side manifests: the TanzuKubernetesCluster.
+"""Pure builders of the Supervisor-side manifests: the workload cluster, as a
+TanzuKubernetesCluster or as a Cluster API Cluster on one of VMware's ClusterClasses.
 
 ``run.tanzu.vmware.com/v1alpha2`` (vSphere 7U3, the paper's) reports readiness in
-``status.phase``; ``v1alpha3`` (vSphere 8) dropped the phase and reports a Ready condition.
+``status.phase``; ``v1alpha3`` (vSphere 8) dropped the phase and reports a Ready condition, as
+``cluster.x-k8s.io/v1beta1`` (vSphere 8 U3 / VCF 9, the vSphere Kubernetes Service) does.
 The ``pulumi.com/waitFor`` annotation makes ``pulumi up`` wait for that, up to the timeout.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from components.settings.model import ClusterSpec, NodePool
+from components.cluster import cluster_classes
+from components.settings.model import CLUSTER_API, ClusterSpec, NodePool
 
 WAIT_FOR = {
     "run.tanzu.vmware.com/v1alpha2": "jsonpath={.status.phase}=running",
     "run.tanzu.vmware.com/v1alpha3": "condition=Ready",
+    CLUSTER_API: "condition=Ready",
 }
 # GPU nodes need the Ubuntu image (NVIDIA's guest driver does not support Photon).
 UBUNTU_ANNOTATION = {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}
@@ -23,24 +27,34 @@ def kubeconfig_secret_name(cluster: str) -> str:
     return f"{cluster}-kubeconfig"
 
 
-def tkc_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
-    """The TanzuKubernetesCluster for ``spec`` in Supervisor namespace ``namespace``."""
-    annotations = {
+def cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
+    """The workload cluster for ``spec`` in Supervisor namespace ``namespace``, in the API
+    ``spec.api_version`` names."""
+    return capi_cluster_manifest(spec, namespace) if spec.api_version == CLUSTER_API else tkc_manifest(spec, namespace)
+
+
+def _wait_annotations(spec: ClusterSpec) -> dict[str, str]:
+    return {
         "pulumi.com/waitFor": WAIT_FOR[spec.api_version],
         "pulumi.com/timeoutSeconds": str(spec.ready_timeout_minutes * 60),
     }
+
+
+def _metadata(spec: ClusterSpec, namespace: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {"name": spec.name, "namespace": namespace, "annotations": annotations,
+            "labels": {"app.kubernetes.io/managed-by": "dask-tkg"}}
+
+
+def tkc_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
+    """The TanzuKubernetesCluster for ``spec`` in Supervisor namespace ``namespace``."""
+    annotations = _wait_annotations(spec)
     if spec.api_version.endswith("v1alpha3"):
         annotations.update(UBUNTU_ANNOTATION)
     tkr = {"reference": {"name": spec.tkr}}
     return {
         "apiVersion": spec.api_version,
         "kind": "TanzuKubernetesCluster",
-        "metadata": {
-            "name": spec.name,
-            "namespace": namespace,
-            "annotations": annotations,
-            "labels": {"app.kubernetes.io/managed-by": "dask-tkg"},
-        },
+        "metadata": _metadata(spec, namespace, annotations),
         "spec": {
             "topology": {
                 "controlPlane": {
@@ -78,3 +92,107 @@ def _pool(pool: NodePool, spec: ClusterSpec, tkr: dict) -> dict[str, Any]:
             {"name": v.name, "mountPath": v.mount_path, "capacity": {"storage": v.capacity}} for v in spec.volumes
         ],
     }
+
+
+# --- Cluster API Cluster on a VMware ClusterClass (vSphere 8 U3 / VCF 9) ------------------
+
+NODE_POOL_CLASS = "node-pool"  # the worker class of VMware's ClusterClasses
+
+
+def capi_cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
+    """The ``cluster.x-k8s.io/v1beta1`` Cluster for ``spec``: one machineDeployment per node
+    pool, the pool's VM class (the vGPU class for GPU pools), storage class, volumes and
+    role label as that pool's variable overrides, Ubuntu for GPU pools (NVIDIA ships no vGPU
+    guest driver for Photon), and the cluster-wide variables in the generation the class
+    takes (``components.cluster.cluster_classes``)."""
+    structured = cluster_classes.generation(spec.cluster_class).structured
+    topology: dict[str, Any] = {"class": spec.cluster_class}
+    if spec.cluster_class != cluster_classes.UNVERSIONED_CLASS:
+        topology["classNamespace"] = spec.class_namespace
+    topology.update({
+        "version": spec.tkr,
+        "controlPlane": {"replicas": spec.control_plane.replicas},
+        "workers": {"machineDeployments": [_machine_deployment(pool, spec, structured) for pool in spec.node_pools]},
+        "variables": _cluster_variables(spec, structured),
+    })
+    return {
+        "apiVersion": spec.api_version,
+        "kind": "Cluster",
+        "metadata": _metadata(spec, namespace, _wait_annotations(spec)),
+        "spec": {
+            "clusterNetwork": {
+                "pods": {"cidrBlocks": [spec.pod_cidr]},
+                "services": {"cidrBlocks": [spec.service_cidr]},
+                "serviceDomain": "cluster.local",
+            },
+            "topology": topology,
+        },
+    }
+
+
+def _cluster_variables(spec: ClusterSpec, structured: bool) -> list[dict[str, Any]]:
+    default_class = spec.control_plane.storage_class
+    classes = sorted({default_class} | {p.storage_class for p in spec.node_pools})
+    pss = _pod_security(spec.pod_security_default)
+    variables = [{"name": "vmClass", "value": spec.control_plane.vm_class},
+                 {"name": "storageClass", "value": default_class}]
+    if structured:
+        variables += [
+            {"name": "vsphereOptions", "value": {"persistentVolumes": {
+                "availableStorageClasses": classes, "defaultStorageClass": default_class}}},
+        ]
+        if pss:
+            variables.append({"name": "kubernetes", "value": {"security": {"podSecurityStandard": pss}}})
+    else:
+        variables += [{"name": "defaultStorageClass", "value": default_class},
+                      {"name": "storageClasses", "value": classes}]
+        if pss:
+            variables.append({"name": "podSecurityStandard", "value": pss})
+    return variables
+
+
+def _pod_security(enforce: str) -> dict[str, str]:
+    """The cluster-wide Pod Security default (namespaces this program creates carry their own
+    labels, which win): ``enforce`` as set, audit and warn at restricted."""
+    if not enforce:
+        return {}
+    return {"enforce": enforce, "enforceVersion": "latest", "audit": "restricted", "auditVersion": "latest",
+            "warn": "restricted", "warnVersion": "latest"}
+
+
+def _machine_deployment(pool: NodePool, spec: ClusterSpec, structured: bool) -> dict[str, Any]:
+    overrides = [{"name": "vmClass", "value": pool.vm_class}, {"name": "storageClass", "value": pool.storage_class}]
+    if structured:
+        overrides += [
+            {"name": "node", "value": {"labels": dict(pool.labels)}},
+            {"name": "volumes", "value": [{"name": v.name, "mountPath": v.mount_path,
+                                           "storageClass": pool.storage_class, "capacity": v.capacity}
+                                          for v in spec.volumes]},
+        ]
+    else:
+        overrides += [
+            {"name": "nodePoolLabels", "value": [{"key": k, "value": v} for k, v in sorted(pool.labels.items())]},
+            {"name": "nodePoolVolumes", "value": [{"name": v.name, "mountPath": v.mount_path,
+                                                   "storageClass": pool.storage_class,
+                                                   "capacity": {"storage": v.capacity}} for v in spec.volumes]},
+        ]
+    deployment: dict[str, Any] = {"class": NODE_POOL_CLASS, "name": pool.name, "replicas": pool.replicas}
+    if pool.role == "gpu":
+        deployment["metadata"] = {"annotations": dict(UBUNTU_ANNOTATION)}
+    deployment["variables"] = {"overrides": overrides}
+    return deployment
+
+
+def class_variable_problems(spec: ClusterSpec) -> list[tuple[str, str]]:
+    """(setting, problem) for every variable the Cluster would set that its class does not
+    take in that shape; empty for a TanzuKubernetesCluster."""
+    if spec.api_version != CLUSTER_API:
+        return []
+    topology = capi_cluster_manifest(spec, "")["spec"]["topology"]
+    problems = [("clusterClass", p) for p in cluster_classes.check_variables(
+        spec.cluster_class, topology["variables"], "topology.variables", cluster_classes.REQUIRED_VARIABLES)]
+    for i, deployment in enumerate(topology["workers"]["machineDeployments"]):
+        problems += [(f"nodePools[{i}]", p) for p in cluster_classes.check_variables(
+            spec.cluster_class, deployment["variables"]["overrides"],
+            f"machineDeployments[{deployment['name']}].variables.overrides")]
+    return problems

@@ -1,8 +1,11 @@
-"""The TanzuKubernetesCluster in the Supervisor namespace, and its admin kubeconfig.
+"""The workload cluster in the Supervisor namespace (a TanzuKubernetesCluster, or a Cluster
+API Cluster on a VMware ClusterClass), and its admin kubeconfig.
 
 ``pulumi up`` waits until the cluster is ready (``pulumi.com/waitFor`` on the custom
-resource), then reads Secret ``<cluster>-kubeconfig`` from the Supervisor namespace; the
-kubeconfig stays a secret and feeds the guest-cluster provider built in ``__main__``.
+resource), then reads Secret ``<cluster>-kubeconfig`` from the Supervisor namespace (key
+``value``: the TKG Service writes it for a TanzuKubernetesCluster, Cluster API for a
+Cluster); the kubeconfig stays a secret and feeds the guest-cluster provider built in
+``__main__``.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster.manifests import kubeconfig_secret_name, tkc_manifest
+from components.cluster.manifests import cluster_manifest, kubeconfig_secret_name
 from components.settings.model import ClusterSpec
 
 
@@ -28,10 +31,11 @@ class TanzuCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TanzuClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:cluster:TanzuCluster", name, None, opts)
-        manifest = tkc_manifest(args.spec, namespace="")
+        manifest = cluster_manifest(args.spec, namespace="")
         timeout = f"{args.spec.ready_timeout_minutes}m"
+        suffix = "tkc" if manifest["kind"] == "TanzuKubernetesCluster" else "cluster"
         self.tkc = k8s.apiextensions.CustomResource(
-            f"{name}-tkc",
+            f"{name}-{suffix}",
             api_version=manifest["apiVersion"],
             kind=manifest["kind"],
             metadata={**manifest["metadata"], "namespace": args.namespace},
@@ -42,7 +46,7 @@ class TanzuCluster(pulumi.ComponentResource):
             ),
         )
         secret_name = kubeconfig_secret_name(args.spec.name)
-        # The id only resolves once the TKC exists, so a preview of a new cluster does not
+        # The id only resolves once the cluster exists, so a preview of a new cluster does not
         # try to read a Secret that cannot exist yet.
         secret_id = pulumi.Output.all(self.tkc.id, args.namespace).apply(lambda a: f"{a[1]}/{secret_name}")
         self.kubeconfig_secret = k8s.core.v1.Secret.get(

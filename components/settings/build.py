@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
+from components.cluster import cluster_classes
 from components.settings import checks, records, values
 from components.settings.operator import read_operator
 from components.settings.errors import Problem, SettingsError
@@ -14,6 +15,7 @@ from components.settings.model import (
     POOL_ROLES,
     PREDEFINED_VM_CLASS_SIZES,
     AccessEntry,
+    CLUSTER_APIS,
     ClusterSpec,
     ContentLibrarySpec,
     DaskSpec,
@@ -101,13 +103,19 @@ class _Reader:
         return [p for p in parsed if p is not None]
 
 
+# Settings renamed since a release: a stack that still sets the old key fails at preview.
+RENAMED = {"tkcApiVersion": "clusterApi"}
+
+
 def load(source: Source) -> Settings:
     """Read, validate and freeze every setting. Raises SettingsError listing all problems."""
     problems: list[Problem] = []
     r = _Reader(source, problems)
+    problems.extend(Problem(old, f"is renamed {new}: set {new} instead") for old, new in RENAMED.items()
+                    if source.get(old) is not None)
 
     vsphere = VSphereSite(
-        version=r.one_of("vsphereVersion", 7, 8),
+        version=r.one_of("vsphereVersion", 7, 8, 9),
         server=source.provider("vsphere", "vsphereServer") or "",
         user=source.provider("vsphere", "user") or "",
         password=source.provider("vsphere", "password", secret=True),
@@ -311,7 +319,7 @@ def _cluster(r: _Reader) -> ClusterSpec:
     k8s = r.check("tkr", values.tkr_kubernetes_version)
     return ClusterSpec(
         name=r.check("clusterName", values.rfc1123_label),
-        api_version=r.one_of("tkcApiVersion", "run.tanzu.vmware.com/v1alpha2", "run.tanzu.vmware.com/v1alpha3"),
+        api_version=r.one_of("clusterApi", *CLUSTER_APIS),
         tkr=tkr,
         kubernetes_version=k8s,
         control_plane=NodePool(
@@ -327,7 +335,15 @@ def _cluster(r: _Reader) -> ClusterSpec:
         pod_cidr=r.check("podCidr", values.cidr),
         service_cidr=r.check("serviceCidr", values.cidr),
         ready_timeout_minutes=r.at_least("clusterReadyTimeoutMinutes", 1),
+        cluster_class=r.check("clusterClass", _cluster_class),
+        class_namespace=r.check("clusterClassNamespace", values.rfc1123_label),
+        pod_security_default=r.one_of("podSecurityDefault", "", "privileged", "baseline", "restricted"),
     )
+
+
+def _cluster_class(name: str) -> str:
+    cluster_classes.generation(name)  # ValueError: a class whose variables no source gives
+    return name
 
 
 def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:

@@ -12,7 +12,7 @@ from components.addons import facts as addon_facts
 from components.dask import chart as dask_chart
 from components.settings import values
 from components.settings.errors import Problem
-from components.settings.model import NodePool, Settings
+from components.settings.model import TKC_API_VERSIONS, NodePool, Settings
 from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
@@ -32,7 +32,7 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets, _gpu_driver, operator_checks):
+                 _network, _secrets, _gpu_driver, operator_checks, _class_variables):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))
@@ -59,14 +59,14 @@ def _site(s: Settings) -> list[Problem]:
     if not s.supervisor.server and s.supervisor.kubeconfig is None:
         out.append(Problem("supervisorServer",
                            "is required (the Supervisor's API address) unless supervisorKubeconfig is set"))
-    if s.cluster.api_version.endswith("v1alpha3") and s.vsphere.version < 8:
-        out.append(Problem("tkcApiVersion", "run.tanzu.vmware.com/v1alpha3 needs vsphereVersion 8;"
-                                            " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
-    if s.cluster.api_version.endswith("v1alpha3") and s.cluster.kubernetes_version < MIN_V1ALPHA3_KUBERNETES:
-        out.append(Problem("tkr", f"{s.cluster.tkr} is not compatible with tkcApiVersion"
+    if s.cluster.api_version != TKC_API_VERSIONS[0] and s.vsphere.version < 8:
+        out.append(Problem("clusterApi", f"{s.cluster.api_version} needs vsphereVersion 8 or 9;"
+                                         " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
+    if s.cluster.api_version != TKC_API_VERSIONS[0] and s.cluster.kubernetes_version < MIN_V1ALPHA3_KUBERNETES:
+        out.append(Problem("tkr", f"{s.cluster.tkr} is not compatible with clusterApi"
                                   f" {s.cluster.api_version}: vSphere 8 marks the TKRs before Kubernetes 1.21"
                                   " COMPATIBLE False for v1alpha3 and the cluster never becomes ready; use a"
-                                  " v1.21+ TKR or tkcApiVersion run.tanzu.vmware.com/v1alpha2"))
+                                  " v1.21+ TKR or clusterApi run.tanzu.vmware.com/v1alpha2"))
     if s.supervisor.set_tkr_library and s.supervisor.mode != "existing":
         out.append(Problem("supervisorSetTkrLibrary", "applies to supervisorMode=existing; with create the"
                                                       " Supervisor is enabled with contentLibraryName"))
@@ -340,3 +340,13 @@ def _secrets(s: Settings) -> list[Problem]:
                                                           " licenseTokenInConfigMap=true to accept that, or use a"
                                                           " GPU operator >= 25.10 (Secret)"))
     return out
+
+
+def _class_variables(s: Settings) -> list[Problem]:
+    """Every variable the Cluster sets, checked against its ClusterClass's generation: the
+    Supervisor's 1.2x API server would otherwise accept or prune what the class refuses."""
+    if s.cluster.cluster_class is None:  # already a problem of clusterClass
+        return []
+    from components.cluster.manifests import class_variable_problems  # it builds from settings.model
+
+    return [Problem(key, problem) for key, problem in class_variable_problems(s.cluster)]

@@ -141,6 +141,11 @@ class FileShareSpec:
     nfs_address: str = "fqdn"  # fqdn (the access point's host) | ip (runtime.address)
 
 
+TKC_API_VERSIONS = ("run.tanzu.vmware.com/v1alpha2", "run.tanzu.vmware.com/v1alpha3")
+CLUSTER_API = "cluster.x-k8s.io/v1beta1"  # a Cluster on a ClusterClass (VKS, vSphere 8 U3 / VCF 9)
+CLUSTER_APIS = (*TKC_API_VERSIONS, CLUSTER_API)
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     name: str
@@ -154,6 +159,11 @@ class ClusterSpec:
     pod_cidr: str
     service_cidr: str
     ready_timeout_minutes: int
+    # cluster.x-k8s.io/v1beta1 only: the VMware ClusterClass, where it is published, and the
+    # cluster-wide Pod Security enforce level ("": the class's own default)
+    cluster_class: str = "builtin-generic-v3.4.0"
+    class_namespace: str = "vmware-system-vks-public"
+    pod_security_default: str = ""
 
     def pools(self, role: str) -> tuple[NodePool, ...]:
         return tuple(p for p in self.node_pools if p.role == role)

@@ -16,12 +16,15 @@ Fixtures
   ``tkc_crd`` (session) -> dict: the TanzuKubernetesCluster CRD as the server holds
       it, serving v1alpha2 (VMware's generated schema, read unchanged from
       ``../shared``) and v1alpha3 (the project's schema) from one object.
+  ``capi_crds`` (session) -> dict: Cluster API v1.10.10's Cluster, ClusterClass and
+      MachineDeployment CRDs (upstream files, installed unchanged), as the server holds
+      them, by kind.
   ``kube_namespace`` (function) -> str: a fresh namespace for one test.
 
 Helpers (importable: ``from tests.apiserver.conftest import apply_manifest, ...``)
   ``apply_manifest(api, manifest, *, dry_run=False, namespace=None, update_existing=False)``
   ``get_object``, ``patch_object``, ``patch_status``, ``delete_object``, ``api_request``,
-  ``load_tkc_crd()``; errors from the server raise :class:`KubeApiError`.
+  ``load_tkc_crd()``, ``load_crd(file)``; errors from the server raise :class:`KubeApiError`.
 
 If the binaries are missing, they are built once before the first test runs (about
 6-7 minutes on 2 cores, needs root and Debian's package archive); a failed build
@@ -67,6 +70,8 @@ BUILD_LOG = KUBE_CACHE / "build.log"
 BUILD_TIMEOUT_S = 45 * 60
 
 TKC_CRD_V1ALPHA2 = artifacts.TKC_CRD_V1ALPHA2  # VMware's file, fetched into the cache
+# Cluster API v1.10.10's generated CRDs (v1beta1 served and stored), fetched into the cache
+CAPI_CRDS = (artifacts.CAPI_CLUSTER_CRD, artifacts.CAPI_CLUSTERCLASS_CRD, artifacts.CAPI_MACHINEDEPLOYMENT_CRD)
 TKC_V1ALPHA3_VERSION = REPO / "components" / "cluster" / "crds" / "run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha3.yaml"
 
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
@@ -325,6 +330,19 @@ def apply_manifest(api: kubernetes.client.ApiClient, manifest: dict, *, dry_run:
     return api_request(api, "PUT", info.path(ns, meta["name"]), body=obj, query=query)
 
 
+def assert_invalid(api: kubernetes.client.ApiClient, manifest: dict, expected: tuple[str, ...]) -> KubeApiError:
+    """A server-side dry run of ``manifest`` is refused as Invalid (422), the message holding
+    every text of ``expected`` (the fields the schema names)."""
+    try:
+        apply_manifest(api, manifest, dry_run=True)
+    except KubeApiError as exc:
+        assert exc.status == 422 and exc.reason == "Invalid", exc
+        for text in expected:
+            assert text in exc.message, exc.message
+        return exc
+    raise AssertionError(f"{manifest['kind']} {manifest['metadata']['name']} was accepted")
+
+
 def get_object(api: kubernetes.client.ApiClient, api_version: str, kind: str, name: str,
                namespace: str | None = None) -> dict:
     """GET one object; raises KubeApiError (status 404 when it does not exist)."""
@@ -392,6 +410,19 @@ def load_tkc_crd() -> dict:
     crd["metadata"].pop("creationTimestamp", None)  # controller-gen writes null
     crd.pop("status", None)
     return crd
+
+
+def load_crd(file: str) -> dict:
+    """The one CustomResourceDefinition in the pinned artifact ``file``, as upstream wrote it.
+
+    The cached file is only read; the CRD is installed as it is, so that a test sees the
+    upstream schema and not a copy of it.
+    """
+    path = artifacts.artifact_path(file)
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    if len(docs) != 1 or docs[0].get("kind") != "CustomResourceDefinition":
+        raise ValueError(f"{path}: expected one CustomResourceDefinition")
+    return docs[0]
 
 
 def install_crd(api: kubernetes.client.ApiClient, crd: dict, timeout_s: float = 30.0) -> dict:
@@ -692,6 +723,19 @@ def kube_apiserver(tmp_path_factory) -> Iterator[KubeAPIServer]:
 def tkc_crd(kube_apiserver: KubeAPIServer) -> dict:
     """The TanzuKubernetesCluster CRD (v1alpha2 storage + v1alpha3), installed and served."""
     return install_crd(kube_apiserver.api_client, load_tkc_crd())
+
+
+@pytest.fixture(scope="session")
+def capi_crds(kube_apiserver: KubeAPIServer) -> dict[str, dict]:
+    """Cluster API's Cluster, ClusterClass and MachineDeployment CRDs, installed and served, by kind.
+
+    The 1.20 server takes all three unchanged: none uses a schema feature newer than 1.20
+    (``x-kubernetes-validations`` appears in ClusterClass only as the name of a property of
+    its variable schemas, not as a rule). Only v1beta1 is served; the old versions are
+    listed with ``served: false``, so no conversion webhook is needed.
+    """
+    held = [install_crd(kube_apiserver.api_client, load_crd(file)) for file in CAPI_CRDS]
+    return {crd["spec"]["names"]["kind"]: crd for crd in held}
 
 
 _NS_UNSAFE = re.compile(r"[^a-z0-9-]+")

@@ -49,7 +49,7 @@ def supervisor_namespace(graph) -> str:
     ("reference", {}),
     ("dev", {}),
     ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),  # topology B
-    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": "run.tanzu.vmware.com/v1alpha3",
                    "tkr": TKR_FOR_V1ALPHA3,
                    "daskTls": False, "rwxProvisioner": "vsphere-csi"}),
 ], ids=["reference", "dev", "topology-b", "vsphere8-csi"])
@@ -94,7 +94,7 @@ def test_the_programs_tkc_broken_is_rejected(kube_apiserver, tkc_crd, breakage, 
 
 @pytest.mark.parametrize("stack, config, ready_status", [
     ("reference", {}, {"phase": "running"}),
-    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+    ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": "run.tanzu.vmware.com/v1alpha3",
                    "tkr": TKR_FOR_V1ALPHA3},
      {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T00:00:00Z"}]}),
 ], ids=["v1alpha2-phase", "v1alpha3-condition"])

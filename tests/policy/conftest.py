@@ -14,7 +14,7 @@ from tests.program.graph import Graph, run_program
 PUBLIC_LB = {"schedulerServiceType": "LoadBalancer", "jupyterServiceType": "LoadBalancer",
              "loadBalancerSourceRanges": [], "allowPublicLoadBalancer": True}
 TOPOLOGY_B = {"jupyterGpu": True, "gpuWorkers": 7}
-VSPHERE_8 = {"vsphereVersion": 8, "supervisorId": "supervisor-1", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+VSPHERE_8 = {"vsphereVersion": 8, "supervisorId": "supervisor-1", "clusterApi": "run.tanzu.vmware.com/v1alpha3",
              "tkr": "v1.21.6---vmware.1-tkg.1"}  # v1alpha3 refuses the 1.20 TKRs
 
 

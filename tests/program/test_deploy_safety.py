@@ -15,7 +15,7 @@ from tests.program.graph import _run, run_program
 REPLACING = {
     "clusterName": "tkg-dask-2",
     "namespaceName": "dask-2",
-    "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+    "clusterApi": "run.tanzu.vmware.com/v1alpha3",
     "supervisorServer": "192.168.105.9",
 }
 IN_PLACE = {
@@ -40,7 +40,7 @@ def supervisor_endpoint(graph, config) -> str:
 def variant(config):
     # v1alpha3 runs on vSphere 8 with a TKR of Kubernetes 1.21 or newer (settings refuse a 1.20 one).
     extra = ({"vsphereVersion": 8, "supervisorId": "sv-1", "tkr": "v1.21.6---vmware.1-tkg.1"}
-             if config.get("tkcApiVersion", "").endswith("v1alpha3") else {})
+             if config.get("clusterApi", "").endswith("v1alpha3") else {})
     return run_program("reference", config={**config, **extra})
 
 

@@ -91,7 +91,7 @@ def test_vcenter_password_reaches_dynamic_providers_only_as_a_secret(graph):
 
 def test_namespace_on_vsphere_8_uses_the_vsphere_namespace_resource():
     g = run_program("reference", config={"vsphereVersion": 8, "supervisorId": "supervisor-1",
-                                          "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3",
+                                          "clusterApi": "run.tanzu.vmware.com/v1alpha3",
                                           "tkr": "v1.21.6---vmware.1-tkg.1"})
     assert g.error is None, g.traceback
     (ns,) = g.of_type("vsphere:index/namespace:Namespace")

@@ -20,7 +20,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "dev": ("dev", {}),
     "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
     "vsphere8-csi": ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1",
-                                   "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3", "tkr": TKR_FOR_V1ALPHA3,
+                                   "clusterApi": "run.tanzu.vmware.com/v1alpha3", "tkr": TKR_FOR_V1ALPHA3,
                                    "daskTls": False,
                                    "rwxProvisioner": "vsphere-csi"}),
 }

@@ -25,7 +25,7 @@ def values_inputs(s, **overrides):
 
 
 def test_tkc_v1alpha3_waits_on_the_ready_condition_and_asks_for_ubuntu():
-    s = settings(vsphereVersion=8, supervisorId="sv", tkcApiVersion="run.tanzu.vmware.com/v1alpha3",
+    s = settings(vsphereVersion=8, supervisorId="sv", clusterApi="run.tanzu.vmware.com/v1alpha3",
                  tkr="v1.21.6---vmware.1-tkg.1")  # v1alpha3 needs a TKR >= 1.21
     m = tkc_manifest(s.cluster, "dask")
     assert m["apiVersion"] == "run.tanzu.vmware.com/v1alpha3"

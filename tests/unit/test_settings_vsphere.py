@@ -22,7 +22,7 @@ CREATE = ["managementNetwork=network-1", "managementStartIp=10.0.0.10", "managem
           "managementGateway=10.0.0.1", "masterDns=10.0.0.2", "workerDns=10.0.0.2", "masterNtp=10.0.0.3",
           "egressCidr=10.10.0.0/24", "ingressCidr=10.20.0.0/24", "podCidr=10.30.0.0/20",
           "serviceCidr=10.40.0.0/24", "edgeCluster=edge-1", "dvsUuid=50 2a"]
-VSPHERE8 = {"vsphereVersion": 8, "supervisorId": "domain-c8", "tkcApiVersion": "run.tanzu.vmware.com/v1alpha3"}
+VSPHERE8 = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "run.tanzu.vmware.com/v1alpha3"}
 
 
 def load_with(**overrides):
@@ -39,7 +39,7 @@ def problems_of(**overrides) -> list[str]:
     "overrides, key, words",
     [
         # item 3: v1alpha3 with a TKR older than 1.21 (vSphere 8: COMPATIBLE False)
-        (VSPHERE8, "tkr", "is not compatible with tkcApiVersion run.tanzu.vmware.com/v1alpha3"),
+        (VSPHERE8, "tkr", "is not compatible with clusterApi run.tanzu.vmware.com/v1alpha3"),
         # item 4: searchDomains for supervisorMode=create (resource_vsphere_supervisor.go: exactly one, non-empty)
         ({"supervisorMode": "create", "supervisorCreateSpec": CREATE}, "supervisorCreateSpec",
          "needs searchDomains"),

@@ -1,0 +1,189 @@
+"""A VKS-style Cluster API Cluster against Cluster API v1.10.10's own CRDs on a real kube-apiserver 1.20.
+
+The CRDs are the upstream files (fetched unchanged into the cache by scripts/fetch_artifacts.py).
+The stand-in checks the OpenAPI schema only: Cluster API's webhooks and controllers, which also
+resolve the ClusterClass and its variables, do not run here, and 1.20 prunes unknown fields
+instead of rejecting them.
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from .conftest import CAPI_CRDS, KubeApiError, apply_manifest, assert_invalid, get_object, load_crd
+
+pytestmark = pytest.mark.apiserver
+
+API_VERSION = "cluster.x-k8s.io/v1beta1"
+CLASS = "builtin-generic-v3.4.0"
+CLASS_NAMESPACE = "vmware-system-vks-public"
+VERSION = "v1.32.3---vmware.1-fips-vkr.2"
+GPU_VM_CLASS_OVERRIDE = [{"name": "vmClass", "value": "vgpu-a100-40c"}]
+
+
+def paper_cluster(namespace: str, name: str = "dask-cluster") -> dict:
+    """The paper's cluster in the VKS form: 3 control-plane nodes, 8 vGPU workers, 2 CPU workers,
+    from VKS's built-in ClusterClass, with the node settings as ClusterClass variables."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cluster",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "clusterNetwork": {
+                "pods": {"cidrBlocks": ["192.168.0.0/16"]},
+                "services": {"cidrBlocks": ["10.96.0.0/12"]},
+                "serviceDomain": "cluster.local",
+            },
+            "topology": {
+                "class": CLASS,
+                "classNamespace": CLASS_NAMESPACE,
+                "version": VERSION,
+                "controlPlane": {
+                    "replicas": 3,
+                    "metadata": {"annotations": {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}},
+                },
+                "workers": {
+                    "machineDeployments": [
+                        {"class": "node-pool", "name": "gpu-workers", "replicas": 8,
+                         "variables": {"overrides": copy.deepcopy(GPU_VM_CLASS_OVERRIDE)}},
+                        {"class": "node-pool", "name": "cpu-workers", "replicas": 2},
+                    ],
+                },
+                "variables": [
+                    {"name": "vmClass", "value": "guaranteed-large"},
+                    {"name": "storageClass", "value": "vsan-default"},
+                    {"name": "volumes", "value": [
+                        {"name": "containerd", "mountPath": "/var/lib/containerd",
+                         "storageClass": "vsan-default", "capacity": "100Gi"},
+                    ]},
+                ],
+            },
+        },
+    }
+
+
+def test_crds_are_served_with_the_upstream_schemas(kube_apiserver, capi_crds):
+    """The server keeps every upstream version and schema as written: a schema field newer than
+    1.20 would be dropped silently and the stand-in would check less than it claims."""
+    assert kube_apiserver.version["gitVersion"].startswith("v1.20.")
+    assert sorted(capi_crds) == ["Cluster", "ClusterClass", "MachineDeployment"]
+    for file in CAPI_CRDS:
+        upstream = load_crd(file)
+        held = capi_crds[upstream["spec"]["names"]["kind"]]
+        assert held["spec"]["versions"] == upstream["spec"]["versions"], file
+        assert [v["name"] for v in held["spec"]["versions"] if v["served"]] == ["v1beta1"]
+        assert held["status"]["storedVersions"] == ["v1beta1"]
+
+
+def test_paper_cluster_accepted_on_dry_run(kube_apiserver, capi_crds, kube_namespace):
+    manifest = paper_cluster(kube_namespace)
+    answer = apply_manifest(kube_apiserver.api_client, manifest, dry_run=True)
+    assert answer["apiVersion"] == API_VERSION
+    # nothing pruned: the schema knows every field the cluster sets
+    assert answer["spec"] == manifest["spec"]
+    # a dry run stores nothing
+    with pytest.raises(KubeApiError) as err:
+        get_object(kube_apiserver.api_client, API_VERSION, "Cluster", "dask-cluster", kube_namespace)
+    assert err.value.status == 404
+
+
+def test_paper_cluster_created_and_read_back_intact(kube_apiserver, capi_crds, kube_namespace):
+    """What the program sends is what a Cluster API controller on the Supervisor reads."""
+    api = kube_apiserver.api_client
+    manifest = paper_cluster(kube_namespace)
+    apply_manifest(api, manifest)
+    got = get_object(api, API_VERSION, "Cluster", "dask-cluster", kube_namespace)
+    topology = got["spec"]["topology"]
+    assert (topology["class"], topology["classNamespace"], topology["version"]) == (CLASS, CLASS_NAMESPACE, VERSION)
+    assert topology["controlPlane"] == manifest["spec"]["topology"]["controlPlane"]
+    pools = {md["name"]: md for md in topology["workers"]["machineDeployments"]}
+    assert {n: (md["class"], md["replicas"]) for n, md in pools.items()} == {
+        "gpu-workers": ("node-pool", 8), "cpu-workers": ("node-pool", 2)}
+    assert pools["gpu-workers"]["variables"]["overrides"] == GPU_VM_CLASS_OVERRIDE
+    assert "variables" not in pools["cpu-workers"]
+    assert topology["variables"] == manifest["spec"]["topology"]["variables"]
+    assert got["spec"] == manifest["spec"]
+
+
+def _control_plane_replicas_as_word(m):
+    m["spec"]["topology"]["controlPlane"]["replicas"] = "three"
+
+
+def _pool_replicas_as_word(m):
+    m["spec"]["topology"]["workers"]["machineDeployments"][0]["replicas"] = "eight"
+
+
+def _without_class(m):
+    del m["spec"]["topology"]["class"]
+
+
+def _without_version(m):
+    del m["spec"]["topology"]["version"]
+
+
+BAD = {
+    "control-plane-replicas-three": (_control_plane_replicas_as_word,
+                                     ["spec.topology.controlPlane.replicas", "must be of type integer"]),
+    "pool-replicas-eight": (_pool_replicas_as_word,
+                            ["spec.topology.workers.machineDeployments.replicas", "must be of type integer"]),
+    "topology-without-class": (_without_class, ["spec.topology.class", "Required value"]),
+    "topology-without-version": (_without_version, ["spec.topology.version", "Required value"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_broken_cluster_rejected(kube_apiserver, capi_crds, kube_namespace, case):
+    mutate, expected = BAD[case]
+    manifest = paper_cluster(kube_namespace)
+    mutate(manifest)
+    assert_invalid(kube_apiserver.api_client, manifest, expected)
+
+
+def test_misspelt_machine_health_check_is_pruned_not_rejected(kube_apiserver, capi_crds, kube_namespace):
+    """The stand-in's limit: 1.20 drops an unknown field without a word, so ``enabled`` (the
+    field is ``enable``) is not caught here; the Cluster is stored without it. The right
+    spelling, beside it, is kept."""
+    api = kube_apiserver.api_client
+    manifest = paper_cluster(kube_namespace)
+    topology = manifest["spec"]["topology"]
+    topology["controlPlane"]["machineHealthCheck"] = {"enabled": True}
+    topology["workers"]["machineDeployments"][0]["machineHealthCheck"] = {"enable": True}
+    apply_manifest(api, manifest)
+    got = get_object(api, API_VERSION, "Cluster", "dask-cluster", kube_namespace)["spec"]["topology"]
+    assert got["controlPlane"]["machineHealthCheck"] == {}
+    assert got["workers"]["machineDeployments"][0]["machineHealthCheck"] == {"enable": True}
+    assert got["controlPlane"]["replicas"] == 3
+
+
+# --- the program's own Clusters -----------------------------------------------------------
+
+PROGRAM_VKR = "v1.32.3---vmware.1-fips-vkr.2"
+CURRENT = {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": API_VERSION, "tkr": PROGRAM_VKR}
+
+
+@pytest.mark.parametrize("stack", ["reference", "dev"])
+@pytest.mark.parametrize("cluster_class", ["builtin-generic-v3.4.0", "builtin-generic-v3.1.0", "tanzukubernetescluster"])
+def test_every_object_of_a_current_platform_stack_is_accepted(kube_apiserver, capi_crds, stack, cluster_class):
+    """The stack on vSphere 8 with a Cluster: the Cluster is created and read back with the
+    spec the program sent (nothing pruned), and every other object the program declares is
+    accepted as on the paper's stack."""
+    from tests.apiserver.test_program_objects import create_fresh, declared
+
+    api = kube_apiserver.api_client
+    graph, objects = declared(stack, **CURRENT, clusterClass=cluster_class)
+    (cluster,) = [o for o in objects if o.manifest()["kind"] == "Cluster"]
+    assert not [o for o in objects if o.manifest()["kind"] == "TanzuKubernetesCluster"]
+    manifest = cluster.manifest()
+    apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": manifest["metadata"]["namespace"]}}, update_existing=True)
+    stored = create_fresh(api, manifest, dry_run=False)
+    assert stored["spec"] == manifest["spec"]  # accepted whole: no field pruned as unknown
+    for resource in sorted(objects, key=lambda o: o.manifest()["kind"] != "Namespace"):
+        if resource is cluster:
+            continue
+        other = resource.manifest()
+        try:
+            create_fresh(api, other, dry_run=other["kind"] in {"Job", "Pod", "Deployment", "DaemonSet", "StatefulSet"})
+        except KubeApiError as exc:
+            pytest.fail(f"{stack}/{cluster_class}: the server refused {other['kind']} {resource.name}: {exc.message}")
