@@ -19,6 +19,9 @@ class GpuOperatorFacts:
     # only when driver.licensingConfig.nlsEnabled is true (default false).
     token_only_with_nls: bool
     licensing_source: str
+    # APIs the release's objects use that Kubernetes 1.25 no longer serves.
+    removed_apis: tuple[str, ...] = ()
+    removed_apis_source: str = ""
 
     def covers(self, version: str) -> bool:
         return ("v" + version.lstrip("v")).startswith(self.versions)
@@ -32,6 +35,9 @@ GPU_OPERATOR: tuple[GpuOperatorFacts, ...] = (
         token_only_with_nls=True,
         licensing_source=("NVIDIA/gpu-operator v1.9.1 controllers/object_controls.go (TransformDriver, the"
                           " licensing-config volume) and api/v1/clusterpolicy_types.go (IsNLSEnabled)"),
+        removed_apis=("policy/v1beta1 PodSecurityPolicy", "node.k8s.io/v1beta1 RuntimeClass"),
+        removed_apis_source=("NVIDIA/gpu-operator v1.9.1 deployments/gpu-operator/templates/podsecuritypolicy.yaml"
+                             " and assets/pre-requisites/ (the RuntimeClass the operator creates)"),
     ),
 )
 

@@ -70,6 +70,7 @@ class Graph:
         self.error = result["error"]
         self.traceback = result.get("traceback")
         self.outputs = result["outputs"]
+        self.warnings = result.get("warnings", [])  # pulumi.log.warn messages, in order
         self.resources = [Resource(r) for r in result["resources"]]
         self.raw = result
         self._by_urn = {r.urn: r for r in self.resources}

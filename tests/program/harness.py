@@ -188,6 +188,15 @@ def main() -> int:
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=spec.get("stack") or "test",
                              preview=spec.get("mock", {}).get("preview", False), monitor=monitor)
     result: dict = {"error": None}
+    warnings: list[str] = []
+    real_warn = pulumi.log.warn
+
+    def recording_warn(message: str, *args, **kwargs) -> None:
+        """What the program says at preview, kept for the tests (and still sent on)."""
+        warnings.append(message)
+        real_warn(message, *args, **kwargs)
+
+    pulumi.log.warn = recording_warn
 
     exports: dict = {}
 
@@ -211,6 +220,7 @@ def main() -> int:
         result["traceback"] = traceback.format_exc()
     result["resources"] = monitor.records
     result["outputs"] = exports
+    result["warnings"] = warnings
     json.dump(result, sys.stdout)
     return 0
 

@@ -46,3 +46,19 @@ def test_the_papers_stack_still_declares_its_tkc():
     (tkc,) = g.of_type("TanzuKubernetesCluster")
     assert tkc.manifest()["apiVersion"] == "run.tanzu.vmware.com/v1alpha2"
     assert g.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster") == []
+
+
+def test_the_papers_stack_says_once_what_is_out_of_support():
+    g = run_program("reference")
+    notices = [w for w in g.warnings if w.startswith("out of support today")]
+    assert len(notices) == 1, g.warnings
+    (notice,) = notices
+    for part in ("vSphere 7", "TKR v1.20.8---vmware.1-tkg.2", "GPU operator v1.9.1",
+                 "policy/v1beta1 PodSecurityPolicy", "node.k8s.io/v1beta1 RuntimeClass"):
+        assert part in notice, notice
+
+
+def test_the_current_platform_cluster_is_not_called_out_of_support(graph):
+    notices = [w for w in graph.warnings if w.startswith("out of support today")]
+    # the GPU operator default stays v1.9.1 until the add-ons follow the platform
+    assert all("end of general support" not in n and "TKR" not in n for n in notices), notices
