@@ -187,3 +187,31 @@ def test_every_object_of_a_current_platform_stack_is_accepted(kube_apiserver, ca
             create_fresh(api, other, dry_run=other["kind"] in {"Job", "Pod", "Deployment", "DaemonSet", "StatefulSet"})
         except KubeApiError as exc:
             pytest.fail(f"{stack}/{cluster_class}: the server refused {other['kind']} {resource.name}: {exc.message}")
+
+
+def test_the_programs_readiness_wait_matches_a_ready_cluster_api_cluster(kube_apiserver, capi_crds, kube_namespace):
+    """``pulumi.com/waitFor`` on the program's Cluster names a condition Cluster API's status
+    schema carries: not met on a new or provisioning Cluster, met once Ready is True."""
+    from tests.apiserver.readiness import satisfied
+    from tests.apiserver.test_program_objects import declared
+
+    from .conftest import patch_status
+
+    api = kube_apiserver.api_client
+    graph, _ = declared("dev", **CURRENT)
+    manifest = copy.deepcopy(graph.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster")[0].manifest())
+    manifest["metadata"]["namespace"] = kube_namespace
+    wait_for = manifest["metadata"]["annotations"]["pulumi.com/waitFor"]
+    created = apply_manifest(api, manifest)
+    assert not satisfied(created, wait_for), "a new cluster must not look ready"
+
+    def with_ready(status: str) -> dict:
+        patch_status(api, created, {"phase": "Provisioned" if status == "True" else "Provisioning",
+                                    "conditions": [{"type": "Ready", "status": status,
+                                                    "lastTransitionTime": "2026-12-02T00:00:00Z"}]})
+        return get_object(api, API_VERSION, "Cluster", manifest["metadata"]["name"], kube_namespace)
+
+    assert not satisfied(with_ready("False"), wait_for)
+    ready = with_ready("True")
+    assert satisfied(ready, wait_for), (wait_for, ready.get("status"))
+    assert ready["status"]["conditions"][0]["type"] == "Ready"  # kept by the schema, not pruned
