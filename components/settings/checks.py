@@ -45,8 +45,8 @@ def _site(s: Settings) -> list[Problem]:
         out.append(Problem("vsphere:vsphereServer", "is required: the vCenter address"))
     if not s.vsphere.user:
         out.append(Problem("vsphere:user", "is required: the vCenter user"))
-    if s.vsphere.version == 8 and s.supervisor.mode == "existing" and not s.supervisor.id:
-        out.append(Problem("supervisorId", "is required on vSphere 8 with supervisorMode=existing"))
+    if s.vsphere.version >= 8 and s.supervisor.mode == "existing" and not s.supervisor.id:
+        out.append(Problem("supervisorId", f"is required on vSphere {s.vsphere.version} with supervisorMode=existing"))
     if s.supervisor.mode == "create" and s.vsphere.version >= 8:
         out.append(Problem("supervisorMode", "create is supported on vSphere 7 (vsphere.Supervisor, NSX); on vSphere 8"
                                              " enable the Supervisor first and give supervisorId"))

@@ -1,8 +1,8 @@
 """How the program's own vCenter calls (dynamic providers) reach vCenter.
 
 The bridged vSphere provider reads the same ``vsphere:*`` config; the dynamic providers
-(SPBM, namespace REST, vSAN file service) get these values as inputs, the password as a
-secret Output so it stays encrypted in the state.
+(SPBM, namespace REST, the Supervisor's release library, vSAN file service) get these
+values as inputs, the password as a secret Output so it stays encrypted in the state.
 """
 from __future__ import annotations
 

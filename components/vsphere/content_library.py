@@ -55,3 +55,9 @@ class ContentLibrary(pulumi.ComponentResource):
             )
             self.id = self.library.id
         self.register_outputs({"id": self.id})
+
+
+def existing_library_id(name: str, opts: pulumi.InvokeOptions) -> pulumi.Output[str]:
+    """The id of the existing library called ``name``, looked up at preview (an invoke), so a
+    missing library stops the preview naming it; nothing is created."""
+    return pulumi.Output.from_input(vsphere.get_content_library(name=name, opts=opts).id)

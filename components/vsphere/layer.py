@@ -3,6 +3,11 @@
 Order (each step's outputs feed the next, so Pulumi knows the dependencies):
 vGPU pre-check -> VM classes, storage policies, content library -> Supervisor (and its
 TKR library) -> namespace (policies + classes) ; file share (policy).
+
+On vSphere 8 and 9 the releases (TKRs, VKrs) come from the Supervisor's one
+Kubernetes-service library, so no content library is created there: the Supervisor's
+library is checked to hold ``tkr`` (with ``supervisorSetTkrLibrary``, an existing
+library called contentLibraryName is looked up and set instead).
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from components.settings.model import (
 )
 from components.vsphere import site
 from components.vsphere.access import VCenterAccess
-from components.vsphere.content_library import ContentLibrary, ContentLibraryArgs
+from components.vsphere.content_library import ContentLibrary, ContentLibraryArgs, existing_library_id
 from components.vsphere.file_share import FileShare, FileShareArgs
 from components.vsphere.namespace import Namespace, NamespaceArgs
 from components.vsphere.storage_policies import StoragePolicies, StoragePoliciesArgs
@@ -63,7 +68,9 @@ class VSphereLayer(pulumi.ComponentResource):
     def __init__(self, name: str, args: VSphereLayerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:vsphere:Layer", name, None, opts)
         invoke = pulumi.InvokeOptions(parent=self)
-        ids = site.look_up(args.site.datacenter, args.site.compute_cluster, args.content_library.datastore, invoke)
+        creates_library = args.site.version < 8
+        library_datastore = args.content_library.datastore if creates_library else None
+        ids = site.look_up(args.site.datacenter, args.site.compute_cluster, library_datastore, invoke)
         # Before anything is created: every host must offer the vGPU profiles named.
         site.check_vgpu_profiles(ids.datacenter_id, args.site.esxi_hosts,
                                  [c.vgpu_profile for c in args.vm_classes if c.vgpu_profile], invoke)
@@ -72,13 +79,19 @@ class VSphereLayer(pulumi.ComponentResource):
         self.classes = VmClasses(f"{name}-vmclasses", VmClassesArgs(classes=args.vm_classes), child)
         self.policies = StoragePolicies(
             f"{name}-policies", StoragePoliciesArgs(policies=args.storage_policies, vcenter=args.vcenter), child)
-        self.library = ContentLibrary(f"{name}-library", ContentLibraryArgs(
-            spec=args.content_library, datastore_id=ids.datastore_id, datacenter_id=ids.datacenter_id), child)
+        self.library: ContentLibrary | None = None
+        if creates_library:
+            self.library = ContentLibrary(f"{name}-library", ContentLibraryArgs(
+                spec=args.content_library, datastore_id=ids.datastore_id, datacenter_id=ids.datacenter_id), child)
+            library_id = self.library.id
+        else:
+            library_id = (existing_library_id(args.content_library.name, invoke) if args.supervisor.set_tkr_library
+                          else pulumi.Output.from_input(""))
         self.supervisor = Supervisor(f"{name}-supervisor", SupervisorArgs(
             spec=args.supervisor,
             vsphere_version=args.site.version,
             cluster_id=ids.cluster_id,
-            content_library_id=self.library.id,
+            content_library_id=library_id,
             control_plane_policy_id=self.policies.ids[args.control_plane_policy],
             tkr=args.tkr,
             vcenter=args.vcenter,
@@ -101,7 +114,9 @@ class VSphereLayer(pulumi.ComponentResource):
 
         self.namespace = self.ns.name
         self.vm_classes = self.classes.names
-        self.content_library_id = self.library.id
+        # vSphere 8/9: the Supervisor's library that was checked to hold the release.
+        self.content_library_id = (self.library.id if self.library
+                                   else self.supervisor.release_library.supervisor_library)
         self.nfs_server = self.file_share.nfs_server
         self.nfs_path = self.file_share.nfs_path
         self.register_outputs({

@@ -1,7 +1,11 @@
 """The Supervisor namespace: storage policies (with limits), VM classes and the access
-list. vSphere 7 (the paper's) has no Pulumi resource for it, so the project's dynamic
-resource drives ``POST /api/vcenter/namespaces/instances``; vSphere 8 uses
-``vsphere.Namespace`` (which has no access list or limits).
+list, on every vSphere version.
+
+vSphere 7 (the paper's) has no Pulumi resource for it, so the project's dynamic resource
+drives ``POST /api/vcenter/namespaces/instances``. vSphere 8 and 9 use ``vsphere.Namespace``
+(kept as it is, so an existing vSphere 8 stack keeps its namespace), which has no access list
+or limits: ``providers.namespace_access.NamespaceAccessAndLimits`` sets those on it through
+vCenter's REST API once it exists.
 
 The TKR library is not put in the namespace's ``vm_service_spec.content_libraries``:
 those are VM-service image libraries, and TKRs come from the Supervisor's library
@@ -17,6 +21,7 @@ import pulumi_vsphere as vsphere
 from components.settings.model import NamespaceSpec
 from components.settings.values import quantity_bytes
 from components.vsphere.access import VCenterAccess
+from components.vsphere.providers.namespace_access import NamespaceAccessAndLimits
 from components.vsphere.providers.namespace_rest import SupervisorNamespace
 
 
@@ -37,10 +42,8 @@ class Namespace(pulumi.ComponentResource):
         super().__init__("dask-tkg:vsphere:Namespace", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         spec = args.spec
+        self.access_and_limits: NamespaceAccessAndLimits | None = None
         if args.vsphere_version >= 8:
-            if spec.access or spec.storage_limits:
-                pulumi.log.warn("vsphere.Namespace (vSphere 8) has no access list or storage limits:"
-                                " namespaceAccess/namespaceStorageLimits are not applied", self)
             self.resource = vsphere.Namespace(
                 f"{name}-ns",
                 name=spec.name,
@@ -50,6 +53,18 @@ class Namespace(pulumi.ComponentResource):
                 opts=child,
             )
             self.name = self.resource.name
+            if spec.access or spec.storage_limits:
+                self.access_and_limits = NamespaceAccessAndLimits(
+                    f"{name}-access-limits",
+                    child,
+                    namespace=self.resource.name,
+                    supervisor=args.supervisor_ref,
+                    access_list=_access_list(spec),
+                    storage_limits=[s for s in _storage_specs(spec, args.policy_ids) if "limit" in s],
+                    namespace_spec=pulumi.Output.all(storage_policies=self.resource.storage_policies,
+                                                     vm_services=self.resource.vm_services),
+                    **args.vcenter.inputs(),
+                )
         else:
             self.resource = SupervisorNamespace(
                 f"{name}-ns",
@@ -57,20 +72,26 @@ class Namespace(pulumi.ComponentResource):
                 namespace=spec.name,
                 cluster=args.supervisor_ref,
                 description="Dask on Tanzu Kubernetes Grid (managed by dask-tkg)",
-                access_list=[
-                    {"subject_type": a.subject_type, "subject": a.subject, "domain": a.domain, "role": a.role}
-                    for a in spec.access
-                ],
-                storage_specs=[
-                    {"policy": policy_id, **({"limit": _mib(spec.storage_limits[policy])}
-                                             if policy in spec.storage_limits else {})}
-                    for policy, policy_id in args.policy_ids.items()
-                ],
+                access_list=_access_list(spec),
+                storage_specs=_storage_specs(spec, args.policy_ids),
                 vm_classes=args.vm_classes,
                 **args.vcenter.inputs(),
             )
             self.name = self.resource.namespace
         self.register_outputs({"name": self.name})
+
+
+def _access_list(spec: NamespaceSpec) -> list[dict[str, str]]:
+    """``namespaceAccess`` as vCenter's ``Instances.Access`` entries."""
+    return [{"subject_type": a.subject_type, "subject": a.subject, "domain": a.domain, "role": a.role}
+            for a in spec.access]
+
+
+def _storage_specs(spec: NamespaceSpec, policy_ids: Mapping[str, pulumi.Input[str]]) -> list[dict]:
+    """Each policy as an ``Instances.StorageSpec``, with its ``namespaceStorageLimits`` limit if any."""
+    return [{"policy": policy_id, **({"limit": _mib(spec.storage_limits[policy])}
+                                     if policy in spec.storage_limits else {})}
+            for policy, policy_id in policy_ids.items()]
 
 
 def _mib(quantity: str) -> int:

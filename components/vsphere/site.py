@@ -21,13 +21,16 @@ class VgpuProfileMissing(RuntimeError):
 class SiteIds:
     datacenter_id: str
     cluster_id: str  # managed-object id, e.g. domain-c8 (the vSphere 7 namespace API's "cluster")
-    datastore_id: str
+    datastore_id: str = ""  # empty where no content library is created (vSphere 8 and 9)
 
 
-def look_up(datacenter: str, cluster: str, datastore: str, opts: pulumi.InvokeOptions) -> SiteIds:
-    """Ids of the datacenter, the Supervisor cluster and the content-library datastore."""
+def look_up(datacenter: str, cluster: str, datastore: str | None, opts: pulumi.InvokeOptions) -> SiteIds:
+    """Ids of the datacenter, the Supervisor cluster and the content-library datastore
+    (``datastore`` None: no library is created, so a missing datastore stops nothing)."""
     dc = vsphere.get_datacenter(name=datacenter, opts=opts)
     cc = vsphere.get_compute_cluster(name=cluster, datacenter_id=dc.id, opts=opts)
+    if datastore is None:
+        return SiteIds(datacenter_id=dc.id, cluster_id=cc.id)
     ds = vsphere.get_datastore(name=datastore, datacenter_id=dc.id, opts=opts)
     return SiteIds(datacenter_id=dc.id, cluster_id=cc.id, datastore_id=ds.id)
 

@@ -1,10 +1,12 @@
 """The Supervisor: an existing one by default, or Workload Management enabled on the
 cluster (``vsphere.Supervisor``, vSphere 7 with NSX) when ``supervisorMode=create``.
 
-TKRs come from the Supervisor's own content library, not a namespace's: an existing
-vSphere 7 Supervisor's library is checked (at preview) to hold the cluster's TKR and,
-with ``supervisorSetTkrLibrary``, set to contentLibraryName's; a created one is enabled
-with contentLibraryName's library."""
+TKRs (VKrs on vSphere 8 U3 / 9) come from the Supervisor's own content library, not a
+namespace's: an existing Supervisor's library is checked (at preview) to hold the
+cluster's release and, with ``supervisorSetTkrLibrary``, set to contentLibraryName's; a
+created one is enabled with contentLibraryName's library. On vSphere 7 the Supervisor is
+its cluster; on 8 and 9 it is addressed by ``supervisorId`` and the program creates no
+library (components.vsphere.layer)."""
 from __future__ import annotations
 
 import ipaddress
@@ -15,7 +17,7 @@ import pulumi_vsphere as vsphere
 
 from components.settings.model import SupervisorSpec
 from components.vsphere.access import VCenterAccess
-from components.vsphere.providers.supervisor_library import SupervisorTkrLibrary
+from components.vsphere.providers.supervisor_library import SupervisorReleaseLibrary, SupervisorTkrLibrary
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class SupervisorArgs:
 
 class Supervisor(pulumi.ComponentResource):
     """``ref`` is what namespaces are created on: the cluster id on vSphere 7, the
-    Supervisor id on vSphere 8."""
+    Supervisor id on vSphere 8 and 9."""
 
     ref: pulumi.Output[str]
 
@@ -39,13 +41,24 @@ class Supervisor(pulumi.ComponentResource):
         super().__init__("dask-tkg:vsphere:Supervisor", name, None, opts)
         self.resource: vsphere.Supervisor | None = None
         self.tkr_library: SupervisorTkrLibrary | None = None
+        self.release_library: SupervisorReleaseLibrary | None = None
         if args.spec.mode == "create":
             self.resource = vsphere.Supervisor(
                 f"{name}-wcp", **_create_args(args), opts=pulumi.ResourceOptions(parent=self))
             # vSphere 7 Supervisors are addressed by their cluster.
             self.ref = self.resource.cluster
         elif args.vsphere_version >= 8:
-            self.ref = pulumi.Output.from_input(args.spec.id)
+            self.release_library = SupervisorReleaseLibrary(
+                f"{name}-release-library",
+                pulumi.ResourceOptions(parent=self),
+                supervisor=args.spec.id,
+                tkr=args.tkr,
+                library_id=args.content_library_id,
+                set_library=args.spec.set_tkr_library,
+                **args.vcenter.inputs(),
+            )
+            # Namespaces wait for the check: a Supervisor without the release stops the deploy here.
+            self.ref = self.release_library.supervisor
         else:
             self.tkr_library = SupervisorTkrLibrary(
                 f"{name}-tkr-library",

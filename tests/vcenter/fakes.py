@@ -15,7 +15,11 @@ the providers' real HTTP and SOAP code runs unchanged against them:
   with ``severity`` and ``details``, a LocalizableMessage). A PATCH sets only the
   fields it carries and a list replaces the server's (``Instances.UpdateSpec``: "If
   unset, access controls on the namespace will not be modified"). Namespace names
-  follow the API's rule (a DNS label of at most 63 characters).
+  follow the API's rule (a DNS label of at most 63 characters). It also serves what the
+  Supervisor's TKR library check reads: ``clusters/{cluster}`` (``Clusters.Info`` /
+  ``UpdateSpec``: ``default_kubernetes_service_content_library``), the vSphere 8/9
+  ``supervisors/{supervisor}/topology`` (``Topology.get``: zones and their clusters) and
+  ``/api/content/library/item`` (item ids, item ``Info``).
 - :class:`FakeVsanFileService`: answers the ``urn:vsan`` SOAP calls pyVmomi sends
   to ``/vsanHealth`` (``VsanCreateFileShare``, ``VsanClusterQueryFileShares``,
   ``VsanReconfigureFileShare``, ``VsanClusterRemoveShare``), parsed from the request
@@ -133,6 +137,9 @@ _VM_SERVICE_FIELDS = {"content_libraries", "vm_classes"}
 _PATH = re.compile(r"^/api/vcenter/namespaces/instances(?:/([^/?]+))?$")
 _NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUPERVISOR_PATH = re.compile(r"^/api/vcenter/namespace-management/clusters/([^/?]+)$")
+# vSphere API 8.0.0.1 Supervisors Topology.get: the vSphere Zones of a Supervisor (by its id) and
+# each zone's clusters, [{"zone": <Zone id>, "clusters": [<ClusterComputeResource id>]}].
+_TOPOLOGY_PATH = re.compile(r"^/api/vcenter/namespace-management/supervisors/([^/?]+)/topology$")
 _CLUSTER_UPDATE_FIELDS = {"default_kubernetes_service_content_library", "master_DNS", "worker_DNS",
                           "master_NTP_servers", "size_hint", "ephemeral_storage_policy", "image_storage",
                           "default_image_registry", "default_image_repository", "tls_endpoint_certificate"}
@@ -172,6 +179,9 @@ class _NamespaceHandler(_Handler):
             supervisor = _SUPERVISOR_PATH.match(self.path)
             if supervisor:
                 return self._supervisor(method, supervisor.group(1), body)
+            topology = _TOPOLOGY_PATH.match(self.path)
+            if topology:
+                return self._topology(method, topology.group(1))
             if self.path.startswith(_ITEM_PATH):
                 return self._library_items(method)
             match = _PATH.match(self.path)
@@ -217,6 +227,15 @@ class _NamespaceHandler(_Handler):
                 return self._reply(400, error=("INVALID_ARGUMENT", f"Content library {library} does not exist."))
             fake.supervisor_libraries[cluster] = library
         return self._reply(204)
+
+    def _topology(self, method: str, supervisor: str) -> None:
+        """``GET /api/vcenter/namespace-management/supervisors/{supervisor}/topology`` (Topology.get)."""
+        fake: FakeNamespaceApi = self.fake
+        if method != "GET":
+            return self._reply(405, error=("OPERATION_NOT_FOUND", f"{method} is not supported on {self.path}"))
+        if supervisor not in fake.supervisor_topology:
+            return self._reply(404, error=("NOT_FOUND", f"Supervisor {supervisor} not found."))
+        return self._reply(200, fake.supervisor_topology[supervisor])
 
     def _library_items(self, method: str) -> None:
         """``GET /api/content/library/item?library_id=`` (item ids) and ``.../item/{id}`` (Info)."""
@@ -341,7 +360,7 @@ class _NamespaceHandler(_Handler):
 
 
 class FakeNamespaceApi(_Server):
-    """FAKE of vCenter's vSphere 7 namespace REST API (vcsim serves none).
+    """FAKE of vCenter's namespace REST API (vSphere 7's, which vSphere 8 and 9 keep; vcsim serves none).
 
     ``clusters``: ids of clusters with Workload Management enabled.
     ``known_policies``: when set, storage policy ids the fake accepts.
@@ -368,6 +387,8 @@ class FakeNamespaceApi(_Server):
         self.fail_config: dict[str, str] = {}  # namespace -> message it goes to ERROR with
         # Supervisors (cluster -> its TKR library id) and content libraries (id -> item names).
         self.supervisor_libraries: dict[str, str] = {}
+        # vSphere 8/9 Supervisors by id -> their topology ([{"zone", "clusters"}]).
+        self.supervisor_topology: dict[str, list[dict[str, Any]]] = {}
         self.library_items: dict[str, list[str]] = {}
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.settling: dict[str, int] = {}

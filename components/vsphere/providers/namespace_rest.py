@@ -304,7 +304,11 @@ class NamespaceClient:
 
     def update(self, spec: NamespaceSpec, info: Mapping[str, Any], previous: Optional[NamespaceSpec] = None) -> None:
         """PATCH the namespace (whose current ``Info`` is ``info``) to hold ``spec``."""
-        self._call("PATCH", f"{INSTANCES}/{spec.namespace}", spec.update_body(info, previous))
+        self.patch(spec.namespace, spec.update_body(info, previous))
+
+    def patch(self, namespace: str, body: Mapping[str, Any]) -> None:
+        """``PATCH .../instances/{namespace}`` with an ``Instances.UpdateSpec`` (unset fields unchanged)."""
+        self._call("PATCH", f"{INSTANCES}/{namespace}", dict(body))
 
     def delete(self, namespace: str) -> bool:
         """Start deleting; ``False`` when the namespace was already gone."""

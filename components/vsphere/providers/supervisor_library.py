@@ -1,4 +1,4 @@
-"""The Supervisor's TKR content library (vSphere 7), and the check that it holds the TKR.
+"""The Supervisor's TKR content library, and the check that it holds the release.
 
 Tanzu Kubernetes releases come from the Supervisor's
 ``default_kubernetes_service_content_library`` ("the Content Library which holds the VM
@@ -13,6 +13,22 @@ libraries: the TKr content library is not namespace-scoped. So the library is re
 whose library lacks the TKR fails the preview, naming the library and what it holds.
 Where the library is created in the same run its id is not known at preview; then
 the check runs at ``pulumi up``, waiting for the subscription's first sync.
+
+vSphere 8 and 9 address a Supervisor by its id, not by its cluster (``vsphere.Namespace``
+takes ``supervisor``). ``SupervisorReleaseLibrary`` finds the Supervisor's cluster through
+``GET /api/vcenter/namespace-management/supervisors/{supervisor}/topology`` and then reads
+the same ``clusters/{cluster}`` Info: VMware's reference says to do exactly that ("Use the
+vSphere Cluster IDs obtained from Topology.get to call the APIs that requires a vSphere
+Cluster ID instead of a Supervisor", vSphere Automation API 8.0 U2, Namespace Management
+Supervisors Topology, developer.broadcom.com/xapis/vsphere-automation-api/v8.0u2/vcenter/
+namespace_management/supervisors-topology), and terraform-provider-vsphere does the same
+to disable a vSphere 8 Supervisor (vmware/terraform-provider-vsphere@b45b5b41:
+vsphere/resource_vsphere_supervisor_v2.go, resourceVsphereSupervisorV2Delete). The
+Supervisor-id endpoints of vSphere 8 U3 / 9.0 that read a Supervisor (``summary``:
+name, stats, statuses; ``topology``) do not return the library;
+``Supervisors.EnableOnComputeClusterSpec`` only takes it
+(``workloads.images.kubernetes_content_library``, 8.0.0.1), and
+``supervisors/{supervisor}/workloads/images/settings`` arrives with vSphere API 9.1.
 """
 
 from __future__ import annotations
@@ -38,7 +54,16 @@ from .session import (
 
 logger = logging.getLogger(__name__)
 
+# Clusters.get / Clusters.update (vSphere API 7.0.0.0). Still in the latest (9.x) reference
+# (data structure NamespaceManagement_Clusters_Info); there the Supervisors service (8.0.0.1)
+# "replaces the Vcenter NamespaceManagement Clusters service" for enabling a Supervisor,
+# and the 8.0 U2 Topology reference sends callers holding a Supervisor id to these cluster-id
+# APIs (module docstring).
 CLUSTERS = "/api/vcenter/namespace-management/clusters"
+# Topology.get (vSphere API 8.0.0.1): a list of {"zone", "clusters": [ClusterComputeResource id]}.
+# Source: vSphere Automation API 8.0 U2, "Namespace Management Supervisors Topology APIs";
+# vmware/govmomi@fd061606:vapi/namespace/internal/internal.go (SupervisorTopologyPath).
+TOPOLOGY = "/api/vcenter/namespace-management/supervisors/{supervisor}/topology"
 ITEMS = "/api/content/library/item"
 LIBRARY_FIELD = "default_kubernetes_service_content_library"
 SPEC_KEYS = ("library_id", "tkr", "set_library")
@@ -60,6 +85,22 @@ def supervisor_library(http, base: str, cluster: str) -> str:
     return (_json(http, "GET", f"{base}{CLUSTERS}/{cluster}") or {}).get(LIBRARY_FIELD) or ""
 
 
+def supervisor_cluster(http, base: str, supervisor: str) -> str:
+    """The cluster a vSphere 8/9 Supervisor runs on (its first zone's first cluster: every
+    cluster of one Supervisor reports the same Supervisor configuration)."""
+    url = base + TOPOLOGY.format(supervisor=supervisor)
+    resp = http.get(url)
+    if resp.status_code == 404:
+        raise TkrLibraryError(
+            f"supervisorId {supervisor!r} is not a Supervisor on this vCenter (GET {url} -> HTTP 404)")
+    if resp.status_code >= 400:
+        raise VCenterError(f"GET {url} -> HTTP {resp.status_code}: {resp.text[:300]}")
+    clusters = [c for zone in resp.json() or [] for c in zone.get("clusters") or []]
+    if not clusters:
+        raise TkrLibraryError(f"Supervisor {supervisor!r} reports no vSphere cluster in its topology ({url})")
+    return clusters[0]
+
+
 def set_supervisor_library(http, base: str, cluster: str, library_id: str) -> None:
     """PATCH only the library (``Clusters.UpdateSpec``: every other field unset, so unchanged)."""
     _json(http, "PATCH", f"{base}{CLUSTERS}/{cluster}", {LIBRARY_FIELD: library_id})
@@ -74,6 +115,12 @@ def library_item_names(http, base: str, library_id: str) -> list[str]:
     return [(_json(http, "GET", f"{base}{ITEMS}/{item}") or {}).get("name", "") for item in ids]
 
 
+# Every TKR and VKr release name carries VMware's build suffix after the Kubernetes version
+# (v1.20.8---vmware.1-tkg.2, v1.32.3---vmware.1-fips-vkr.2), so the items named after a
+# release are told apart from other images by it (the error lists what the library holds).
+RELEASE_MARK = "---vmware."
+
+
 def holds_tkr(names: list[str], tkr: str) -> bool:
     """TKR items are named like ``ob-18900476-photon-3-k8s-v1.20.8---vmware.1-tkg.2``."""
     return any(name == tkr or name.endswith(f"-{tkr}") for name in names)
@@ -86,64 +133,76 @@ def tkr_problem(http, base: str, library_id: str, tkr: str, where: str) -> Optio
     names = library_item_names(http, base, library_id)
     if holds_tkr(names, tkr):
         return None
-    held = sorted(n for n in names if "-k8s-v" in n or n.startswith("v"))
+    held = sorted(n for n in names if "-k8s-v" in n or n.startswith("v") or RELEASE_MARK in n)
     return (f"{where} ({library_id}) does not hold TKR {tkr}; it holds: {', '.join(held) or 'no TKR'}"
             " (is the library subscribed to the TKR feed and synced?)")
 
 
 class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
-    """Reads (and optionally sets) one Supervisor's TKR library and checks it holds the TKR."""
+    """Reads (and optionally sets) one Supervisor's TKR library and checks it holds the TKR.
+
+    ``address_key`` is the input that names the Supervisor: ``cluster`` on vSphere 7.
+    """
+
+    address_key = "cluster"
 
     def __init__(self, timeout_s: float = 600.0, poll_s: float = 10.0):
         super().__init__()
         self.timeout_s = timeout_s
         self.poll_s = poll_s
 
-    @staticmethod
-    def _where(props: Mapping[str, Any]) -> str:
-        return ("contentLibraryName's library" if props.get("set_library")
-                else f"the Supervisor's {LIBRARY_FIELD} (cluster {props.get('cluster')})")
+    def _cluster(self, http, conn, props) -> str:
+        """The cluster whose ``Clusters`` Info holds the library: the input itself on vSphere 7."""
+        return props["cluster"]
 
-    def _problem(self, http, conn, props) -> tuple[str, Optional[str]]:
-        current = supervisor_library(http, conn.base_url, props["cluster"])
+    def _where(self, props: Mapping[str, Any]) -> str:
+        return ("contentLibraryName's library" if props.get("set_library")
+                else f"the Supervisor's {LIBRARY_FIELD} ({self.address_key} {props.get(self.address_key)})")
+
+    def _problem(self, http, conn, props, cluster: str) -> tuple[str, Optional[str]]:
+        current = supervisor_library(http, conn.base_url, cluster)
         library = props.get("library_id") if props.get("set_library") else current
         return current, tkr_problem(http, conn.base_url, library or "", props["tkr"], self._where(props))
 
     def check(self, olds, news):
-        failures = [dyn.CheckFailure(k, f"{k} is required") for k in ("cluster", "tkr") if not news.get(k)]
+        failures = [dyn.CheckFailure(k, f"{k} is required") for k in (self.address_key, "tkr") if not news.get(k)]
         if failures or any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, failures)  # not known yet (preview of a new library)
         conn = VCenterConnection.from_props(news)
-        with rest_api(conn, f"reading the TKR library of Supervisor {news['cluster']!r}") as http:
-            _, problem = self._problem(http, conn, news)
+        with rest_api(conn, f"reading the TKR library of Supervisor {news[self.address_key]!r}") as http:
+            try:
+                cluster = self._cluster(http, conn, news)
+            except TkrLibraryError as exc:  # no such Supervisor: name the input, not the release
+                return dyn.CheckResult(news, [dyn.CheckFailure(self.address_key, str(exc))])
+            _, problem = self._problem(http, conn, news, cluster)
         return dyn.CheckResult(news, [dyn.CheckFailure("tkr", problem)] if problem else [])
 
     def _apply(self, props) -> dict[str, Any]:
         conn = VCenterConnection.from_props(props)
-        cluster = props["cluster"]
-        with rest_api(conn, f"setting the TKR library of Supervisor {cluster!r}") as http:
+        with rest_api(conn, f"setting the TKR library of Supervisor {props[self.address_key]!r}") as http:
+            cluster = self._cluster(http, conn, props)
             previous = supervisor_library(http, conn.base_url, cluster)
             if props.get("set_library") and previous != props["library_id"]:
                 set_supervisor_library(http, conn.base_url, cluster, props["library_id"])
                 logger.info("Supervisor %s: TKR library %s -> %s", cluster, previous or "(none)", props["library_id"])
             deadline = time.monotonic() + self.timeout_s
             while True:  # a new subscription lists its items after its first sync
-                current, problem = self._problem(http, conn, props)
+                current, problem = self._problem(http, conn, props, cluster)
                 if problem is None:
                     break
                 if time.monotonic() > deadline:
                     raise TkrLibraryError(problem)
                 time.sleep(self.poll_s)
-        outs = {k: props.get(k) for k in (*CONNECTION_KEYS, "cluster", *SPEC_KEYS)}
-        outs.update(supervisor_library=current, previous_library=previous)
+        outs = {k: props.get(k) for k in (*CONNECTION_KEYS, self.address_key, *SPEC_KEYS)}
+        outs.update(cluster=cluster, supervisor_library=current, previous_library=previous)
         return outs
 
     def create(self, props):
         outs = self._apply(props)
-        return dyn.CreateResult(f"{props['cluster']}:tkr-library", outs)
+        return dyn.CreateResult(f"{props[self.address_key]}:tkr-library", outs)
 
     def diff(self, id_, olds, news):
-        replaces = changed_keys(olds, news, ["cluster"])
+        replaces = changed_keys(olds, news, [self.address_key])
         changes = changed_keys(olds, news, SPEC_KEYS, lambda _k, v: v or None)
         reconnect = changed_keys(olds, news, CONNECTION_KEYS)
         return dyn.DiffResult(changes=bool(replaces or changes or reconnect), replaces=replaces)
@@ -160,9 +219,19 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
         if not props.get("set_library") or not previous or previous == props.get("library_id"):
             return
         conn = VCenterConnection.from_props(props)
-        with rest_api(conn, f"restoring the TKR library of Supervisor {props['cluster']!r}") as http:
-            if supervisor_library(http, conn.base_url, props["cluster"]) == props.get("library_id"):
-                set_supervisor_library(http, conn.base_url, props["cluster"], previous)
+        with rest_api(conn, f"restoring the TKR library of Supervisor {props[self.address_key]!r}") as http:
+            cluster = self._cluster(http, conn, props)
+            if supervisor_library(http, conn.base_url, cluster) == props.get("library_id"):
+                set_supervisor_library(http, conn.base_url, cluster, previous)
+
+
+class SupervisorReleaseLibraryProvider(SupervisorTkrLibraryProvider):
+    """The same check (and optional set) for a vSphere 8/9 Supervisor named by its id."""
+
+    address_key = "supervisor"
+
+    def _cluster(self, http, conn, props) -> str:
+        return supervisor_cluster(http, conn.base_url, props["supervisor"])
 
 
 class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLibrary"):
@@ -202,3 +271,46 @@ class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLi
         }
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
         super().__init__(SupervisorTkrLibraryProvider(), name, props, opts)
+
+
+class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorReleaseLibrary"):
+    """The Kubernetes-service library of a vSphere 8/9 Supervisor (``supervisor``: its id),
+    checked to hold the release ``tkr`` (a TKR or VKr) at preview and at ``pulumi up``.
+
+    The program creates no library here: the Supervisor already has one. With
+    ``set_library`` the Supervisor is pointed at ``library_id`` (an existing library).
+    Outputs ``supervisor``, ``cluster`` (the Supervisor's cluster) and ``supervisor_library``.
+    """
+
+    supervisor: pulumi.Output[str]
+    cluster: pulumi.Output[str]
+    supervisor_library: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        supervisor: pulumi.Input[str],
+        tkr: pulumi.Input[str],
+        library_id: pulumi.Input[str] = "",
+        set_library: pulumi.Input[bool] = False,
+        server: pulumi.Input[str],
+        user: pulumi.Input[str],
+        password: pulumi.Input[str],
+        insecure: pulumi.Input[bool] = False,
+        ca_pem: Optional[pulumi.Input[str]] = None,
+        port: pulumi.Input[int] = 443,
+    ) -> None:
+        props = {
+            "supervisor": supervisor,
+            "tkr": tkr,
+            "library_id": library_id,
+            "set_library": set_library,
+            "cluster": None,
+            "supervisor_library": None,
+            "previous_library": None,
+            **connection_inputs(server, user, password, insecure, ca_pem, port),
+        }
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        super().__init__(SupervisorReleaseLibraryProvider(), name, props, opts)
