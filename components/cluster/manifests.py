@@ -162,19 +162,15 @@ def _pod_security(enforce: str) -> dict[str, str]:
 
 def _machine_deployment(pool: NodePool, spec: ClusterSpec, structured: bool) -> dict[str, Any]:
     overrides = [{"name": "vmClass", "value": pool.vm_class}, {"name": "storageClass", "value": pool.storage_class}]
+    volumes = [{"name": v.name, "mountPath": v.mount_path, "storageClass": pool.storage_class,
+                "capacity": v.capacity if structured else {"storage": v.capacity}} for v in spec.volumes]
     if structured:
-        overrides += [
-            {"name": "node", "value": {"labels": dict(pool.labels)}},
-            {"name": "volumes", "value": [{"name": v.name, "mountPath": v.mount_path,
-                                           "storageClass": pool.storage_class, "capacity": v.capacity}
-                                          for v in spec.volumes]},
-        ]
+        overrides += [{"name": "node", "value": {"labels": dict(pool.labels)}},
+                      {"name": "volumes", "value": volumes}]
     else:
         overrides += [
             {"name": "nodePoolLabels", "value": [{"key": k, "value": v} for k, v in sorted(pool.labels.items())]},
-            {"name": "nodePoolVolumes", "value": [{"name": v.name, "mountPath": v.mount_path,
-                                                   "storageClass": pool.storage_class,
-                                                   "capacity": {"storage": v.capacity}} for v in spec.volumes]},
+            {"name": "nodePoolVolumes", "value": volumes},
         ]
     deployment: dict[str, Any] = {"class": NODE_POOL_CLASS, "name": pool.name, "replicas": pool.replicas}
     if pool.role == "gpu":

@@ -12,7 +12,7 @@ from components.addons import facts as addon_facts
 from components.dask import chart as dask_chart
 from components.settings import values
 from components.settings.errors import Problem
-from components.settings.model import TKC_API_VERSIONS, NodePool, Settings
+from components.settings.model import TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
@@ -59,10 +59,10 @@ def _site(s: Settings) -> list[Problem]:
     if not s.supervisor.server and s.supervisor.kubeconfig is None:
         out.append(Problem("supervisorServer",
                            "is required (the Supervisor's API address) unless supervisorKubeconfig is set"))
-    if s.cluster.api_version != TKC_API_VERSIONS[0] and s.vsphere.version < 8:
+    if s.cluster.api_version != TKC_V1ALPHA2 and s.vsphere.version < 8:
         out.append(Problem("clusterApi", f"{s.cluster.api_version} needs vsphereVersion 8 or 9;"
                                          " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
-    if s.cluster.api_version != TKC_API_VERSIONS[0] and s.cluster.kubernetes_version < MIN_V1ALPHA3_KUBERNETES:
+    if s.cluster.api_version != TKC_V1ALPHA2 and s.cluster.kubernetes_version < MIN_V1ALPHA3_KUBERNETES:
         out.append(Problem("tkr", f"{s.cluster.tkr} is not compatible with clusterApi"
                                   f" {s.cluster.api_version}: vSphere 8 marks the TKRs before Kubernetes 1.21"
                                   " COMPATIBLE False for v1alpha3 and the cluster never becomes ready; use a"

@@ -141,7 +141,8 @@ class FileShareSpec:
     nfs_address: str = "fqdn"  # fqdn (the access point's host) | ip (runtime.address)
 
 
-TKC_API_VERSIONS = ("run.tanzu.vmware.com/v1alpha2", "run.tanzu.vmware.com/v1alpha3")
+TKC_V1ALPHA2 = "run.tanzu.vmware.com/v1alpha2"  # vSphere 7U3, the paper's: the only API vSphere 7 serves
+TKC_API_VERSIONS = (TKC_V1ALPHA2, "run.tanzu.vmware.com/v1alpha3")
 CLUSTER_API = "cluster.x-k8s.io/v1beta1"  # a Cluster on a ClusterClass (VKS, vSphere 8 U3 / VCF 9)
 CLUSTER_APIS = (*TKC_API_VERSIONS, CLUSTER_API)
 

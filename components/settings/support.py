@@ -14,10 +14,11 @@ Facts, each with its source (``../shared/reference/current-platform.md`` collect
 from __future__ import annotations
 
 from components.addons import facts as addon_facts
+from components.settings.checks import MIN_V1ALPHA3_KUBERNETES
 from components.settings.model import Settings
 
 LAST_VSPHERE_OUT_OF_SUPPORT = 7
-FIRST_KUBERNETES_STILL_RUN = (1, 21)  # the TKRs vSphere 8 still runs (checks.MIN_V1ALPHA3_KUBERNETES)
+FIRST_KUBERNETES_STILL_RUN = MIN_V1ALPHA3_KUBERNETES[:2]  # the TKRs vSphere 8 still runs
 
 
 def support_notice(s: Settings) -> str | None:

@@ -9,6 +9,7 @@ fails the tests that need it, with the script's output.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import selectors
@@ -125,3 +126,12 @@ def vcsim(tmp_path_factory) -> Vcsim:
                 proc.wait()
         proc.stdout.close()
         log.close()
+
+
+@pytest.fixture
+def fake_api_password_not_logged(api, caplog):
+    """For the modules whose ``api`` fixture is a fake of vCenter's REST API: nothing the
+    provider logs, at any level, holds the password it logged in with."""
+    caplog.set_level(logging.DEBUG)
+    yield
+    assert api.password not in caplog.text

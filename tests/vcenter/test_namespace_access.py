@@ -10,7 +10,6 @@ program's entries with ``PATCH /api/vcenter/namespaces/instances/{namespace}``
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 
 import pytest
@@ -20,7 +19,7 @@ from components.vsphere.providers.session import VCenterConnection, VCenterError
 
 from .fakes import FakeNamespaceApi
 
-pytestmark = pytest.mark.vcsim
+pytestmark = [pytest.mark.vcsim, pytest.mark.usefixtures("fake_api_password_not_logged")]
 
 CLUSTER = "domain-c8"
 SUPERVISOR = "5c4b6e1e-0b1d-4c3a-9a53-2b8a6f0e9d11"
@@ -48,13 +47,6 @@ def made_by_vsphere_namespace(api):
 @pytest.fixture
 def provider():
     return NamespaceAccessAndLimitsProvider(timeout_s=5, poll_s=0.01)
-
-
-@pytest.fixture(autouse=True)
-def no_password_in_logs(api, caplog):
-    caplog.set_level(logging.DEBUG)
-    yield
-    assert api.password not in caplog.text
 
 
 def props(api, vcsim, **overrides) -> dict:

@@ -7,7 +7,6 @@ checks the session header and every field name the provider sends.
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 
 import pytest
@@ -23,7 +22,7 @@ from components.vsphere.providers.session import VCenterError, rest_api, rest_se
 
 from .fakes import FakeNamespaceApi
 
-pytestmark = pytest.mark.vcsim
+pytestmark = [pytest.mark.vcsim, pytest.mark.usefixtures("fake_api_password_not_logged")]
 
 CLUSTER = "domain-c8"
 R5, R1 = "aa6d5a82-1c88-45da-85d3-3d74b91a5bad", "f4e5bade-15a2-4805-bf8e-52318c4ce443"
@@ -46,13 +45,6 @@ def api(vcsim):
 @pytest.fixture
 def provider():
     return SupervisorNamespaceProvider(timeout_s=5, poll_s=0.01)
-
-
-@pytest.fixture(autouse=True)
-def no_password_in_logs(api, caplog):
-    caplog.set_level(logging.DEBUG)
-    yield
-    assert api.password not in caplog.text
 
 
 def props(api, vcsim, **overrides) -> dict:

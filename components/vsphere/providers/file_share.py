@@ -34,6 +34,7 @@ from .session import (
     is_unknown,
     vcenter,
     vsan_stub,
+    password_stays_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -442,5 +443,5 @@ class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
             "adopted": None,
             **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        opts = password_stays_secret(opts)
         super().__init__(VsanFileShareProvider(), name, props, opts)

@@ -60,6 +60,7 @@ from .session import (
     connection_inputs,
     is_unknown,
     rest_api,
+    password_stays_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -288,5 +289,5 @@ class NamespaceAccessAndLimits(dyn.Resource, module="vsphere", name="NamespaceAc
             "namespace_spec": namespace_spec,
             **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        opts = password_stays_secret(opts)
         super().__init__(NamespaceAccessAndLimitsProvider(), name, props, opts)

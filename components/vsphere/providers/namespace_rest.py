@@ -37,6 +37,7 @@ from .session import (
     connection_inputs,
     is_unknown,
     rest_api,
+    password_stays_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -493,5 +494,5 @@ class SupervisorNamespace(dyn.Resource, module="vsphere", name="SupervisorNamesp
             "adopted": None,
             **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        opts = password_stays_secret(opts)
         super().__init__(SupervisorNamespaceProvider(), name, props, opts)

@@ -30,6 +30,7 @@ from .session import (
     is_unknown,
     pbm_service,
     vcenter,
+    password_stays_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -398,5 +399,5 @@ class VsanStoragePolicy(dyn.Resource, module="vsphere", name="VsanStoragePolicy"
             "adopted": None,
             **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
+        opts = password_stays_secret(opts)
         super().__init__(VsanStoragePolicyProvider(), name, props, opts)

@@ -50,6 +50,7 @@ from .session import (
     connection_inputs,
     is_unknown,
     rest_api,
+    password_stays_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -234,6 +235,14 @@ class SupervisorReleaseLibraryProvider(SupervisorTkrLibraryProvider):
         return supervisor_cluster(http, conn.base_url, props["supervisor"])
 
 
+def _library_props(address: dict[str, Any], tkr: Any, library_id: Any, set_library: Any,
+                   connection: dict[str, Any]) -> dict[str, Any]:
+    """The inputs of either library resource (``address`` names the Supervisor), with the
+    outputs the provider fills in declared as None."""
+    return {**address, "tkr": tkr, "library_id": library_id, "set_library": set_library,
+            "supervisor_library": None, "previous_library": None, **connection}
+
+
 class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLibrary"):
     """The TKR library of a vSphere 7 Supervisor (``cluster``), checked to hold ``tkr``.
 
@@ -260,17 +269,9 @@ class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLi
         ca_pem: Optional[pulumi.Input[str]] = None,
         port: pulumi.Input[int] = 443,
     ) -> None:
-        props = {
-            "cluster": cluster,
-            "tkr": tkr,
-            "library_id": library_id,
-            "set_library": set_library,
-            "supervisor_library": None,
-            "previous_library": None,
-            **connection_inputs(server, user, password, insecure, ca_pem, port),
-        }
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
-        super().__init__(SupervisorTkrLibraryProvider(), name, props, opts)
+        props = _library_props({"cluster": cluster}, tkr, library_id, set_library,
+                               connection_inputs(server, user, password, insecure, ca_pem, port))
+        super().__init__(SupervisorTkrLibraryProvider(), name, props, password_stays_secret(opts))
 
 
 class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorReleaseLibrary"):
@@ -302,15 +303,6 @@ class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorR
         ca_pem: Optional[pulumi.Input[str]] = None,
         port: pulumi.Input[int] = 443,
     ) -> None:
-        props = {
-            "supervisor": supervisor,
-            "tkr": tkr,
-            "library_id": library_id,
-            "set_library": set_library,
-            "cluster": None,
-            "supervisor_library": None,
-            "previous_library": None,
-            **connection_inputs(server, user, password, insecure, ca_pem, port),
-        }
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
-        super().__init__(SupervisorReleaseLibraryProvider(), name, props, opts)
+        props = _library_props({"supervisor": supervisor, "cluster": None}, tkr, library_id, set_library,
+                               connection_inputs(server, user, password, insecure, ca_pem, port))
+        super().__init__(SupervisorReleaseLibraryProvider(), name, props, password_stays_secret(opts))
