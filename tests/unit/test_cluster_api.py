@@ -108,6 +108,7 @@ def test_vsphere_9_previews():
      "nodePools[0].vmClass", "has no vGPU profile"),
     ({"podSecurityDefault": "strict"}, "podSecurityDefault", "must be one of"),
     ({"tkcApiVersion": "run.tanzu.vmware.com/v1alpha2"}, "tkcApiVersion", "is renamed clusterApi"),
+    ({"vsphereVersion": 9, "supervisorId": ""}, "supervisorId", "is required on vSphere 9"),
 ])
 def test_a_bad_cluster_api_setting_fails_at_preview_naming_the_key(overrides, key, words):
     message = problems_of(**overrides)
