@@ -5,7 +5,7 @@ With the operator backend (stack output ``daskBackend=operator``) the GPU worker
 replicas before each run and waits until exactly that many workers are connected, so the
 other GPUs are released, not just left idle. While a DaskAutoscaler exists it would undo a
 fixed size within seconds (it rewrites the group's replicas every 5 s, dask-kubernetes
-2025.4.3 ``daskautoscaler_adapt``), so a fixed size pins its bounds to the size too and
+2026.3.0 ``daskautoscaler_adapt``), so a fixed size pins its bounds to the size too and
 :meth:`ClusterScaler.restore` puts the deployed bounds back. ``--adaptive MIN,MAX`` sets the
 autoscaler's bounds for a run; the worker count over time comes from the utilization samples
 (:func:`worker_count_timeline`).

@@ -3,7 +3,7 @@ and the default GPU worker group), an optional CPU ``DaskWorkerGroup``, the ``Da
 the operator chart's values, and the NetworkPolicy that guards the scheduler's HTTP API.
 
 Shaped like dask-kubernetes' own ``make_cluster_spec`` / ``make_worker_spec`` /
-``make_scheduler_spec`` (dask-kubernetes 2025.4.3, ``operator/kubecluster/kubecluster.py``):
+``make_scheduler_spec`` (dask-kubernetes 2026.3.0, ``operator/kubecluster/kubecluster.py``):
 the controller (``operator/controller/controller.py``) copies ``spec.scheduler.spec`` into the
 scheduler Deployment, ``spec.scheduler.service`` into its Service, and ``spec.worker.spec``
 into one Deployment per worker named ``<group>-worker-<uuid>``, whose name it passes as

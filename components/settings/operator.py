@@ -1,6 +1,6 @@
 """Settings of the second Dask backend, the Dask Kubernetes operator (``daskBackend``).
 
-Why the image's Dask must be recent (``MIN_OPERATOR_DASK``), from dask-kubernetes 2025.4.3,
+Why the image's Dask must be recent (``MIN_OPERATOR_DASK``), from dask-kubernetes 2026.3.0,
 the controller the pinned chart runs (``dask_kubernetes/operator/controller/controller.py``):
 the controller retires workers (``retire_workers``) and asks for the adaptive target
 (``get_desired_workers``) through the scheduler's HTTP API, ``/api/v1/retire_workers`` and
@@ -25,7 +25,7 @@ from components.settings.errors import Problem
 from components.settings.model import OperatorSpec, Settings
 
 BACKENDS = ("helm", "operator")
-PINNED_OPERATOR_CHART = "2025.4.3"
+PINNED_OPERATOR_CHART = "2026.3.0"
 MIN_OPERATOR_DASK = (2022, 10, 0)
 _MIN_TEXT = "2022.10.0"
 _OPERATOR_ONLY = ("cpuWorkers",)

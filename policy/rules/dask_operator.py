@@ -2,7 +2,7 @@
 GPU worker pod, the scheduler off the GPU nodes, pinned images, one image for scheduler,
 every worker group and Jupyter.
 
-The operator's custom resources (``kubernetes.dask.org/v1``, dask-kubernetes 2025.4.3 CRDs)
+The operator's custom resources (``kubernetes.dask.org/v1``, dask-kubernetes 2026.3.0 CRDs)
 carry plain pod specs: a ``DaskCluster`` at ``spec.scheduler.spec`` and ``spec.worker.spec``
 (its default worker group), a ``DaskWorkerGroup`` at ``spec.worker.spec``. The operator's
 CRDs type resource amounts as strings (``"1"``), which ``count`` reads like numbers.

@@ -1,7 +1,7 @@
 """The pure builders of the operator's resources: the DaskCluster's scheduler and GPU workers,
 the optional CPU worker group, the autoscaler, the chart values and the scheduler's
 NetworkPolicy. Where the operator's own code decides what a field must be, the test asks that
-code (dask-kubernetes 2025.4.3, imported), not a copy of it."""
+code (dask-kubernetes 2026.3.0, imported), not a copy of it."""
 from __future__ import annotations
 
 import ast
@@ -148,7 +148,7 @@ def test_initial_workers_sit_within_the_autoscalers_bounds():
 
 def test_operator_chart_values_pin_the_controller_image(s):
     values = operator_spec.operator_values(s.dask.operator, {POOL_ROLE_LABEL: "cpu"})
-    assert values["image"] == {"name": "ghcr.io/dask/dask-kubernetes-operator", "tag": "2025.4.3",
+    assert values["image"] == {"name": "ghcr.io/dask/dask-kubernetes-operator", "tag": "2026.3.0",
                                "pullPolicy": "IfNotPresent"}
     assert values["nodeSelector"] == {POOL_ROLE_LABEL: "cpu"}
 

@@ -1,5 +1,5 @@
 """The real operator controller reconciles the program's DaskCluster on the Kubernetes 1.20 API
-server: dask-kubernetes 2025.4.3's kopf controller (``kopf run -m
+server: dask-kubernetes 2026.3.0's kopf controller (``kopf run -m
 dask_kubernetes.operator.controller``, the pinned chart's image runs the same command, see its
 ``operator/deployment/Dockerfile``) in a subprocess, scoped to the test's namespace.
 

@@ -33,10 +33,10 @@ def test_operator_release_is_the_pinned_chart_in_its_own_namespace(graph):
     release = graph.named("dask-operator")
     inputs = release.inputs
     assert (inputs["chart"], inputs["version"], inputs["namespace"]) == (
-        "dask-kubernetes-operator", "2025.4.3", "dask-operator")
+        "dask-kubernetes-operator", "2026.3.0", "dask-operator")
     assert inputs["repositoryOpts"]["repo"] == "https://helm.dask.org"
     assert not inputs.get("skipCrds")  # the CRDs come from the chart
-    assert inputs["values"]["image"]["tag"] == "2025.4.3"
+    assert inputs["values"]["image"]["tag"] == "2026.3.0"
     assert inputs["values"]["nodeSelector"][POOL_ROLE_LABEL] != "gpu"
     namespace = graph.named("dask-operator-ns-ns").manifest()
     assert namespace["metadata"]["labels"]["kubernetes.io/metadata.name"] == "dask-operator"

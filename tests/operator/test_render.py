@@ -56,7 +56,7 @@ def test_operator_chart_renders_and_is_accepted(kube_apiserver, operator_crds, k
         "DaskAutoscaler", "DaskCluster", "DaskJob", "DaskWorkerGroup"]
     [deployment] = by_kind["Deployment"]
     pod = deployment["spec"]["template"]["spec"]
-    assert pod["containers"][0]["image"] == "ghcr.io/dask/dask-kubernetes-operator:2025.4.3"
+    assert pod["containers"][0]["image"] == "ghcr.io/dask/dask-kubernetes-operator:2026.3.0"
     assert pod["nodeSelector"] == release["values"]["nodeSelector"]
     assert pod["containers"][0]["securityContext"]["runAsNonRoot"] is True
     for o in objects:

@@ -1,7 +1,7 @@
 """The pods' commands and environment as the operator backend builds them, run with the real
 Dask (2026.7.1, the runtime image's): the scheduler serves the HTTP API the operator's
 controller calls, and a worker started the way the controller starts it is retired by the
-name the controller then deletes (dask-kubernetes 2025.4.3 ``retire_workers``: it reads
+name the controller then deletes (dask-kubernetes 2026.3.0 ``retire_workers``: it reads
 ``retired[address]["name"]`` and deletes the Deployment of that name).
 
 What kubelet would do is done here by hand, and only that: ``$(DASK_WORKER_NAME)`` in the

@@ -19,7 +19,7 @@ def test_helm_stays_the_default_and_keeps_the_papers_image():
 def test_operator_settings_resolve_to_one_gpu_worker_per_free_gpu_node():
     op = operator_settings().dask.operator
     assert (op.chart_version, op.namespace, op.autoscale, op.min_workers, op.max_workers) == (
-        "2025.4.3", "dask-operator", True, 1, 8)
+        "2026.3.0", "dask-operator", True, 1, 8)
     assert operator_settings(jupyterGpu=True).dask.operator.max_workers == 7  # topology B: Jupyter takes one
 
 
@@ -29,7 +29,7 @@ def test_the_papers_image_is_refused_with_the_operator_saying_why():
     assert problem.key == "daskImageDaskVersion"
     text = str(error)
     assert "dask-tkg:daskImageDaskVersion: 2021.09.1 is older than 2022.10.0" in text
-    assert "pinned operator (2025.4.3)" in text
+    assert "pinned operator (2026.3.0)" in text
     assert "/api/v1/retire_workers" in text and "distributed >= 2022.05.1" in text
     assert "dask scheduler" in text and "daskBackend=helm" in text
 
@@ -59,7 +59,7 @@ def test_version_parsing():
     ({"autoscaleMinWorkers": 5, "autoscaleMaxWorkers": 4}, "autoscaleMinWorkers",
      "5 is more than autoscaleMaxWorkers (4)"),
     ({"autoscaleMinWorkers": -1}, "autoscaleMinWorkers", "must be >= 0"),
-    ({"daskOperatorChartVersion": "2025.7.0"}, "daskOperatorChartVersion", "not the pinned 2025.4.3"),
+    ({"daskOperatorChartVersion": "2025.7.0"}, "daskOperatorChartVersion", "not the pinned 2026.3.0"),
     ({"daskBackend": "kubernetes"}, "daskBackend", "must be one of helm, operator"),
 ], ids=["max-over-gpu-nodes", "max-with-jupyter-gpu", "min-over-max", "negative-min", "other-chart", "bad-backend"])
 def test_bad_operator_settings_name_the_key(overrides, key, words):
