@@ -172,6 +172,7 @@ class Runner:
                                   local=where.local, output=args.output, data_dir=data_dir,
                                   data_generated=generated, adaptive=args.adaptive)
         with ClusterSession(where, echo=self.echo, dashboard_address=args.dashboard_address) as self.session:
+            self.session.on_forward_drop = self.forward_dropped
             for count in args.workers or [None]:
                 code = self.run_count(count)
                 if code != EXIT_OK:
@@ -383,10 +384,20 @@ class Runner:
         """The error of a failed run; a lost scheduler also ends the sweep."""
         error = f"{type(exc).__name__}: {exc}"
         logger.debug("run failed", exc_info=True)
-        if not self.session.endpoint.local and not self.session.running():
+        if self.session.forward is not None and self.session.forward.drops:
+            self.scheduler_lost = f"lost the scheduler: {self.session.forward.drops[-1]}"
+            error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
+        elif not self.session.endpoint.local and not self.session.running():
             self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.session.endpoint.scheduler_address)}"
             error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
         return error
+
+    def forward_dropped(self, why: str) -> None:
+        """The port-forward to the scheduler dropped (its pod gone, the API server lost): the
+        scheduler this run used is gone with it, so the run fails naming the drop and the
+        sweep stops (called on the forward's watch thread)."""
+        self.scheduler_lost = f"lost the scheduler: {why}"
+        self.stopper.stop_run(self.scheduler_lost)
 
     def write(self, name: str, placement: Placement, outcome: RunOutcome) -> dict[str, Any]:
         """Build and append one record (also for runs that never started)."""

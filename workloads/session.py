@@ -33,6 +33,9 @@ class ClusterSession:
         self.detection: dict[str, float | None] | None = None  # see failure_detection()
         self.scaler = None  # workloads.scaling.ClusterScaler: the operator backend's, made on connect
         self.restriction_said = False
+        self.forward = None  # workloads.port_forward.ServiceForward, when the scheduler is reached through one
+        self.forwarded = None  # workloads.port_forward.Forwarded: the local addresses it serves
+        self.on_forward_drop: Callable[[str], None] | None = None  # told when the forward drops
 
     @classmethod
     def start_local(cls, plan: local.LocalPlan, dashboard_address: str = ":0",
@@ -74,13 +77,37 @@ class ClusterSession:
     def connect(self):
         """The client of the remote scheduler (connected on first use)."""
         if self.client is None:
-            self.client = endpoints.connect(self.endpoint.scheduler_address, self.endpoint.security)
+            address = self.scheduler_route()
+            self.client = endpoints.connect(address, self.endpoint.security)
             self.echo(f"dashboard: {self.dashboard()}")
             if self.endpoint.outputs is not None and self.scaler is None:
                 from workloads import scaling
 
                 self.scaler = scaling.ClusterScaler.from_outputs(self.endpoint.outputs, self.echo)
         return self.client
+
+    def scheduler_route(self) -> str:
+        """The address the client dials: the stack's scheduler address, or the local end of
+        the runner's own port-forward when that address does not answer from here and the
+        outputs carry a kubeconfig (a ClusterIP Service)."""
+        address, outputs = self.endpoint.scheduler_address, self.endpoint.outputs
+        if outputs is None or self.forward is not None:
+            return self.forwarded.scheduler_address if self.forwarded else address
+        from workloads import port_forward
+
+        opened = port_forward.open_for(outputs, on_drop=self._forward_dropped)
+        if opened is None:
+            return address
+        self.forward, self.forwarded = opened
+        self.echo(f"scheduler: {endpoints.redact(address)} does not answer from here; {self.forward.describe()}"
+                  f" on {self.forwarded.scheduler_address}")
+        host, _ = port_forward.host_port(address)
+        port_forward.check_server_name(self.forwarded.scheduler_address, host, self.endpoint.security)
+        return self.forwarded.scheduler_address
+
+    def _forward_dropped(self, why: str) -> None:
+        if self.on_forward_drop is not None:
+            self.on_forward_drop(why)
 
     def remote_target(self, count: int | None) -> int:
         """How many workers a run on the remote cluster uses: ``count`` when asked for; else
@@ -147,6 +174,8 @@ class ClusterSession:
     def dashboard(self) -> str:
         if self.cluster is not None:
             return self.cluster.dashboard_link
+        if self.forwarded is not None and self.forwarded.dashboard_url:
+            return self.forwarded.dashboard_url
         return self.endpoint.dashboard_url or getattr(self.client, "dashboard_link", "") or ""
 
     def running(self) -> bool:
@@ -163,6 +192,9 @@ class ClusterSession:
                     thing.close()
         self.client = self.cluster = None
         self.detection = None
+        if self.forward is not None:  # after the client, so that it closes over a live connection
+            self.forward.close()
+        self.forward = self.forwarded = None
 
     def failure_detection(self) -> dict[str, float | None]:
         """How soon this cluster notices a silent worker (the scheduler's worker-ttl, as it

@@ -1,0 +1,92 @@
+"""``python -m tests.cluster.forward_session OUTPUTS`` : the runner's session against stack
+outputs whose scheduler is a ClusterIP Service, as a data scientist's machine runs it.
+
+Run by tests/cluster/test_port_forward.py in a mount namespace whose resolv.conf names only
+127.0.0.1 (the in-cluster name's lookup stays on loopback). Prints one JSON line per step:
+``connected`` (address dialled, forward, dashboard answer, workers, a computation), then,
+after a line on stdin (the test deleted the scheduler pod), ``after`` (what dropped and how
+soon, the forward reopened to the new pod, a new client's computation there), then ``closed``
+(whether the local ports still accept once the session is closed).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+import urllib.request
+
+from distributed import Client
+
+from workloads import endpoint
+from workloads.exceptions import EndpointError
+from workloads.session import ClusterSession
+
+DROP_WITHIN_S = 60.0
+NEW_SCHEDULER_WITHIN_S = 180.0
+
+
+def say(event: str, **facts) -> None:
+    print(json.dumps({"event": event, **facts}), flush=True)
+
+
+def accepts(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def connected(session: ClusterSession, workers: int) -> None:
+    client = session.connect()
+    found = session.wait(workers, timeout=60)
+    with urllib.request.urlopen(session.dashboard(), timeout=30) as page:
+        dashboard_status = page.status
+    say("connected", address=client.scheduler.address, forward=session.forward.describe() if session.forward else None,
+        pod=session.forward.target.pod if session.forward else None, dashboard=session.dashboard(),
+        dashboard_status=dashboard_status, workers=found, total=client.submit(sum, [1, 2, 3]).result(timeout=30))
+
+
+def after_deletion(session: ClusterSession, drops: list[tuple[float, str]], deleted_at: float, workers: int) -> None:
+    forward = session.forward
+    deadline = deleted_at + DROP_WITHIN_S
+    while not drops and time.monotonic() < deadline:
+        time.sleep(0.2)
+    try:
+        forward.check()
+        check = None
+    except EndpointError as exc:
+        check = str(exc)
+    facts = {"drops": forward.drops, "told": [why for _, why in drops], "check": check,
+             "seconds_to_drop": round(drops[0][0] - deleted_at, 1) if drops else None}
+    total, error = None, None
+    while total is None and time.monotonic() < deleted_at + NEW_SCHEDULER_WITHIN_S:
+        try:  # a new client through the same local address: forwarded to the new scheduler pod
+            with Client(session.forwarded.scheduler_address, security=session.endpoint.security,
+                        timeout=30) as client:
+                client.wait_for_workers(workers, timeout=NEW_SCHEDULER_WITHIN_S)
+                total, error = client.submit(sum, [4, 5, 6]).result(timeout=30), None
+        except Exception as exc:  # noqa: BLE001  the new scheduler not up yet; reported if it never is
+            error = f"{type(exc).__name__}: {exc}"
+            time.sleep(2)
+    say("after", **facts, reopened=forward.reopened, pod=forward.target.pod, total=total, error=error,
+        seconds_to_new_scheduler=round(time.monotonic() - deleted_at, 1))
+
+
+def main(outputs_file: str, workers: int) -> None:
+    where = endpoint.read_outputs_file(outputs_file)
+    drops: list[tuple[float, str]] = []
+    session = ClusterSession(where, echo=lambda text, error=False: print(text, file=sys.stderr, flush=True))
+    session.on_forward_drop = lambda why: drops.append((time.monotonic(), why))
+    with session:
+        connected(session, workers)
+        sys.stdin.readline()  # the test deleted the scheduler pod
+        after_deletion(session, drops, time.monotonic(), workers)
+        local = [session.forward.address(p) for p in session.forward.service_ports]
+    say("closed", accepting=[a for a in local if accepts(a)])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

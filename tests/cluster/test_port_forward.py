@@ -1,0 +1,158 @@
+"""The runner reaches a ClusterIP scheduler through its own port-forward (the Kubernetes
+API's pod port-forward), from a machine that cannot reach the cluster's service network.
+
+The program's Dask release is deployed as tests/cluster/test_dask_release.py deploys it.
+Then the host's routes onto the pod and service ranges are replaced by ``unreachable``
+routes (nothing is sent anywhere; a direct connect fails at once), and the outputs are the
+program's own: the scheduler at its in-cluster DNS name, the dashboard likewise, plus the
+cluster's kubeconfig (CA inline, as a TKG kubeconfig carries it). The session runs in
+tests/cluster/forward_session.py, in a mount namespace whose resolv.conf names only
+127.0.0.1, so that the in-cluster name's lookup never leaves loopback.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+from tests.apiserver.conftest import api_request
+from tests.cluster.kube import pods, wait_running
+from tests.cluster.network import run
+from tests.cluster.test_dask_release import REPO, WORKERS, data_server, dask_release, stack_outputs  # noqa: F401
+
+SESSION_TIMEOUT_S = 420
+
+
+def inline_kubeconfig(kube_cluster) -> str:
+    """The cluster's admin kubeconfig with the CA inline, as ``pulumi stack output`` gives one."""
+    config = yaml.safe_load(kube_cluster.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    ca = cluster.pop("certificate-authority")
+    cluster["certificate-authority-data"] = base64.b64encode(open(ca, "rb").read()).decode()
+    return yaml.safe_dump(config)
+
+
+@pytest.fixture(scope="module")
+def service_network_cut(kube_cluster, dask_release):
+    """The host's routes onto the pod and service ranges replaced by unreachable ones for
+    this module; put back afterwards."""
+    net = kube_cluster.net
+    cidrs = (net.pod_cidr, net.service_cidr)
+    for cidr in cidrs:
+        run("ip", "route", "replace", "unreachable", cidr)
+    try:
+        yield net
+    finally:
+        for cidr in cidrs:
+            run("ip", "route", "replace", cidr, "via", net.node_link_ip, "dev", net.veth_host)
+
+
+def program_outputs(kube_cluster, release) -> dict:
+    """The stack's outputs with the program's own scheduler and dashboard addresses (the
+    in-cluster names) and the cluster's kubeconfig."""
+    outputs = stack_outputs(release)
+    program = release.program_outputs
+    outputs.update({"schedulerAddress": program["schedulerAddress"], "dashboardUrl": program["dashboardUrl"],
+                    "kubeconfig": inline_kubeconfig(kube_cluster)})
+    return outputs
+
+
+class Session:
+    """tests/cluster/forward_session.py in its own mount namespace; its JSON lines read with a
+    timeout (a reader thread), its log in a file."""
+
+    def __init__(self, outputs_file, tmp_path):
+        resolv = tmp_path / "resolv.conf"
+        resolv.write_text("nameserver 127.0.0.1\n")
+        self.log = tmp_path / "session.log"
+        script = (f'set -e; mount --bind "{resolv}" /etc/resolv.conf; '
+                  f'exec "{sys.executable}" -m tests.cluster.forward_session "{outputs_file}" {WORKERS}')
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
+                                         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         text=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+    def next_event(self, name: str, timeout: float = SESSION_TIMEOUT_S) -> dict:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"no {name!r} from the session within {timeout:.0f} s:\n{self.stderr()[-4000:]}")
+        if not line:
+            self.proc.wait(timeout=30)
+            pytest.fail(f"the session ended (exit {self.proc.returncode}) before {name!r}:\n{self.stderr()[-4000:]}")
+        event = json.loads(line)
+        assert event["event"] == name, event
+        return event
+
+    def say(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def end(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_the_runner_reaches_a_clusterip_scheduler_through_its_own_port_forward(
+        kube_cluster, dask_release, service_network_cut, tmp_path):
+    api, ns = kube_cluster.api_client, dask_release.namespace
+    with pytest.raises(OSError):  # the host cannot reach the Service directly
+        socket.create_connection((dask_release.scheduler_ip, 8786), timeout=3).close()
+    outputs = program_outputs(kube_cluster, dask_release)
+    assert outputs["schedulerAddress"] == f"tls://dask-scheduler.{ns}.svc.cluster.local:8786"
+    outputs_file = tmp_path / "outputs.json"
+    outputs_file.write_text(json.dumps(outputs))
+    outputs_file.chmod(0o600)
+    (scheduler_pod,) = pods(api, ns, "component=scheduler")
+    session = Session(outputs_file, tmp_path)
+    try:
+        up = session.next_event("connected")
+        assert up["address"].startswith("tls://127.0.0.1:"), up
+        assert up["pod"] == scheduler_pod["metadata"]["name"] and f"service {ns}/dask-scheduler" in up["forward"]
+        assert up["dashboard"].startswith("http://127.0.0.1:") and up["dashboard"].endswith("/status")
+        assert up["dashboard_status"] == 200 and len(up["workers"]) == WORKERS and up["total"] == 6, up
+
+        deleted = time.monotonic()
+        api_request(api, "DELETE", f"/api/v1/namespaces/{ns}/pods/{up['pod']}", body={"gracePeriodSeconds": 0})
+        session.say("deleted")
+        after = session.next_event("after")
+        dropped = f"port-forward to pod {ns}/{up['pod']} of service {ns}/dask-scheduler dropped"
+        assert after["drops"] and after["drops"][0].startswith(dropped), after
+        assert after["drops"][0].endswith((f"pods \"{up['pod']}\" not found)", "was deleted", "is terminating")), after
+        assert after["told"][:1] == after["drops"][:1] and after["seconds_to_drop"] <= 30, after
+        # the forward is reopened to the Deployment's new pod, where a new client computes
+        assert after["error"] is None and after["total"] == 15, after
+        assert after["check"] == after["drops"][0]  # forward.check(): the EndpointError naming the drop
+        assert after["reopened"] and after["pod"] != up["pod"], after
+        assert time.monotonic() - deleted < 300
+
+        closed = session.next_event("closed", timeout=60)
+        assert closed["accepting"] == [], closed  # the session closed its listeners
+        session.proc.wait(timeout=60)
+        log = session.stderr()
+        assert session.proc.returncode == 0, log[-4000:]
+        token = yaml.safe_load(outputs["kubeconfig"])["users"][0]["user"]["token"]
+        assert token not in log and outputs["tlsClientKey"].splitlines()[1] not in log
+        assert "does not answer from here; port-forward to pod" in log, log[-4000:]
+    finally:
+        session.end()
+    wait_running(api, ns, "component=scheduler", 1, timeout_s=120)
