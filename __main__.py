@@ -17,13 +17,14 @@ from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, Da
 from components.dask.operator_cluster import DaskOperatorCluster, DaskOperatorClusterArgs
 from components.settings import load_settings
 from components.settings.operator import initial_workers
-from components.settings.support import support_notice
+from components.settings.support import runner_image_notice, support_notice
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 
 settings = load_settings()
-if notice := support_notice(settings):
-    pulumi.log.warn(notice)
+for notice in (support_notice(settings), runner_image_notice(settings)):
+    if notice:
+        pulumi.log.warn(notice)
 
 # --- 1-5 vSphere: VM classes, storage policies, content library, namespace, NFS share --
 vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings.vsphere.password,

@@ -19,6 +19,12 @@ class GpuOperatorFacts:
     # only when driver.licensingConfig.nlsEnabled is true (default false).
     token_only_with_nls: bool
     licensing_source: str
+    # Where the licensing files come from: a ConfigMap (``configMapName``) before 25.10, a
+    # Secret (``secretName``) from 25.10 (``configMapName`` still read, deprecated).
+    licensing_in_secret: bool = False
+    # The chart's values.yaml has ``operator.defaultRuntime`` (v1.9: docker, containerd or
+    # crio); later charts detect the runtime and dropped the key.
+    has_default_runtime: bool = False
     # APIs the release's objects use that Kubernetes 1.25 no longer serves.
     removed_apis: tuple[str, ...] = ()
     removed_apis_source: str = ""
@@ -35,20 +41,63 @@ GPU_OPERATOR: tuple[GpuOperatorFacts, ...] = (
         token_only_with_nls=True,
         licensing_source=("NVIDIA/gpu-operator v1.9.1 controllers/object_controls.go (TransformDriver, the"
                           " licensing-config volume) and api/v1/clusterpolicy_types.go (IsNLSEnabled)"),
+        has_default_runtime=True,  # v1.9.1 deployments/gpu-operator/values.yaml: operator.defaultRuntime
         removed_apis=("policy/v1beta1 PodSecurityPolicy", "node.k8s.io/v1beta1 RuntimeClass"),
         removed_apis_source=("NVIDIA/gpu-operator v1.9.1 deployments/gpu-operator/templates/podsecuritypolicy.yaml"
                              " and assets/pre-requisites/ (the RuntimeClass the operator creates)"),
     ),
+    GpuOperatorFacts(
+        versions="v26.7.",
+        source=("NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go: resolveDriverTag (appends"
+                " -<gpuNodeOSTag> unless the image is a digest)"),
+        appends_os_tag=True,
+        token_only_with_nls=True,  # api/nvidia/v1/clusterpolicy_types.go IsNLSEnabled: nil -> false
+        licensing_source=("NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go applyLicensingConfig"
+                          " (the Secret when secretName is set, else the ConfigMap; the token only with NLS);"
+                          " the chart's values.yaml sets driver.licensingConfig.nlsEnabled: true"),
+        licensing_in_secret=True,
+        # assets/pre-requisites/0200_runtime_class.yaml ...: node.k8s.io/v1; the chart has no
+        # PodSecurityPolicy template (values.yaml has psa.enabled instead of psp).
+        removed_apis=(),
+        removed_apis_source="NVIDIA/gpu-operator v26.7.0 assets/pre-requisites/, deployments/gpu-operator/templates/",
+    ),
 )
+
+# The first Kubernetes release without the APIs a ``removed_apis`` entry names
+# (kubernetes.io "Deprecated API Migration Guide", v1.25: policy/v1beta1 PodSecurityPolicy and
+# node.k8s.io/v1beta1 RuntimeClass no longer served).
+APIS_REMOVED_IN = (1, 25)
 
 # The node OS a TKGS vGPU node runs: the Ubuntu TKR v1.20.8---vmware.1-tkg.2 (VMware's vGPU
 # documentation for TKGS asks for the Ubuntu edition), so NFD labels it ubuntu / 20.04.
 NODE_OS_TAG = "ubuntu20.04"
+# A current Ubuntu VKr node: NFD labels it ubuntu / 22.04; the NVAIE guest-driver tags are
+# <driver>-ubuntu22.04 (../shared/reference/current-platform.md, "Driver", from NVIDIA's
+# NVAIE GPU-operator documentation).
+VKR_NODE_OS_TAG = "ubuntu22.04"
+NODE_OS_TAGS = {(1, 20): NODE_OS_TAG, (1, 21): NODE_OS_TAG, (1, 32): VKR_NODE_OS_TAG}  # minor -> Ubuntu node
+
+
+def node_os_tag(kubernetes: tuple[int, ...]) -> str | None:
+    """The ``<os><version>`` NFD reports on a GPU node of this Kubernetes release, where known."""
+    return NODE_OS_TAGS.get(tuple(kubernetes[:2]))
 _OS_SUFFIX = re.compile(r"-(ubuntu|rhel|rhcos|centos)\d+(\.\d+)?$")
 
 
 def gpu_operator_facts(version: str) -> GpuOperatorFacts | None:
     return next((facts for facts in GPU_OPERATOR if facts.covers(version)), None)
+
+
+def nvaie_driver_image(image: str, nvaie_version: str) -> str:
+    """The guest-driver image name for an NVAIE release, as NVIDIA's install script names it
+    (gpu-operator v26.7.0 ``scripts/gpu-operator-nvaie.sh``: ``VGPU_DRIVER_NAME-<NVAIE_VERSION,
+    dots to dashes>``, the name alone when no release is given): ``5.0`` -> ``vgpu-guest-driver-5-0``."""
+    return f"{image}-{nvaie_version.replace('.', '-')}" if nvaie_version else image
+
+
+def uses_removed_apis(facts: GpuOperatorFacts | None, kubernetes: tuple[int, ...]) -> bool:
+    """Whether the release's objects need APIs that ``kubernetes`` no longer serves."""
+    return bool(facts and facts.removed_apis and tuple(kubernetes[:2]) >= APIS_REMOVED_IN)
 
 
 def os_suffix(driver_version: str) -> str | None:
@@ -67,8 +116,9 @@ def resolved_driver_image(facts: GpuOperatorFacts, repository: str, image: str, 
 
 
 def licensing_files(facts: GpuOperatorFacts, licensing: dict) -> set[str]:
-    """The files of the licensing ConfigMap the driver container gets for ``licensingConfig``."""
-    if not licensing.get("configMapName"):
+    """The files of the licensing ConfigMap (or Secret) the driver container gets for ``licensingConfig``."""
+    source = licensing.get("configMapName") or (facts.licensing_in_secret and licensing.get("secretName"))
+    if not source:
         return set()
     files = {"gridd.conf"}
     if licensing.get("nlsEnabled") or not facts.token_only_with_nls:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.facts import NFS_IMAGE_REGISTRY
+from components.addons.facts import NFS_IMAGE_REGISTRY, gpu_operator_facts
 from components.settings.model import GpuOperatorSpec, StorageSpec
 
 LICENSING_NAME = "licensing-config"
@@ -40,7 +40,6 @@ def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, 
     else:
         licensing = {"configMapName": LICENSING_NAME, "nlsEnabled": True}
     values: dict[str, Any] = {
-        "operator": {"defaultRuntime": "containerd"},
         "driver": {
             "enabled": True,
             "repository": spec.driver_repository,
@@ -50,6 +49,9 @@ def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, 
             "licensingConfig": licensing,
         },
     }
+    facts = gpu_operator_facts(spec.version)
+    if facts is None or facts.has_default_runtime:  # TKG nodes run containerd
+        values["operator"] = {"defaultRuntime": "containerd"}
     if enforces_psp:
         values["psp"] = {"enabled": True}
     return values

@@ -25,6 +25,13 @@ class ImageFacts:
     background_jupyter_unless: str | None = None
     truthy: tuple[str, ...] = ("true", "yes", "y")
     has_jupyter: bool = True
+    # What a runner needs to know to drive it: the image's Python (major.minor), the user's
+    # home (where pip keeps its cache: the pip-cache claim is mounted at <home>/.cache/pip),
+    # the modules it already holds (import names), and the CUDA major it is built for.
+    python: str | None = None
+    home: str = "/root"
+    modules: frozenset[str] = frozenset()
+    cuda_major: int | None = None
 
     def matches(self, image: str) -> bool:
         repository, _, tag = image.rpartition(":")
@@ -43,6 +50,8 @@ IMAGES: tuple[ImageFacts, ...] = (
         cmd=("/bin/bash",),
         dask_version="2021.09.1",
         background_jupyter_unless="DISABLE_JUPYTER",
+        python="3.8",  # rapidsai/docker branch-21.10 settings.yaml: PYTHON_VER 3.7 and 3.8 (NGC's tag: 3.8)
+        cuda_major=11,
     ),
     ImageFacts(
         repository="nvcr.io/nvidia/rapidsai/base",
@@ -52,8 +61,45 @@ IMAGES: tuple[ImageFacts, ...] = (
         cmd=("ipython",),
         dask_version=None,  # the image that builds on it pins its own (images/dask-runtime)
         has_jupyter=False,  # only the "notebooks" target installs JupyterLab
+        home="/home/rapids",
+    ),
+    # The current platform's default: a published RAPIDS image the runner drives as it is
+    # (the "notebooks" target: "base" plus JupyterLab, so one image serves every pod).
+    ImageFacts(
+        repository="rapidsai/notebooks",
+        tag_prefix="26.10-cuda12-py3.11",
+        source=("rapidsai/docker (main at ddc94029, RAPIDS_VER 26.10): Dockerfile targets base (USER rapids uid"
+                " 1001, home /home/rapids; installs rapids=26.10, python=PYTHON_VER) and notebooks (adds"
+                " jupyterlab=4, dask-labextension; ENTRYPOINT /home/rapids/entrypoint.sh; CMD sh -c jupyter-lab"
+                " with an empty token), context/entrypoint.sh (pip install $EXTRA_PIP_PACKAGES, then exec"
+                " \"$@\"), matrix.yaml (CUDA 12.9.1 / 13.3.0, Python 3.11-3.14), README (tags"
+                " <RAPIDS>-cuda<major>-py<Python> from 25.12). Dask: rapids-dask-dependency 26.10.0's METADATA"
+                " on PyPI (dask and distributed >=2026.7.1,<2026.7.2). Modules: rapidsai/integration"
+                " conda/recipes/rapids/recipe.yaml (cudf, dask-cuda, rapids-xgboost: xgboost =3.2.0 in"
+                " versions.yaml, at 875885e) and cudf's dependencies (pandas, pyarrow, numpy, cupy)"),
+        entrypoint=("/home/rapids/entrypoint.sh",),
+        cmd=("sh", "-c", "jupyter-lab --notebook-dir=/home/rapids/notebooks --ip=0.0.0.0 --no-browser"
+                         " --NotebookApp.token='' --NotebookApp.allow_origin='*'"
+                         " --NotebookApp.base_url=\"${NB_PREFIX:-/}\""),
+        dask_version="2026.7.1",
+        python="3.11",
+        home="/home/rapids",
+        modules=frozenset({"dask", "distributed", "dask_cuda", "cudf", "xgboost", "pandas", "pyarrow", "numpy",
+                           "cupy", "jupyterlab", "dask_labextension"}),
+        cuda_major=12,
     ),
 )
+
+# The paper's image, kept for its stack: the runner (Python 3.11) cannot drive it.
+PAPER_IMAGE = "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04"
+DEFAULT_PIP_CACHE_HOME = "/root"  # an image with no recorded facts: root's home, as the paper's ran
+
+
+def pip_cache_mount(image: str) -> str:
+    """Where pip keeps its cache for the image's user: the pip-cache claim is mounted there,
+    so EXTRA_PIP_PACKAGES downloads once for every worker and restart."""
+    facts = image_facts(image)
+    return f"{facts.home if facts else DEFAULT_PIP_CACHE_HOME}/.cache/pip"
 
 # A shell or REPL without arguments as the main process reads its stdin, which in a pod is
 # empty (a Deployment's containers get no stdin or TTY unless asked), so it exits at once

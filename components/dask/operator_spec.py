@@ -134,7 +134,7 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
             "--memory-limit", podspec.worker_memory_limit(memory), "--no-dashboard", "--local-directory", podspec.SCRATCH_MOUNT]
     env = [*podspec.worker_env(d), *podspec.tls_env("worker", inputs.tls_secret),
            {"name": "DASK_SCHEDULER_ADDRESS", "value": address}]
-    mounts = podspec.mounts(inputs.claims, scratch=True)
+    mounts = podspec.mounts(inputs.claims, scratch=True, image=d.image)
     container = {
         "name": "worker", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
         "resources": _quantities(podspec.resources(cpu, memory, gpus)), "volumeMounts": mounts["volumeMounts"],

@@ -16,7 +16,6 @@ from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
 from workloads import tuning
 
-PIP_CACHE_MOUNT = "/root/.cache/pip"
 SCRATCH_MOUNT = "/scratch"
 GPU_RESOURCE = "nvidia.com/gpu"
 # Every pod: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab in the
@@ -115,16 +114,17 @@ def resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 
-def mounts(claims: Claims, scratch: bool) -> dict[str, list]:
-    """Volumes and mounts: dataset and pip cache on the shared claims; worker scratch on the
-    node's local disk (emptyDir), never on the NFS share."""
+def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
+    """Volumes and mounts: dataset and pip cache on the shared claims (the cache where the
+    image's user keeps it, ``facts.pip_cache_mount``); worker scratch on the node's local
+    disk (emptyDir), never on the NFS share."""
     volumes = [
         {"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim}},
         {"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim}},
     ]
     volume_mounts = [
         {"name": "dataset", "mountPath": claims.dataset_mount},
-        {"name": "pip-cache", "mountPath": PIP_CACHE_MOUNT},
+        {"name": "pip-cache", "mountPath": facts.pip_cache_mount(image)},
     ]
     if scratch:
         volumes.append({"name": "scratch", "emptyDir": {}})

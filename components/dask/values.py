@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from components.dask import chart, podspec
 # The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
 # the names stay importable from here.
-from components.dask.podspec import (GPU_RESOURCE, NO_BACKGROUND_JUPYTER, PIP_CACHE_MOUNT,  # noqa: F401
+from components.dask.podspec import (GPU_RESOURCE, NO_BACKGROUND_JUPYTER,  # noqa: F401
                                      SCRATCH_MOUNT, TLS_KEYS, worker_memory_limit, worker_tuning_env)
 from components.dask.podspec import resources as _resources
 from components.dask.podspec import tls_env as _tls_env
@@ -69,7 +69,8 @@ def dashboard_url(release: str, namespace: str) -> str:
 
 
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
-    return podspec.mounts(podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount), scratch)
+    claims = podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount)
+    return podspec.mounts(claims, scratch, inputs.dask.image)
 
 def labextension_config(url: str) -> str:
     """Jupyter server config (Python) that points the Dask JupyterLab extension at the

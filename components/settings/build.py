@@ -5,8 +5,10 @@ secret)``: ``PulumiSource`` in a Pulumi program, a plain dict in unit tests.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Protocol
 
+from components.addons import facts as addon_facts
 from components.cluster import cluster_classes
 from components.settings import checks, records, values
 from components.settings.operator import read_operator
@@ -170,7 +172,7 @@ def load(source: Source) -> Settings:
         chart=r("gpuOperatorChart"),
         version=r.check("gpuOperatorVersion", _chart_version),
         driver_repository=r("vgpuDriverRepository"),
-        driver_image=r("vgpuDriverImage"),
+        driver_image=addon_facts.nvaie_driver_image(r("vgpuDriverImage"), r.check("nvaieVersion", _nvaie_version)),
         driver_version=r("vgpuDriverVersion"),
         feature_type=r.one_of("vgpuFeatureType", 0, 1, 2, 4),
         ngc_registry=r("ngcRegistry"),
@@ -420,6 +422,12 @@ def _chart_version(text: str) -> str:
     parts = text.lstrip("v").split(".")
     if len(parts) < 3 or not all(p.isdigit() for p in parts[:2]) or not parts[2].split("-")[0].isdigit():
         raise ValueError("must be a pinned chart version such as 1.9.1 or v1.9.1")
+    return text
+
+
+def _nvaie_version(text: str) -> str:
+    if text and not re.fullmatch(r"\d+\.\d+", text):
+        raise ValueError("must be an NVIDIA AI Enterprise release such as 5.0 (major.minor), or empty")
     return text
 
 

@@ -32,7 +32,7 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets, _gpu_driver, operator_checks, _class_variables):
+                 _network, _secrets, _gpu_driver, _gpu_operator_apis, operator_checks, _class_variables):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))
@@ -286,6 +286,21 @@ def _gpu_driver(s: Settings) -> list[Problem]:
     return [Problem("vgpuDriverVersion", f"GPU operator {op.version} appends -<os><version> from the node's labels"
                                          f" to the driver version, so {op.driver_version!r} pulls {pulled!r}:"
                                          f" give {op.driver_version.removesuffix(suffix)!r}")]
+
+
+def _gpu_operator_apis(s: Settings) -> list[Problem]:
+    """A GPU operator whose objects use APIs the cluster's Kubernetes no longer serves never
+    installs there (``addons/facts.py``: ``removed_apis``, with its source)."""
+    op, cluster = s.gpu_operator, s.cluster
+    known = addon_facts.gpu_operator_facts(op.version)
+    if not s.gpu_nodes or not addon_facts.uses_removed_apis(known, cluster.kubernetes_version):
+        return []
+    major, minor, _ = cluster.kubernetes_version
+    current = addon_facts.GPU_OPERATOR[-1].versions.rstrip(".") + ".0"
+    return [Problem("gpuOperatorVersion", f"GPU operator {op.version} uses {' and '.join(known.removed_apis)},"
+                                          f" which Kubernetes {major}.{minor} (tkr {cluster.tkr}) no longer serves:"
+                                          f" set gpuOperatorVersion {current}, or a tkr before"
+                                          f" 1.{addon_facts.APIS_REMOVED_IN[1]}")]
 
 
 def _file_share(s: Settings) -> list[Problem]:

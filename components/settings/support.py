@@ -13,7 +13,11 @@ Facts, each with its source (``../shared/reference/current-platform.md`` collect
 """
 from __future__ import annotations
 
+import importlib.metadata
+import sys
+
 from components.addons import facts as addon_facts
+from components.dask import facts as dask_facts
 from components.settings.checks import MIN_V1ALPHA3_KUBERNETES
 from components.settings.model import Settings
 
@@ -39,3 +43,41 @@ def support_notice(s: Settings) -> str | None:
     return ("out of support today: " + "; ".join(parts) + ". The stack deploys them as configured (the paper's"
             " platform as published); for the current platform see README, \"On vSphere 8 U3 / VMware Cloud"
             " Foundation 9\".")
+
+
+def runner_versions() -> tuple[str, str]:
+    """The Python (major.minor) and Dask the runner runs: the program and ``python -m
+    workloads.run`` share one environment (requirements.txt), so these are the runner's."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}", importlib.metadata.version("distributed")
+
+
+def runner_image_notice(s: Settings, runner: tuple[str, str] | None = None) -> str | None:
+    """Why the runner cannot drive the image's pods, with what to set instead, or None.
+
+    The runner's preflight refuses workers whose Dask differs from its own, and task graphs
+    pickled by one Python minor version need not load in another."""
+    facts = dask_facts.image_facts(s.dask.image)
+    if facts is None or facts.python is None:
+        return None
+    python, dask = runner or runner_versions()
+    theirs = facts.dask_version or s.dask.dask_version
+    if (facts.python, theirs) == (python, dask):
+        return None
+    default = _current_default_image()
+    return (f"the runner (python -m workloads.run: Python {python}, Dask {dask}) cannot drive daskImage"
+            f" {s.dask.image} (Python {facts.python}, Dask {theirs}): its preflight refuses workers of another"
+            f" Dask. To run the benchmarks on this stack, set daskImage {default.repository}:{default.tag_prefix},"
+            f" daskImageDaskVersion {default.dask_version} and extraPipPackages"
+            f" \"{CURRENT_EXTRA_PIP_PACKAGES}\" (the current platform's defaults), or build images/dask-runtime.")
+
+
+# What the default image lacks for the benchmarks, installed by its entrypoint at start
+# (EXTRA_PIP_PACKAGES): torch and torchvision in PyPI's last CUDA 12 builds (torch 2.10.0's
+# METADATA asks nvidia-cuda-runtime-cu12==12.8.90; from 2.11.0 PyPI's wheels are CUDA 13,
+# which the R535 vGPU driver cannot run), as the image is CUDA 12. The workers' torch need not
+# equal the client's: the model and its weights are loaded on the workers.
+CURRENT_EXTRA_PIP_PACKAGES = "torch==2.10.0 torchvision==0.25.0"
+
+
+def _current_default_image() -> dask_facts.ImageFacts:
+    return next(f for f in dask_facts.IMAGES if f.repository == "rapidsai/notebooks")

@@ -738,6 +738,15 @@ def capi_crds(kube_apiserver: KubeAPIServer) -> dict[str, dict]:
     return {crd["spec"]["names"]["kind"]: crd for crd in held}
 
 
+@pytest.fixture(scope="session")
+def operator_crds(kube_apiserver: KubeAPIServer) -> dict[str, dict]:
+    """kind -> the Dask operator's CRD as the server holds it (DaskCluster, DaskWorkerGroup, ...),
+    from the pinned dask-kubernetes-operator chart's ``crds/``."""
+    from tests.operator.support import chart_crds
+
+    return {crd["spec"]["names"]["kind"]: install_crd(kube_apiserver.api_client, crd) for crd in chart_crds()}
+
+
 _NS_UNSAFE = re.compile(r"[^a-z0-9-]+")
 
 

@@ -162,16 +162,18 @@ PROGRAM_VKR = "v1.32.3---vmware.1-fips-vkr.2"
 CURRENT = {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": API_VERSION, "tkr": PROGRAM_VKR}
 
 
-@pytest.mark.parametrize("stack", ["reference", "dev"])
+# Each current-platform stack as it is (Pulumi.yaml's defaults), and with each class generation.
+@pytest.mark.parametrize("stack", ["dev", "full"])
 @pytest.mark.parametrize("cluster_class", ["builtin-generic-v3.4.0", "builtin-generic-v3.1.0", "tanzukubernetescluster"])
-def test_every_object_of_a_current_platform_stack_is_accepted(kube_apiserver, capi_crds, stack, cluster_class):
+def test_every_object_of_a_current_platform_stack_is_accepted(kube_apiserver, capi_crds, operator_crds, stack,
+                                                             cluster_class):
     """The stack on vSphere 8 with a Cluster: the Cluster is created and read back with the
     spec the program sent (nothing pruned), and every other object the program declares is
     accepted as on the paper's stack."""
     from tests.apiserver.test_program_objects import create_fresh, declared
 
     api = kube_apiserver.api_client
-    graph, objects = declared(stack, **CURRENT, clusterClass=cluster_class)
+    graph, objects = declared(stack, clusterClass=cluster_class)
     (cluster,) = [o for o in objects if o.manifest()["kind"] == "Cluster"]
     assert not [o for o in objects if o.manifest()["kind"] == "TanzuKubernetesCluster"]
     manifest = cluster.manifest()
@@ -198,7 +200,7 @@ def test_the_programs_readiness_wait_matches_a_ready_cluster_api_cluster(kube_ap
     from .conftest import patch_status
 
     api = kube_apiserver.api_client
-    graph, _ = declared("dev", **CURRENT)
+    graph, _ = declared("dev")
     manifest = copy.deepcopy(graph.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster")[0].manifest())
     manifest["metadata"]["namespace"] = kube_namespace
     wait_for = manifest["metadata"]["annotations"]["pulumi.com/waitFor"]

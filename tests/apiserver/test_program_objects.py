@@ -47,12 +47,12 @@ def supervisor_namespace(graph) -> str:
 
 @pytest.mark.parametrize("stack, config", [
     ("reference", {}),
-    ("dev", {}),
+    ("reference-dev", {}),
     ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),  # topology B
     ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": "run.tanzu.vmware.com/v1alpha3",
                    "tkr": TKR_FOR_V1ALPHA3,
                    "daskTls": False, "rwxProvisioner": "vsphere-csi"}),
-], ids=["reference", "dev", "topology-b", "vsphere8-csi"])
+], ids=["reference", "reference-dev", "topology-b", "vsphere8-csi"])
 def test_every_declared_object_is_accepted(kube_apiserver, tkc_crd, stack, config):
     api = kube_apiserver.api_client
     graph, objects = declared(stack, **config)

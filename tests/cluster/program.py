@@ -16,7 +16,7 @@ PROJECT = "dask-tkg"
 # The stacks of the issue: name -> (stack file, config overrides)
 STACKS: dict[str, tuple[str, dict[str, Any]]] = {
     "reference": ("reference", {}),
-    "dev": ("dev", {}),
+    "reference-dev": ("reference-dev", {}),
     "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
 }
 

@@ -112,7 +112,7 @@ def by_pool(decisions: dict[str, str]) -> dict[str, list[str]]:
     return grouped
 
 
-@pytest.mark.parametrize("stack_name", ["reference", "topology-b", "dev"])
+@pytest.mark.parametrize("stack_name", ["reference", "topology-b", "reference-dev"])
 def test_every_pod_of_the_stack_is_placed_on_vm_class_nodes(kube_cluster, stack_name, tmp_path):
     stack = declared_stack(stack_name)
     decisions = place_stack(kube_cluster, stack, tmp_path)
@@ -128,7 +128,7 @@ def test_every_pod_of_the_stack_is_placed_on_vm_class_nodes(kube_cluster, stack_
 
 def test_a_shortfall_is_reported_with_the_schedulers_reason(kube_cluster, tmp_path):
     """The dev stack with one of its two GPU nodes missing: one worker cannot be placed."""
-    stack = declared_stack("dev")
+    stack = declared_stack("reference-dev")
     decisions = place_stack(kube_cluster, stack, tmp_path, missing_nodes=("vmc-gpu-worker-1",))
     print("dev minus a GPU node: " + repr(by_pool(decisions)))
     unplaced = {p: n for p, n in decisions.items() if n.startswith("unschedulable")}

@@ -10,8 +10,8 @@ from tests.operator.support import OPERATOR, operator_settings
 from tests.unit.test_settings import problems, settings
 
 
-def test_helm_stays_the_default_and_keeps_the_papers_image():
-    s = settings()
+def test_the_papers_stack_keeps_helm_and_its_image():
+    s = settings()  # the paper's platform (tests/unit/test_settings.py PAPER_PLATFORM)
     assert s.dask.backend == "helm" and s.dask.operator is None
     assert s.dask.dask_version == "2021.09.1"  # the RAPIDS 21.10 image: fine with Helm
 

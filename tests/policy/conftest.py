@@ -45,8 +45,20 @@ def vsphere8() -> Graph:
 
 
 @pytest.fixture(scope="session")
+def reference_dev() -> Graph:
+    return _graph("reference-dev")
+
+
+@pytest.fixture(scope="session")
 def dev() -> Graph:
+    """The current platform's small stack (Pulumi.dev.yaml)."""
     return _graph("dev")
+
+
+@pytest.fixture(scope="session")
+def full() -> Graph:
+    """The paper's topology on the current platform (Pulumi.full.yaml)."""
+    return _graph("full")
 
 
 @pytest.fixture(autouse=True)

@@ -128,8 +128,8 @@ def test_a_disabled_jupyter_may_select_anything(reference: Graph) -> None:
 
 
 # --- dask-one-pinned-image -----------------------------------------------------------------
-def test_one_pinned_image_passes_on_the_program(reference: Graph, dev: Graph) -> None:
-    for graph in (reference, dev):
+def test_one_pinned_image_passes_on_the_program(reference: Graph, reference_dev: Graph) -> None:
+    for graph in (reference, reference_dev):
         assert violations(one_pinned_image, resource_args(graph.named("dask-release"))) == []
 
 
@@ -160,8 +160,8 @@ def test_a_missing_image_runs_the_chart_default_and_fails(reference: Graph) -> N
 
 
 # --- jupyter-no-default-password -----------------------------------------------------------
-def test_the_generated_password_hash_passes(reference: Graph, dev: Graph) -> None:
-    for graph in (reference, dev):
+def test_the_generated_password_hash_passes(reference: Graph, reference_dev: Graph) -> None:
+    for graph in (reference, reference_dev):
         assert violations(jupyter_no_default_password, resource_args(graph.named("dask-release"))) == []
 
 

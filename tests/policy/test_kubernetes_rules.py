@@ -13,8 +13,8 @@ DIGEST = "sha256:" + "a" * 64
 
 
 # --- dataset-pvc-rwx-protected -------------------------------------------------------------
-def test_the_program_dataset_claim_passes(reference: Graph, dev: Graph) -> None:
-    for graph in (reference, dev):
+def test_the_program_dataset_claim_passes(reference: Graph, reference_dev: Graph) -> None:
+    for graph in (reference, reference_dev):
         claim = graph.named("storage-dataset")
         assert claim.raw["protect"] is True
         assert violations(dataset_claim_rwx_protected, resource_args(claim)) == []
@@ -131,8 +131,8 @@ def test_the_dask_charts_own_load_balancers_fail_without_opt_in(reference: Graph
 
 
 # --- container-images-pinned ---------------------------------------------------------------
-def test_the_data_job_image_is_pinned(reference: Graph, dev: Graph) -> None:
-    for graph in (reference, dev):
+def test_the_data_job_image_is_pinned(reference: Graph, reference_dev: Graph) -> None:
+    for graph in (reference, reference_dev):
         job = graph.named("dataset-job")
         assert job.inputs["spec"]["template"]["spec"]["containers"][0]["image"] == "python:3.12-slim"
         assert violations(container_images_pinned, resource_args(job)) == []

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO / "policy"
 
 
-@pytest.mark.parametrize("stack", ["reference", "dev", "topology_b", "vsphere8"])
+@pytest.mark.parametrize("stack", ["reference", "reference_dev", "topology_b", "vsphere8", "dev", "full"])
 def test_the_programs_stacks_pass_every_policy(stack: str, request: pytest.FixtureRequest) -> None:
     graph: Graph = request.getfixturevalue(stack)
     assert graph_violations(graph) == {}
@@ -92,7 +92,9 @@ def test_the_packs_constants_are_the_programs() -> None:
     assert common.DATASET_CLAIM == DATASET_CLAIM
     assert common.GPU_RESOURCE == GPU_RESOURCE
     assert tanzu.MIN_VGPU_KUBERNETES == MIN_VGPU_KUBERNETES
-    assert tanzu.tkr_kubernetes_version(project["config"]["tkr"]["default"]) == MIN_VGPU_KUBERNETES
+    paper = yaml.safe_load((REPO / "Pulumi.reference.yaml").read_text())["config"]
+    assert tanzu.tkr_kubernetes_version(paper["dask-tkg:tkr"]) == MIN_VGPU_KUBERNETES  # the first with vGPU
+    assert tanzu.tkr_kubernetes_version(project["config"]["tkr"]["default"]) > MIN_VGPU_KUBERNETES
 
 
 def _pins(path: Path) -> dict[str, str]:

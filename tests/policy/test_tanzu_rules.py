@@ -35,9 +35,9 @@ def set_tkr(props, tkr, pools=(0,), control_plane=False):
 
 
 # --- tkc-gpu-pools-vgpu-tkr ----------------------------------------------------------------
-def test_gpu_pools_on_the_papers_tkr_pass(reference: Graph, dev: Graph, vsphere8: Graph) -> None:
+def test_gpu_pools_on_the_papers_tkr_pass(reference: Graph, reference_dev: Graph, vsphere8: Graph) -> None:
     assert tkc(vsphere8).type == "kubernetes:run.tanzu.vmware.com/v1alpha3:TanzuKubernetesCluster"
-    for graph in (reference, dev, vsphere8):
+    for graph in (reference, reference_dev, vsphere8):
         assert violations(gpu_pools_on_vgpu_tkr, resource_args(tkc(graph))) == []
 
 

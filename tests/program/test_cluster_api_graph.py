@@ -1,5 +1,6 @@
-"""The program under mocks on the current platform (vSphere 8 U3 / VCF 9): one Cluster API
-Cluster on a VMware ClusterClass, and no TanzuKubernetesCluster; the paper's stack keeps its
+"""The program under mocks on the current platform (vSphere 8 U3 / VCF 9): each current stack
+(Pulumi.dev.yaml, Pulumi.full.yaml: Pulumi.yaml's defaults) declares one Cluster API Cluster
+on a VMware ClusterClass and no TanzuKubernetesCluster; the paper's stack keeps its
 TanzuKubernetesCluster."""
 from __future__ import annotations
 
@@ -11,31 +12,60 @@ VKR = "v1.32.3---vmware.1-fips-vkr.2"
 CURRENT = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "cluster.x-k8s.io/v1beta1", "tkr": VKR}
 
 
-@pytest.fixture(scope="module", params=[8, 9])
+# stack, vSphere version -> (control plane, GPU and CPU workers, namespace, cluster name)
+CURRENT_STACKS = {
+    ("dev", 8): (1, 2, 1, "dask-dev", "vks-dask-dev"),
+    ("dev", 9): (1, 2, 1, "dask-dev", "vks-dask-dev"),
+    ("full", 8): (3, 8, 2, "dask", "vks-dask"),  # the paper's topology: 3 + 8 vGPU + 2
+}
+
+
+@pytest.fixture(scope="module", params=list(CURRENT_STACKS), ids=lambda p: f"{p[0]}-vsphere{p[1]}")
 def graph(request):
-    g = run_program("dev", config={**CURRENT, "vsphereVersion": request.param})
+    stack, version = request.param
+    g = run_program(stack, config={"vsphereVersion": version})
     assert g.error is None, g.traceback
+    g.expected = CURRENT_STACKS[request.param]
     return g
 
 
 def test_one_cluster_on_the_class_and_no_tkc(graph):
+    control_plane, gpu, cpu, namespace, _ = graph.expected
     assert graph.of_type("TanzuKubernetesCluster") == []
     (cluster,) = graph.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster")
     m = cluster.manifest()
     topology = m["spec"]["topology"]
     assert (topology["class"], topology["version"]) == ("builtin-generic-v3.4.0", VKR)
+    assert topology["controlPlane"]["replicas"] == control_plane
     pools = {d["name"]: d for d in topology["workers"]["machineDeployments"]}
-    assert (pools["gpu-worker"]["replicas"], pools["cpu-worker"]["replicas"]) == (2, 1)  # the dev stack's
+    assert (pools["gpu-worker"]["replicas"], pools["cpu-worker"]["replicas"]) == (gpu, cpu)
     gpu_overrides = {v["name"]: v["value"] for v in pools["gpu-worker"]["variables"]["overrides"]}
     assert gpu_overrides["vmClass"] == "16cpu-64gram-ts-20c-vmxnet3"
     assert pools["gpu-worker"]["metadata"]["annotations"] == {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}
-    assert m["metadata"]["namespace"] == "dask-dev"
+    volumes = {v["name"]: v for v in gpu_overrides["volumes"]}
+    assert (volumes["containerd"]["capacity"], volumes["kubelet"]["capacity"]) == ("100Gi", "50Gi")
+    assert m["metadata"]["namespace"] == namespace
+
+
+def test_the_defaults_install_todays_add_ons(graph):
+    releases = {r.inputs["chart"]: r.inputs["version"] for r in graph.of_type("Release")}
+    assert releases["gpu-operator"] == "v26.7.0"
+    assert releases["dask-kubernetes-operator"] == "2026.3.0"
+    (dask_cluster,) = graph.of_type("kubernetes:kubernetes.dask.org/v1:DaskCluster")
+    worker = dask_cluster.manifest()["spec"]["worker"]["spec"]["containers"][0]
+    assert worker["image"] == "rapidsai/notebooks:26.10-cuda12-py3.11"
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert env["EXTRA_PIP_PACKAGES"] == "torch==2.10.0 torchvision==0.25.0"
+    mounts = {m["name"]: m["mountPath"] for m in worker["volumeMounts"]}
+    assert mounts["pip-cache"] == "/home/rapids/.cache/pip"  # the image's user is rapids (uid 1001)
+    assert not [w for w in graph.warnings if "cannot drive" in w or "out of support" in w], graph.warnings
 
 
 def test_the_guest_provider_reads_the_kubeconfig_cluster_api_writes(graph):
+    *_, namespace, name = graph.expected
     (cluster,) = graph.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster")
     secret = graph.named("tkc-kubeconfig")
-    assert secret.raw["read"] and secret.raw["id"] == "dask-dev/tkg-dask-dev-kubeconfig"
+    assert secret.raw["read"] and secret.raw["id"] == f"{namespace}/{name}-kubeconfig"
     assert graph.depends_on(secret, cluster)
     assert graph.depends_on(graph.named("guest"), secret)
 
@@ -62,3 +92,22 @@ def test_the_current_platform_cluster_is_not_called_out_of_support(graph):
     notices = [w for w in graph.warnings if w.startswith("out of support today")]
     # the GPU operator default stays v1.9.1 until the add-ons follow the platform
     assert all("end of general support" not in n and "TKR" not in n for n in notices), notices
+
+
+def test_the_papers_stack_says_once_that_the_runner_cannot_drive_its_image():
+    g = run_program("reference")
+    notices = [w for w in g.warnings if "cannot drive" in w]
+    assert len(notices) == 1, g.warnings
+    (notice,) = notices
+    for part in ("Python 3.8", "Dask 2021.09.1", "Python 3.11", "Dask 2026.7.1",
+                 "daskImage rapidsai/notebooks:26.10-cuda12-py3.11", "daskImageDaskVersion 2026.7.1",
+                 "extraPipPackages \"torch==2.10.0 torchvision==0.25.0\""):
+        assert part in notice, notice
+
+
+def test_the_gpu_operator_of_the_paper_is_refused_on_todays_kubernetes():
+    g = run_program("dev", config={"gpuOperatorVersion": "v1.9.1", "licenseTokenInConfigMap": True})
+    assert g.error is not None
+    for part in ("gpuOperatorVersion", "v1.9.1", "policy/v1beta1 PodSecurityPolicy", "Kubernetes 1.32",
+                 "tkr v1.32.3---vmware.1-fips-vkr.2", "v26.7.0"):
+        assert part in g.error, g.error

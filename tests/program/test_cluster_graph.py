@@ -174,8 +174,8 @@ def test_every_kubernetes_object_matches_the_1_20_schema(graph):
         kubernetes_validate.validate(r.manifest(), KUBERNETES_VERSION, strict=True)
 
 
-def test_dev_stack_is_the_same_graph_small():
-    g = run_program("dev")
+def test_the_papers_small_stack_is_the_same_graph_small():
+    g = run_program("reference-dev")
     assert g.error is None, g.traceback
     tkc = g.of_type("TanzuKubernetesCluster")[0].manifest()
     assert tkc["spec"]["topology"]["controlPlane"]["replicas"] == 1

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.artifacts import DASK_CHART, GPU_OPERATOR_CHART, NFS_PROVISIONER_CHART, artifact_path
+from tests.artifacts import (DASK_CHART, DASK_OPERATOR_CHART, GPU_OPERATOR_CHART, GPU_OPERATOR_CHART_CURRENT, NFS_PROVISIONER_CHART,
+                             artifact_path)
 from tests.program.graph import run_program
 
 # The stack variants the other program tests use (tests/apiserver/test_program_objects.py).
@@ -17,7 +18,10 @@ from tests.program.graph import run_program
 TKR_FOR_V1ALPHA3 = "v1.21.6---vmware.1-tkg.1"
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "reference": ("reference", {}),
+    "reference-dev": ("reference-dev", {}),
+    # Today's platform (Pulumi.yaml's defaults): GPU operator v26.7.0, RAPIDS 26.10's image.
     "dev": ("dev", {}),
+    "full": ("full", {}),
     "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
     "vsphere8-csi": ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1",
                                    "clusterApi": "run.tanzu.vmware.com/v1alpha3", "tkr": TKR_FOR_V1ALPHA3,
@@ -25,12 +29,17 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
                                    "rwxProvisioner": "vsphere-csi"}),
 }
 
-# Chart name in the program -> the pinned archive the tests render.
+# Chart name in the program -> the pinned archives the tests render (one per version pinned).
 CHART_ARTIFACTS = {
-    "dask": DASK_CHART,
-    "gpu-operator": GPU_OPERATOR_CHART,
-    "nfs-subdir-external-provisioner": NFS_PROVISIONER_CHART,
+    "dask": (DASK_CHART,),
+    "gpu-operator": (GPU_OPERATOR_CHART, GPU_OPERATOR_CHART_CURRENT),
+    "nfs-subdir-external-provisioner": (NFS_PROVISIONER_CHART,),
+    "dask-kubernetes-operator": (DASK_OPERATOR_CHART,),
 }
+
+
+def _pinned_version(chart: str, artifact: str) -> str:
+    return Path(artifact).name.removeprefix(f"{chart}-").removesuffix(".tgz")
 
 
 @dataclass(frozen=True)
@@ -43,12 +52,11 @@ class Release:
 
     @property
     def archive(self) -> Path:
-        artifact = CHART_ARTIFACTS[self.chart]
-        pinned = Path(artifact).name.removeprefix(f"{self.chart}-").removesuffix(".tgz")
-        assert pinned == self.version, (
-            f"the program pins {self.chart} {self.version} but the tests render {artifact}: pin the new"
-            " chart in scripts/artifacts.toml and tests/artifacts.py")
-        return artifact_path(artifact)
+        artifacts = {_pinned_version(self.chart, a): a for a in CHART_ARTIFACTS[self.chart]}
+        assert self.version in artifacts, (
+            f"the program pins {self.chart} {self.version} but the tests render only {sorted(artifacts)}: pin the"
+            " new chart in scripts/artifacts.toml and tests/artifacts.py")
+        return artifact_path(artifacts[self.version])
 
 
 def program_releases(variant: str, **extra_config: Any) -> dict[str, Release]:

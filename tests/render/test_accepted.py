@@ -14,7 +14,10 @@ pytestmark = pytest.mark.apiserver
 # What each variant installs: the vSphere CSI variant has no NFS provisioner release.
 EXPECTED_CHARTS = {
     "reference": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
-    "dev": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
+    "reference-dev": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
+    # the operator backend: the operator's chart, and the dask chart for Jupyter alone
+    "dev": {"dask", "dask-kubernetes-operator", "gpu-operator", "nfs-subdir-external-provisioner"},
+    "full": {"dask", "dask-kubernetes-operator", "gpu-operator", "nfs-subdir-external-provisioner"},
     "topology-b": {"dask", "gpu-operator", "nfs-subdir-external-provisioner"},
     "vsphere8-csi": {"dask", "gpu-operator"},
 }
@@ -25,7 +28,17 @@ EXPECTED_OBJECTS = {
     "gpu-operator": {"CustomResourceDefinition/clusterpolicies.nvidia.com", "ClusterPolicy/cluster-policy",
                      "Deployment/gpu-operator", "DaemonSet/gpu-operator-node-feature-discovery-worker"},
     "nfs-subdir-external-provisioner": {"Deployment/nfs-subdir-external-provisioner", "StorageClass/nfs-external"},
+    "dask-kubernetes-operator": {"Deployment/dask-kubernetes-operator",
+                                 "CustomResourceDefinition/daskclusters.kubernetes.dask.org"},
 }
+# Beside the operator, the dask chart runs Jupyter alone (components/dask/operator_cluster.py).
+JUPYTER_ONLY = {"Deployment/dask-jupyter", "Service/dask-jupyter", "ConfigMap/dask-jupyter-config"}
+
+
+def expected_objects(chart: str, releases: dict) -> set[str]:
+    if chart == "dask" and "dask-kubernetes-operator" in releases:
+        return JUPYTER_ONLY
+    return EXPECTED_OBJECTS[chart]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -35,7 +48,7 @@ def test_every_rendered_object_is_accepted(kube_apiserver, helm, capabilities, v
     assert set(releases) == EXPECTED_CHARTS[variant]
     for chart, release in releases.items():
         rendered = render(release.archive, release.name, release.namespace, release.values, capabilities)
-        assert EXPECTED_OBJECTS[chart] <= set(rendered.kinds()), rendered.kinds()
+        assert expected_objects(chart, releases) <= set(rendered.kinds()), rendered.kinds()
         try:
             accepted = submit(api, rendered.objects, release.namespace)
         except KubeApiError as exc:
@@ -46,7 +59,7 @@ def test_every_rendered_object_is_accepted(kube_apiserver, helm, capabilities, v
 def test_a_string_where_the_template_needs_an_int_is_rejected(kube_apiserver, helm, capabilities):
     """The dask chart writes ``replicas: {{ .Values.worker.replicas }}`` unquoted: a string
     renders, and the server refuses it, naming the field."""
-    release = program_releases("dev")["dask"]
+    release = program_releases("reference-dev")["dask"]
     values = {**release.values, "worker": {**release.values["worker"], "replicas": "two"}}
     rendered = render(release.archive, release.name, release.namespace, values, capabilities)
     worker = rendered.named("Deployment", "dask-worker")
@@ -59,7 +72,7 @@ def test_a_string_where_the_template_needs_an_int_is_rejected(kube_apiserver, he
 def test_an_nfs_export_without_a_server_is_rejected(kube_apiserver, helm, capabilities):
     """The nfs chart renders an empty ``server:`` without complaint; the server refuses the
     provisioner's root PersistentVolume, naming the field."""
-    release = program_releases("dev")["nfs-subdir-external-provisioner"]
+    release = program_releases("reference-dev")["nfs-subdir-external-provisioner"]
     values = {**release.values, "nfs": {**release.values["nfs"], "server": None}}
     rendered = render(release.archive, release.name, release.namespace, values, capabilities)
     volume = rendered.of_kind("PersistentVolume")

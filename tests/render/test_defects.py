@@ -21,8 +21,12 @@ from tests.render.stacks import stack_settings
 
 REPO = Path(__file__).resolve().parents[2]
 # NVAIE 1.1's vGPU guest driver for Ubuntu 20.04 nodes: the tag the paper's scripts pulled
-# (nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04, NVAIE 1.1 documentation).
-PUBLISHED_DRIVER_IMAGES = {"nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04"}
+# (nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04, NVAIE 1.1 documentation); and the
+# driver NVIDIA's gpu-operator-nvaie.sh (v26.7.0) installs by default on an Ubuntu 22.04 node
+# (its VGPU_DRIVER_VERSION 535.154.05; the tag in NVIDIA's NVAIE GPU-operator documentation,
+# ../shared/reference/current-platform.md "Driver").
+PUBLISHED_DRIVER_IMAGES = {"nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04",
+                           "nvcr.io/nvaie/vgpu-guest-driver:535.154.05-ubuntu22.04"}
 
 
 def rendered(variant: str, chart: str, **config) -> Rendered:
@@ -73,8 +77,9 @@ def test_the_operator_pulls_a_driver_image_that_exists(variant):
     release = program_releases(variant)["gpu-operator"]
     driver = render(release.archive, release.name, release.namespace, release.values).named(
         "ClusterPolicy", "cluster-policy")["spec"]["driver"]
+    os_tag = addon_facts.node_os_tag(stack_settings(*VARIANTS[variant]).cluster.kubernetes_version)
     pulled = addon_facts.resolved_driver_image(operator_facts(release.version), driver["repository"],
-                                               driver["image"], driver["version"])
+                                               driver["image"], driver["version"], os_tag)
     assert pulled in PUBLISHED_DRIVER_IMAGES, f"{variant}: the operator would pull {pulled}"
 
 
@@ -244,7 +249,7 @@ def test_the_notebook_cannot_change_the_cluster(variant):
                 assert not WRITE_VERBS & set(rule["verbs"]), f"{variant}: {jupyter_sa} may {rule}"
 
 
-@pytest.mark.parametrize("variant", ["reference", "dev"])
+@pytest.mark.parametrize("variant", ["reference", "reference-dev"])
 def test_the_nfs_provisioner_image_comes_from_the_live_registry(variant):
     deployment = rendered(variant, "nfs-subdir-external-provisioner").named(
         "Deployment", "nfs-subdir-external-provisioner")
@@ -252,7 +257,7 @@ def test_the_nfs_provisioner_image_comes_from_the_live_registry(variant):
     assert image.startswith(addon_facts.NFS_IMAGE_REGISTRY.what + "/"), (image, addon_facts.NFS_IMAGE_REGISTRY.source)
 
 
-@pytest.mark.parametrize("variant", ["reference", "dev"])
+@pytest.mark.parametrize("variant", ["reference", "reference-dev"])
 def test_the_nfs_storage_class_does_not_offer_expansion(variant):
     storage_class = rendered(variant, "nfs-subdir-external-provisioner").named("StorageClass", "nfs-external")
     assert storage_class["allowVolumeExpansion"] is False, addon_facts.NFS_NO_EXPANSION.source

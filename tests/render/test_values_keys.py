@@ -18,6 +18,7 @@ ALLOWED = {
     "dask": KEYS_NOT_IN_VALUES_YAML,
     "gpu-operator": GPU_OPERATOR_KEYS_NOT_IN_VALUES_YAML,
     "nfs-subdir-external-provisioner": NFS_PROVISIONER_KEYS_NOT_IN_VALUES_YAML,
+    "dask-kubernetes-operator": {},
 }
 
 
@@ -60,7 +61,7 @@ def test_every_emitted_key_is_one_the_chart_declares(variant):
 
 
 def test_a_key_at_the_wrong_level_or_of_the_wrong_kind_is_found():
-    release = program_releases("dev")["dask"]
+    release = program_releases("reference-dev")["dask"]
     defaults = chart_values(release.archive)
     # The RAPIDS docs' sample put dask_worker under worker instead of worker.image.
     assert undeclared({"worker": {"dask_worker": "dask-cuda-worker"}}, defaults, {}) == [

@@ -19,7 +19,7 @@ def refused(stack: str, **config) -> SettingsError:
 
 
 def test_scheduler_and_jupyter_that_do_not_fit_one_node_together_fail_preview():
-    error = refused("dev", **OLD_DEV_SIZES)
+    error = refused("reference-dev", **OLD_DEV_SIZES)
     [problem] = error.problems
     assert problem.key == "nodePools"
     assert "dask-jupyter (3 CPU, 8 GiB)" in problem.message and "pool 'cpu-worker'" in problem.message
@@ -30,7 +30,7 @@ def test_scheduler_and_jupyter_that_do_not_fit_one_node_together_fail_preview():
 def test_the_fitted_dev_stack_passes_with_room_for_both_rollouts():
     from components.settings.checks import placement_warnings
 
-    s = stack_settings("dev", {})
+    s = stack_settings("reference-dev", {})
     assert placement_warnings(s) == []
 
 
@@ -82,5 +82,5 @@ def test_surge_pods_follow_the_deployment_strategy(replicas, strategy, extra):
     ("2020.1.0", "no fact recorded for Dask 2020.1.0"),
 ])
 def test_a_dask_version_without_a_recorded_nanny_fact_fails_preview(version, words):
-    [problem] = refused("dev", daskImageDaskVersion=version).problems
+    [problem] = refused("reference-dev", daskImageDaskVersion=version).problems
     assert problem.key == "daskImageDaskVersion" and words in problem.message

@@ -1,4 +1,5 @@
-"""Settings validation: defaults are the paper's, and every bad value names its key."""
+"""Settings validation: the defaults are today's platform, the paper's platform is a handful of
+settings (those of Pulumi.reference.yaml), and every bad value names its key."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,22 @@ from components.settings import DictSource, SettingsError, load
 from components.settings.schema import project
 from components.settings.vsan import RAID1, RAID56
 
+# The paper's platform: what Pulumi.reference.yaml sets over Pulumi.yaml's defaults (checked
+# below). The tests of the paper's stack start from it.
+PAPER_PLATFORM = {
+    "vsphereVersion": 7,
+    "clusterApi": "run.tanzu.vmware.com/v1alpha2",
+    "tkr": "v1.20.8---vmware.1-tkg.2",
+    "gpuOperatorChartRepo": "https://helm.ngc.nvidia.com/nvaie",
+    "gpuOperatorVersion": "v1.9.1",
+    "vgpuDriverVersion": "470.63.01",
+    "daskBackend": "helm",
+    "daskImage": "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04",
+    "daskImageDaskVersion": "2021.09.1",
+    "extraPipPackages": "",
+}
 SITE = {
+    **PAPER_PLATFORM,
     "datacenter": "DC0",
     "computeCluster": "DC0_C0",
     "esxiHosts": ["esxi-01", "esxi-02"],
@@ -30,6 +46,30 @@ def problems(provider=PROVIDER, **overrides) -> SettingsError:
     with pytest.raises(SettingsError) as info:
         load(DictSource(values, provider))
     return info.value
+
+
+def test_the_paper_platform_is_the_reference_stacks():
+    """Pulumi.reference.yaml and Pulumi.reference-dev.yaml set every paper value that differs
+    from Pulumi.yaml's defaults (the paper's extraPipPackages is its torch 1.10 line)."""
+    import yaml
+    from pathlib import Path
+
+    for name in ("reference", "reference-dev"):
+        config = yaml.safe_load((Path(__file__).resolve().parents[2] / f"Pulumi.{name}.yaml").read_text())["config"]
+        for key, value in PAPER_PLATFORM.items():
+            if key == "extraPipPackages" and name == "reference":
+                continue
+            assert config.get(f"dask-tkg:{key}") == value, (name, key)
+
+
+def test_defaults_are_todays_platform():
+    s = load(DictSource({k: v for k, v in SITE.items() if k not in PAPER_PLATFORM} | {"supervisorId": "domain-c8"},
+                        PROVIDER))
+    assert (s.vsphere.version, s.cluster.api_version) == (8, "cluster.x-k8s.io/v1beta1")
+    assert s.cluster.kubernetes_version[:2] == (1, 32) and s.cluster.cluster_class == "builtin-generic-v3.4.0"
+    assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "535.154.05")
+    assert (s.dask.backend, s.dask.operator.chart_version) == ("operator", "2026.3.0")
+    assert (s.dask.image, s.dask.dask_version) == ("rapidsai/notebooks:26.10-cuda12-py3.11", "2026.7.1")
 
 
 def test_defaults_are_the_papers_topology():

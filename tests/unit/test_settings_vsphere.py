@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from components.settings import DictSource, SettingsError, load
+from tests.unit.test_settings import PAPER_PLATFORM
 
 SITE = {
+    **PAPER_PLATFORM,
     "datacenter": "DC0",
     "computeCluster": "DC0_C0",
     "esxiHosts": ["esxi-01"],
@@ -15,6 +17,8 @@ SITE = {
     "vgpuLicenseToken": "token",
     "licenseTokenInConfigMap": True,
 }
+# The same site on today's platform: Pulumi.yaml's defaults.
+TODAY_SITE = {k: v for k, v in SITE.items() if k not in PAPER_PLATFORM}
 PROVIDER = {"vsphere:vsphereServer": "vc.example", "vsphere:user": "administrator@vsphere.local",
             "vsphere:password": "secret-pw"}
 # Every key vsphere.Supervisor needs (supervisorMode=create), searchDomains given per case.
