@@ -1,0 +1,55 @@
+"""The GPU operator's settings on today's platform: a release whose objects use APIs the
+cluster's Kubernetes no longer serves fails at preview naming both settings, and the driver
+image is named from the NVAIE release as NVIDIA's install script names it."""
+from __future__ import annotations
+
+import pytest
+
+from components.addons.values import gpu_operator_values
+from components.settings import DictSource, SettingsError, load
+from tests.unit.test_settings_vsphere import PROVIDER, TODAY_SITE
+
+TODAY = {**TODAY_SITE, "supervisorId": "domain-c8"}
+
+
+def load_today(**overrides):
+    return load(DictSource({**TODAY, **overrides}, PROVIDER))
+
+
+def refused(**overrides) -> SettingsError:
+    with pytest.raises(SettingsError) as info:
+        load_today(**overrides)
+    return info.value
+
+
+def test_the_papers_gpu_operator_is_refused_on_a_current_vkr():
+    error = refused(gpuOperatorVersion="v1.9.1")
+    [problem] = error.problems
+    assert problem.key == "gpuOperatorVersion" and "dask-tkg:gpuOperatorVersion" in str(error)
+    assert ("GPU operator v1.9.1 uses policy/v1beta1 PodSecurityPolicy and node.k8s.io/v1beta1 RuntimeClass,"
+            " which Kubernetes 1.32 (tkr v1.32.3---vmware.1-fips-vkr.2) no longer serves") in problem.message
+    assert "set gpuOperatorVersion v26.7.0, or a tkr before 1.25" in problem.message
+
+
+def test_the_papers_gpu_operator_still_loads_on_its_own_tkr():
+    s = load_today(gpuOperatorVersion="v1.9.1", tkr="v1.21.6---vmware.1-tkg.1",
+                   clusterApi="run.tanzu.vmware.com/v1alpha3")
+    assert s.gpu_operator.version == "v1.9.1"
+
+
+def test_the_nvaie_release_names_the_driver_image():
+    assert load_today().gpu_operator.driver_image == "vgpu-guest-driver"
+    spec = load_today(nvaieVersion="5.0").gpu_operator
+    assert spec.driver_image == "vgpu-guest-driver-5-0"
+    values = gpu_operator_values(spec, enforces_psp=False)
+    assert values["driver"]["image"] == "vgpu-guest-driver-5-0"
+    assert values["driver"]["licensingConfig"] == {"secretName": "licensing-config", "nlsEnabled": True}
+    assert "operator" not in values  # v26.7.0's values.yaml has no operator.defaultRuntime
+
+
+@pytest.mark.parametrize("version", ["5", "5.0.1", "v5.0", "five"])
+def test_a_bad_nvaie_release_names_the_key(version):
+    error = refused(nvaieVersion=version)
+    [problem] = error.problems
+    assert problem.key == "nvaieVersion" and "dask-tkg:nvaieVersion" in str(error)
+    assert "must be an NVIDIA AI Enterprise release such as 5.0 (major.minor), or empty" in problem.message
