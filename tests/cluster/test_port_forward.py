@@ -141,7 +141,9 @@ def test_the_runner_reaches_a_clusterip_scheduler_through_its_own_port_forward(
         assert after["told"][:1] == after["drops"][:1] and after["seconds_to_drop"] <= 30, after
         # the forward is reopened to the Deployment's new pod, where a new client computes
         assert after["error"] is None and after["total"] == 15, after
-        assert after["check"] == after["drops"][0]  # forward.check(): the EndpointError naming the drop
+        # forward.check(): the EndpointError naming the drop, until a connection reopens the forward
+        # (the session's own client reconnects at once, so the reopening may come first)
+        assert after["check"] in (after["drops"][0], None), after
         assert after["reopened"] and after["pod"] != up["pod"], after
         assert time.monotonic() - deleted < 300
 
