@@ -140,6 +140,21 @@ def test_broken_cluster_rejected(kube_apiserver, capi_crds, kube_namespace, case
     assert_invalid(kube_apiserver.api_client, manifest, expected)
 
 
+@pytest.mark.parametrize("case", list(BAD))
+def test_the_programs_cluster_broken_the_same_way_is_rejected(kube_apiserver, capi_crds, kube_namespace, case):
+    """The controls on the Cluster the default stack declares: the server's answer is printed
+    (``pytest -rA``) as the closing notes quote it."""
+    from tests.apiserver.test_program_objects import declared
+
+    mutate, expected = BAD[case]
+    graph, _ = declared("dev")
+    manifest = copy.deepcopy(graph.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster")[0].manifest())
+    manifest["metadata"]["namespace"] = kube_namespace
+    mutate(manifest)
+    refused = assert_invalid(kube_apiserver.api_client, manifest, expected)
+    print(f"{case}: HTTP {refused.status} {refused.reason}: {refused.message}")
+
+
 def test_misspelt_machine_health_check_is_pruned_not_rejected(kube_apiserver, capi_crds, kube_namespace):
     """The stand-in's limit: 1.20 drops an unknown field without a word, so ``enabled`` (the
     field is ``enable``) is not caught here; the Cluster is stored without it. The right
