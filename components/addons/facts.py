@@ -88,6 +88,19 @@ def gpu_operator_facts(version: str) -> GpuOperatorFacts | None:
     return next((facts for facts in GPU_OPERATOR if facts.covers(version)), None)
 
 
+# The oldest driver that runs a CUDA major's applications, with CUDA's minor-version
+# compatibility (NVIDIA CUDA Toolkit release notes, "CUDA Toolkit and Minimum Required Driver
+# Version for CUDA Minor Version Compatibility": 11.x >= 450.80.02, 12.x >= 525.60.13,
+# 13.x >= 580.65.06).
+MIN_DRIVER_FOR_CUDA = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580, 65, 6)}
+
+
+def driver_version_tuple(version: str) -> tuple[int, ...] | None:
+    """``535.154.05`` -> (535, 154, 5); None for a digest or another form."""
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    return tuple(int(g or 0) for g in match.groups()) if match else None
+
+
 def nvaie_driver_image(image: str, nvaie_version: str) -> str:
     """The guest-driver image name for an NVAIE release, as NVIDIA's install script names it
     (gpu-operator v26.7.0 ``scripts/gpu-operator-nvaie.sh``: ``VGPU_DRIVER_NAME-<NVAIE_VERSION,

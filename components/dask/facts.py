@@ -95,6 +95,19 @@ PAPER_IMAGE = "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.
 DEFAULT_PIP_CACHE_HOME = "/root"  # an image with no recorded facts: root's home, as the paper's ran
 
 
+_CUDA_IN_TAG = re.compile(r"(?:^|[-_])cuda(\d+)")
+
+
+def image_cuda_major(image: str) -> int | None:
+    """The CUDA major an image is built for: its recorded fact, else the ``cuda<N>`` part of
+    the tag as RAPIDS and NVIDIA images name it (``26.10-cuda13-py3.11``), else None."""
+    facts = image_facts(image)
+    if facts is not None and facts.cuda_major is not None:
+        return facts.cuda_major
+    match = _CUDA_IN_TAG.search(image.rpartition(":")[2])
+    return int(match.group(1)) if match else None
+
+
 def pip_cache_mount(image: str) -> str:
     """Where pip keeps its cache for the image's user: the pip-cache claim is mounted there,
     so EXTRA_PIP_PACKAGES downloads once for every worker and restart."""

@@ -32,7 +32,7 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets, _gpu_driver, _gpu_operator_apis, operator_checks, _class_variables):
+                 _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, operator_checks, _class_variables):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))
@@ -301,6 +301,22 @@ def _gpu_operator_apis(s: Settings) -> list[Problem]:
                                           f" which Kubernetes {major}.{minor} (tkr {cluster.tkr}) no longer serves:"
                                           f" set gpuOperatorVersion {current}, or a tkr before"
                                           f" 1.{addon_facts.APIS_REMOVED_IN[1]}")]
+
+
+def _driver_runs_the_images_cuda(s: Settings) -> list[Problem]:
+    """The guest driver must run the CUDA the Dask image is built for, or every GPU worker
+    fails at its first CUDA call (``addons/facts.py``: ``MIN_DRIVER_FOR_CUDA``, with its source)."""
+    from components.dask.facts import image_cuda_major  # dask's facts import settings' model
+
+    cuda = image_cuda_major(s.dask.image)
+    driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
+    needed = addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
+    if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
+        return []
+    oldest = ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(needed))
+    return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run daskImage {s.dask.image}"
+                                         f" (CUDA {cuda} needs a driver >= {oldest}): use your hosts' vGPU"
+                                         f" release with a newer guest driver, or an image built for an older CUDA")]
 
 
 def _file_share(s: Settings) -> list[Problem]:

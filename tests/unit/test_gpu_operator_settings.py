@@ -53,3 +53,23 @@ def test_a_bad_nvaie_release_names_the_key(version):
     [problem] = error.problems
     assert problem.key == "nvaieVersion" and "dask-tkg:nvaieVersion" in str(error)
     assert "must be an NVIDIA AI Enterprise release such as 5.0 (major.minor), or empty" in problem.message
+
+
+def test_a_cuda_13_image_on_the_r535_driver_is_refused():
+    """The trap of today's defaults: RAPIDS publishes cuda13 images too, and PyPI's newer torch
+    is CUDA 13; the R535 driver NVIDIA's script installs runs neither."""
+    error = refused(daskImage="rapidsai/notebooks:26.10-cuda13-py3.11")
+    [problem] = error.problems
+    assert problem.key == "vgpuDriverVersion" and "dask-tkg:vgpuDriverVersion" in str(error)
+    assert ("535.154.05 cannot run daskImage rapidsai/notebooks:26.10-cuda13-py3.11 (CUDA 13 needs a driver"
+            " >= 580.65.06)") in problem.message
+
+
+@pytest.mark.parametrize("image, driver", [
+    ("rapidsai/notebooks:26.10-cuda12-py3.11", "535.154.05"),  # today's defaults
+    ("rapidsai/notebooks:26.10-cuda13-py3.11", "580.65.06"),
+    ("nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04", "470.63.01"),  # the paper's pair
+    ("registry.example/dask-tkg/dask-runtime:1.0", "470.63.01"),  # no CUDA in the tag: not judged
+])
+def test_a_driver_that_runs_the_images_cuda_loads(image, driver):
+    assert load_today(daskImage=image, vgpuDriverVersion=driver, daskImageDaskVersion="2026.7.1").gpu_operator
