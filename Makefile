@@ -10,7 +10,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export DASK_TKG__CACHE ?= $(HOME)/.cache/dask-tkg
 
-.PHONY: run test system-packages stand-ins bench clean-venv
+.PHONY: run test system-packages stand-ins default-image-env bench clean-venv
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) scripts/install_system_packages.py --for Makefile
@@ -36,7 +36,11 @@ stand-ins: system-packages
 	scripts/build_kube_node.sh
 	scripts/install_helm.sh
 
-test: system-packages $(VENV)/.test-installed stand-ins
+# the default Dask image's Python environment for tests/cluster/test_default_image.py (pip, into the cache)
+default-image-env: $(VENV)/.test-installed
+	$(PY) scripts/build_default_image_env.py
+
+test: system-packages $(VENV)/.test-installed stand-ins default-image-env
 	$(PY) -m pytest $(ARGS)
 
 bench: $(VENV)/.installed

@@ -1,0 +1,417 @@
+"""The defaults, on a cluster that holds nothing of this project: the current stack ``dev``
+(Pulumi.dev.yaml: the Dask Kubernetes operator backend, RAPIDS 26.10's published
+``rapidsai/notebooks:26.10-cuda12-py3.11`` with ``extraPipPackages`` torch + torchvision) on
+the real Kubernetes 1.20 node, with the runner from the host driving both benchmarks.
+
+The other real-cluster tests mount the project's own virtual environment into the pods, so the
+project is importable there and the runner's shipping of its code (workloads/preflight.py,
+``ship_project``) is never needed; here it is the only way the workers and the scheduler get
+``workloads``. Fails on a runner that does not ship its code.
+
+What runs, and how it differs from the defaults' deployment:
+- the operator: the pinned dask-kubernetes-operator chart's CRDs (tests/operator/support.py
+  ``chart_crds``) applied to the real API server, and dask-kubernetes 2026.3.0's kopf controller
+  (the chart image's command) from the runner's venv, in a subprocess on the host against that
+  API server, watching the Dask namespace; it creates the scheduler Deployment and Service and
+  the worker group's Deployments, whose pods kubelet runs;
+- the program's ``DaskCluster`` and ``DaskAutoscaler`` from its run under Pulumi's mocks, with
+  the pod specs changed as tests/cluster/post_render.py changes the Helm release's (image
+  stand-in, CPU workers started by ``dask worker`` instead of ``dask-cuda-worker``, small
+  requests, no node selectors, the real node's toleration), except the Python environment and
+  the scheduler's name: there is no cluster DNS here, so the scheduler Service gets a fixed
+  ClusterIP and the pods a ``hostAliases`` entry mapping the program's scheduler name
+  (``dask-scheduler.rapidsai.svc.cluster.local``, what the workers dial and the TLS
+  certificate names) to it;
+- the image's Python environment: scripts/build_default_image_env.py's stand-in (make test
+  builds it), mounted read-only from the node: the runner's base interpreter (Python 3.11), a
+  venv with exactly the image's dask and distributed 2026.7.1 plus pandas, pyarrow, numpy and
+  xgboost 3.2.0 (its CPU build), and torch/torchvision as what EXTRA_PIP_PACKAGES installs.
+  Their torch is the runner's 2.14.1 (symbolic links into the runner's site-packages, mounted
+  read-only), not the image's 2.10.0: the CUDA 12 wheels of 2.10.0 are ~4 GB and this
+  machine's disk is shared; the workers load the model themselves, so their torch need not
+  equal the client's. The image's entrypoint (``pip install $EXTRA_PIP_PACKAGES``) is not run:
+  there is no registry to install from; the environment already holds its result;
+- the pods run as root with HOME=/home/rapids (the image's user is rapids, uid 1001);
+- PodSecurityPolicy: the dev stack targets Kubernetes 1.32 (no PSP), this node is 1.20 with
+  PSP admission, so the namespace's service accounts are bound to TKG's privileged policy here;
+- the ``dask-tls`` Secret holds real certificates (under the mocks pulumi-tls returns
+  placeholders); the shared claims are hostPath volumes; the dataset is written onto the
+  dataset claim's volume by the benchmarks' own generators (smoke profile) in the layout the
+  program's data Job leaves (tests/cluster/test_dask_release.py runs that Job itself);
+- the runner's outputs are the program's, with the scheduler and dashboard at the Service's
+  ClusterIP (the host routes to the service network), the real TLS material, the cluster's
+  kubeconfig (the operator backend resizes the DaskCluster through it) and the stand-in's
+  CPU workers (``gpusPerWorker`` 0, one thread each).
+"""
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
+from tests.cluster.data_job import _smoke_sources
+from tests.cluster.kube import (delete_namespace, event_summary, install_tkg_pod_security, in_namespace, pods,
+                                wait_default_service_account, wait_for, wait_running)
+from tests.cluster.node import REAL_NODE_TOLERATION
+from tests.cluster.pki import dask_tls_material
+from tests.cluster.post_render import _env, _mounts
+from tests.cluster.program import DeclaredStack, stack_settings
+from tests.cluster.test_placement import shared_volume_stand_ins
+from tests.operator.support import chart_crds
+from tests.program.graph import run_program
+
+REPO = Path(__file__).resolve().parents[2]
+ENV_SCRIPT = REPO / "scripts" / "build_default_image_env.py"
+STACK = "dev"
+WORKERS = 2
+SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
+IMAGE_HOME = "/home/rapids"  # components/dask/facts.py, rapidsai/notebooks
+RUNNER_TIMEOUT_S = 300
+
+
+def stand_in_environment() -> dict:
+    """The stand-in's paths (scripts/build_default_image_env.py --check: builds nothing)."""
+    out = subprocess.run([sys.executable, str(ENV_SCRIPT), "--check"], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, cwd=REPO, timeout=120)
+    if out.returncode != 0:
+        pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def dev_stack() -> DeclaredStack:
+    graph = run_program(STACK)
+    if graph.error is not None:
+        raise RuntimeError(f"the program failed for stack {STACK}: {graph.traceback}")
+    objects = [r.manifest() for r in graph.kubernetes_objects()]
+    releases = {r.inputs.get("name"): r.inputs for r in graph.of_type("Release")}
+    settings = stack_settings(STACK)
+    stack = DeclaredStack(STACK, settings, objects, releases, dict(graph.outputs))
+    assert stack.outputs["daskBackend"] == "operator" and stack.outputs["daskImage"].startswith("rapidsai/notebooks:")
+    return stack
+
+
+def scheduler_names(namespace: str) -> list[str]:
+    return ["dask-scheduler", f"dask-scheduler.{namespace}", f"dask-scheduler.{namespace}.svc",
+            f"dask-scheduler.{namespace}.svc.cluster.local"]
+
+
+def change_pod_spec(spec: dict, component: str, d: dict) -> None:
+    """The DaskCluster's scheduler or worker pod spec, changed for this node (module docstring)."""
+    spec.pop("nodeSelector", None)
+    spec["tolerations"] = [*spec.get("tolerations", []), REAL_NODE_TOLERATION]
+    spec["hostAliases"] = [{"ip": d["scheduler_ip"], "hostnames": d["scheduler_names"]}]
+    for container in spec["containers"]:
+        container["image"] = d["image"]
+        container["imagePullPolicy"] = "Never"
+        container["resources"] = SMALL
+        _mounts(spec, container, d["mounts"])
+        _env(container, d["env"])
+        args = container["args"]
+        if component == "worker":
+            assert args[0] == "dask-cuda-worker", args
+            args[0:1] = ["dask", "worker"]  # a CPU node: dask-cuda-worker needs a GPU and NVML
+            for flag, value in (("--nthreads", "1"), ("--memory-limit", "2Gi")):
+                args[args.index(flag) + 1] = value
+        else:
+            assert args[:2] == ["dask", "scheduler"], args
+
+
+def changed_cluster(cluster: dict, d: dict) -> dict:
+    cluster = json.loads(json.dumps(cluster))
+    spec = cluster["spec"]
+    change_pod_spec(spec["scheduler"]["spec"], "scheduler", d)
+    spec["scheduler"]["service"]["clusterIP"] = d["scheduler_ip"]
+    change_pod_spec(spec["worker"]["spec"], "worker", d)
+    spec["worker"]["replicas"] = WORKERS
+    return cluster
+
+
+def differences(kube_cluster, env: dict, namespace: str) -> dict:
+    base, home = env["base_prefix"], str(Path(env["venv"]).parent)
+    mounts = [{"host": p, "container": p} for p in (base, home, env["runner_site_packages"])]
+    scheduler_ip = str(ipaddress.ip_network(kube_cluster.net.service_cidr)[250])
+    return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts, "scheduler_ip": scheduler_ip,
+            "scheduler_names": scheduler_names(namespace),
+            "env": {"PATH": f"{env['venv']}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": IMAGE_HOME}}
+
+
+def psp_binding(namespace: str) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "psp-vmware-system-privileged", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "psp:vmware-system-privileged"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                          "name": f"system:serviceaccounts:{namespace}"}]}
+
+
+def apply_crds(api) -> list[str]:
+    names = []
+    for crd in chart_crds():
+        apply_manifest(api, crd, update_existing=True)
+        names.append(crd["metadata"]["name"])
+    for name in names:
+        wait_for(f"CRD {name} established", lambda name=name: any(
+            c["type"] == "Established" and c["status"] == "True" for c in api_request(
+                api, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").get(
+                "status", {}).get("conditions") or []), 30)
+    return names
+
+
+class Controller:
+    """dask-kubernetes' kopf controller, on the host, against the real cluster's API server.
+
+    It runs in its own mount namespace whose resolv.conf names only 127.0.0.1 (its lookups of
+    the scheduler's name never leave loopback) and whose /etc/hosts maps the scheduler's names
+    to the Service's ClusterIP, as cluster DNS would for the chart's in-cluster controller: it
+    reaches the scheduler's HTTP API (retiring workers, the autoscaler's target) directly."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, workdir: Path, scheduler_ip: str, names: list[str]):
+        self.log_path = workdir / "controller.log"
+        (workdir / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+        (workdir / "hosts").write_text(Path("/etc/hosts").read_text() + f"\n{scheduler_ip} {' '.join(names)}\n")
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        env.update(KUBECONFIG=str(kubeconfig), PYTHONWARNINGS="ignore::UserWarning")
+        script = (f'set -e; mount --bind "{workdir / "resolv.conf"}" /etc/resolv.conf; '
+                  f'mount --bind "{workdir / "hosts"}" /etc/hosts; '
+                  f'exec "{sys.executable}" -m kopf run --standalone --namespace {namespace}'
+                  f' -m dask_kubernetes.operator.controller')
+        with self.log_path.open("wb") as out:
+            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
+                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                         start_new_session=True)
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=15)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def smoke_dataset(share: Path, settings) -> None:
+    """The smoke datasets on the dataset claim's volume, where the data Job would put them."""
+    import torch
+
+    _smoke_sources(share)
+    weights = share / "models" / settings.data.weights_url.rsplit("/", 1)[1]
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"fc.bias": torch.zeros(1000)}, weights)
+
+
+class Deployed:
+    def __init__(self, stack: DeclaredStack, namespace: str, scheduler_ip: str, tls_dir: Path, share: Path,
+                 env: dict, controller: Controller):
+        self.stack, self.namespace, self.scheduler_ip = stack, namespace, scheduler_ip
+        self.tls_dir, self.share, self.env, self.controller = tls_dir, share, env, controller
+
+
+@pytest.fixture(scope="module")
+def default_release(kube_cluster, tmp_path_factory):
+    env = stand_in_environment()
+    api = kube_cluster.api_client
+    stack = dev_stack()
+    ns = stack.dask_namespace
+    tmp = tmp_path_factory.mktemp("default-image")
+    d = differences(kube_cluster, env, ns)
+    volumes = shared_volume_stand_ins(stack, tmp / "share")
+    install_tkg_pod_security(api)
+    apply_crds(api)
+    controller = None
+    try:
+        for volume in volumes:
+            apply_manifest(api, volume)
+        apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
+        apply_manifest(api, psp_binding(ns))
+        wait_default_service_account(api, ns)
+        for kind in ("ConfigMap", "PersistentVolumeClaim"):
+            for obj in in_namespace(stack.objects, kind, ns):
+                apply_manifest(api, obj)
+        tls = dask_tls_material(tmp / "tls", scheduler_names(ns))
+        (secret,) = [o for o in in_namespace(stack.objects, "Secret", ns) if o["metadata"]["name"] == "dask-tls"]
+        assert set(secret["stringData"]) == set(tls), "the program's TLS Secret has other keys"
+        apply_manifest(api, {**secret, "stringData": tls})
+        dataset_claim = next(v["persistentVolumeClaim"]["claimName"] for v in
+                             stack.of_kind("DaskCluster")[0]["spec"]["worker"]["spec"]["volumes"]
+                             if v["name"] == "dataset")
+        smoke_dataset(tmp / "share" / dataset_claim, stack.settings)
+        controller = Controller(kube_cluster.kubeconfig, ns, tmp, d["scheduler_ip"], d["scheduler_names"])
+        apply_manifest(api, changed_cluster(stack.of_kind("DaskCluster")[0], d))
+        apply_manifest(api, stack.of_kind("DaskAutoscaler")[0])
+        try:
+            wait_running(api, ns, "dask.org/component=scheduler", 1, timeout_s=120)
+            wait_running(api, ns, "dask.org/component=worker", WORKERS, timeout_s=120)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\ncontroller log:\n{controller.tail()}") from None
+        yield Deployed(stack, ns, d["scheduler_ip"], tmp / "tls", tmp / "share" / dataset_claim, env, controller)
+    finally:
+        try:
+            delete_dask_resources(api, ns)  # while the controller runs: it drops its finalizers
+            delete_namespace(api, ns, timeout_s=120)
+        finally:
+            if controller is not None:
+                controller.stop()
+            for volume in volumes:
+                try:
+                    api_request(api, "DELETE", f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
+                except KubeApiError as exc:
+                    if exc.status != 404:
+                        raise
+
+
+DASK_PLURALS = ("daskautoscalers", "daskworkergroups", "daskclusters")
+
+
+def delete_dask_resources(api, namespace: str, timeout_s: float = 60.0) -> None:
+    """The operator's objects deleted before their namespace (a terminating namespace refuses
+    the controller's events, and its retries hold up the finalizers); finalizers still there
+    after ``timeout_s`` are removed."""
+    base = f"/apis/kubernetes.dask.org/v1/namespaces/{namespace}"
+
+    def left() -> list[tuple[str, str]]:
+        try:
+            return [(plural, o["metadata"]["name"]) for plural in DASK_PLURALS
+                    for o in api_request(api, "GET", f"{base}/{plural}")["items"]]
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return []
+            raise
+
+    for plural, name in left():
+        if plural != "daskworkergroups":  # the cluster's own group goes with it
+            api_request(api, "DELETE", f"{base}/{plural}/{name}")
+    try:
+        wait_for("the operator's objects deleted", lambda: not left(), timeout_s)
+    except TimeoutError:
+        for plural, name in left():
+            api_request(api, "PATCH", f"{base}/{plural}/{name}", body={"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json")
+
+
+def retired(api, namespace: str, pod: str) -> bool:
+    """The pod is gone or going (the DaskAutoscaler retires an idle worker)."""
+    return not any(p["metadata"]["name"] == pod and not p["metadata"].get("deletionTimestamp")
+                   for p in pods(api, namespace))
+
+
+# What a fresh interpreter in a pod has (the image's ``python``, as the pod's processes have it);
+# versions from the metadata, nothing heavy imported (the pod's memory limit holds its Dask
+# processes; the runner's preflight imports the benchmarks' packages on every worker)
+PROBE = """
+import importlib.metadata as md, importlib.util, json, sys
+import dask, distributed
+print(json.dumps({
+    "python": ".".join(map(str, sys.version_info[:2])),
+    "dask": dask.__version__, "distributed": distributed.__version__,
+    "xgboost": md.version("xgboost-cpu"), "torch": md.version("torch").split("+")[0],
+    "project_modules": [m for m in ("workloads", "bench") if importlib.util.find_spec(m) is not None],
+    "project_distributions": [d.metadata["Name"] for d in md.distributions() if "tkg" in d.metadata["Name"].lower()],
+    "repo_on_path": [p for p in sys.path if p.startswith(REPO)],
+}))
+"""
+
+
+def test_the_pods_hold_the_default_images_python_and_dask_and_nothing_of_this_project(kube_cluster,
+                                                                                       default_release):
+    """The scheduler and the workers there now (the DaskAutoscaler may be retiring an idle one)."""
+    api, ns = kube_cluster.api_client, default_release.namespace
+    probed = {}
+    for pod in pods(api, ns, "dask.org/component in (scheduler,worker)"):
+        name = pod["metadata"]["name"]
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        out = subprocess.run([str(KUBE_CACHE / "bin" / "kubectl"), f"--kubeconfig={kube_cluster.kubeconfig}",
+                              "-n", ns, "exec", name, "--", "python", "-c", PROBE.replace("REPO", repr(str(REPO)))],
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0 and retired(api, ns, name):
+            continue  # retired by the autoscaler meanwhile
+        assert out.returncode == 0, (name, out.stderr)
+        probed[pod["metadata"]["labels"]["dask.org/component"], name] = json.loads(out.stdout.splitlines()[-1])
+    assert {component for component, _ in probed} == {"scheduler", "worker"}, probed
+    for (_, name), found in probed.items():
+        assert found == {"python": "3.11", "dask": "2026.7.1", "distributed": "2026.7.1", "xgboost": "3.2.0",
+                         # the runner's torch, not the image's 2.10.0 (module docstring)
+                         "torch": "2.14.1", "project_modules": [], "project_distributions": [],
+                         "repo_on_path": []}, name
+
+
+def inline_kubeconfig(kube_cluster) -> str:
+    config = yaml.safe_load(kube_cluster.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    cluster["certificate-authority-data"] = base64.b64encode(
+        Path(cluster.pop("certificate-authority")).read_bytes()).decode()
+    return yaml.safe_dump(config)
+
+
+def runner_outputs(kube_cluster, release: Deployed) -> dict:
+    def plain(value):
+        return value["__secret__"] if isinstance(value, dict) and "__secret__" in value else value
+
+    outputs = {k: plain(v) for k, v in release.stack.outputs.items()}
+    tls = release.tls_dir
+    outputs.update({"schedulerAddress": f"tls://{release.scheduler_ip}:8786",
+                    "dashboardUrl": f"http://{release.scheduler_ip}:8787",
+                    "tlsCaCert": (tls / "ca.crt").read_text(), "tlsClientCert": (tls / "client.crt").read_text(),
+                    "tlsClientKey": (tls / "client.key").read_text(), "kubeconfig": inline_kubeconfig(kube_cluster),
+                    "workerCount": WORKERS, "gpusPerWorker": 0, "threadsPerWorker": 1})
+    return outputs
+
+
+def test_the_runner_drives_both_benchmarks_through_the_default_image(kube_cluster, default_release, tmp_path):
+    import pyarrow.parquet as pq
+
+    outputs = runner_outputs(kube_cluster, default_release)
+    assert (outputs["daskBackend"], outputs["daskVersion"]) == ("operator", "2026.7.1")
+    outputs_file = tmp_path / "outputs.json"
+    outputs_file.write_text(json.dumps(outputs))
+    outputs_file.chmod(0o600)
+    out = tmp_path / "results"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "workloads.run", "--outputs", str(outputs_file),
+                               "--benchmark", "all", "--profile", "smoke", "--device", "cpu", "--output", str(out),
+                               "--workers", str(WORKERS)],
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              stdin=subprocess.DEVNULL, timeout=RUNNER_TIMEOUT_S)
+        log = proc.stdout
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the runner did not finish in {RUNNER_TIMEOUT_S} s:\n{(exc.stdout or '')[-4000:]}")
+    results = out / "results.jsonl"
+    records = [json.loads(x) for x in results.read_text().splitlines()] if results.exists() else []
+    explain = (f"{log[-6000:]}\nevents: {event_summary(kube_cluster.api_client, default_release.namespace)}"
+               f"\ncontroller log:\n{default_release.controller.tail(30)}")
+    assert proc.returncode == 0, explain
+    assert sorted(r["benchmark"] for r in records) == ["images", "taxi"], explain
+    assert all(r["status"] == "succeeded" for r in records), records
+    by_name = {r["benchmark"]: r for r in records}
+    for record in records:  # what the workers that ran have: the image's Python, Dask and xgboost
+        versions = record["versions"]
+        assert (versions["python"][:5], versions["dask"], versions["distributed"], versions["xgboost"]) == (
+            "3.11.", "2026.7.1", "2026.7.1", "3.2.0"), versions
+    share = default_release.share
+    assert by_name["images"]["metrics"]["images_scored"] > 0
+    assert by_name["images"]["metrics"]["images_total"] == sum(
+        1 for p in (share / "dogs" / "Images").rglob("*") if p.is_file())
+    assert by_name["taxi"]["metrics"]["rows_raw"] == sum(pq.ParquetFile(p).metadata.num_rows
+                                                         for p in (share / "taxi").glob("*.parquet"))
+    assert by_name["taxi"]["metrics"]["rows_clean"] > 0
+    # the operator backend: the runner pinned the DaskCluster to the run's size and put the
+    # autoscaler back as deployed
+    assert f"scaling: dask-default to {WORKERS} worker(s)" in log, log[-4000:]
+    scaler = api_request(kube_cluster.api_client, "GET", f"/apis/kubernetes.dask.org/v1/namespaces/"
+                         f"{default_release.namespace}/daskautoscalers/dask")["spec"]
+    declared = default_release.stack.of_kind("DaskAutoscaler")[0]["spec"]
+    assert (scaler["minimum"], scaler["maximum"]) == (declared["minimum"], declared["maximum"])
