@@ -134,5 +134,15 @@ def delete_namespace(api: kubernetes.client.ApiClient, namespace: str, timeout_s
     wait_for(f"namespace {namespace} deleted", gone, timeout_s, interval_s=1.0)
 
 
+def delete_volumes(api: kubernetes.client.ApiClient, volumes: list[dict]) -> None:
+    """Delete cluster-scoped PersistentVolumes a test created (one already gone is fine)."""
+    for volume in volumes:
+        try:
+            api_request(api, "DELETE", f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+
+
 def in_namespace(objects: list[dict], kind: str, namespace: str | None) -> list[dict]:
     return [o for o in objects if o["kind"] == kind and o["metadata"].get("namespace") == namespace]

@@ -35,11 +35,12 @@ from distributed import Client
 from distributed.security import Security
 
 from components.dask.values import dashboard_url
-from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
+from tests.apiserver.conftest import KUBE_CACHE, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import data_job, helm
 from tests.cluster.jupyter import Browser, logged_in, serving
-from tests.cluster.kube import delete_namespace, install_tkg_pod_security, pods, running, wait_for, wait_running
+from tests.cluster.kube import (delete_namespace, delete_volumes, install_tkg_pod_security, pods, running, wait_for,
+                                wait_running)
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
 from tests.cluster.post_render import change_job
@@ -145,12 +146,7 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
                       tmp / "share" / dataset_claim["claimName"])
     finally:
         delete_namespace(api, ns, timeout_s=120)
-        for volume in volumes:
-            try:
-                api_request(api, "DELETE", f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
-            except KubeApiError as exc:
-                if exc.status != 404:
-                    raise
+        delete_volumes(api, volumes)
 
 
 def test_workers_join_the_scheduler_over_tls(dask_release):

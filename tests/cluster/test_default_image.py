@@ -59,7 +59,7 @@ import yaml
 
 from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
 from tests.cluster.data_job import _smoke_sources
-from tests.cluster.kube import (delete_namespace, event_summary, install_tkg_pod_security, in_namespace, pods,
+from tests.cluster.kube import (delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
                                 wait_default_service_account, wait_for, wait_running)
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
@@ -265,12 +265,7 @@ def default_release(kube_cluster, tmp_path_factory):
         finally:
             if controller is not None:
                 controller.stop()
-            for volume in volumes:
-                try:
-                    api_request(api, "DELETE", f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
-                except KubeApiError as exc:
-                    if exc.status != 404:
-                        raise
+            delete_volumes(api, volumes)
 
 
 DASK_PLURALS = ("daskautoscalers", "daskworkergroups", "daskclusters")
