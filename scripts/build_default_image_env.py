@@ -137,14 +137,8 @@ def build(home: Path, key_parts: list[str], dists) -> None:
 
 
 def disk_usage(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):  # symlinks are not followed: the links count as links
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return total
+    """Bytes the environment itself takes: symlinks count as links (lstat), not as their targets."""
+    return sum(os.lstat(os.path.join(root, f)).st_size for root, _, files in os.walk(path) for f in files)
 
 
 def main(argv: list[str]) -> int:

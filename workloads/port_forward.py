@@ -25,6 +25,7 @@ has one. Every blocking step has a timeout. The kubeconfig is never logged or pr
 """
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import re
@@ -368,12 +369,11 @@ class ServiceForward:
 
     @staticmethod
     def _close_pair(conn: socket.socket, stream) -> None:
+        """Close both ends; an end the peer already closed is fine."""
         for closing in (conn.close, getattr(stream, "close", None)):
             if closing is not None:
-                try:
+                with contextlib.suppress(OSError):
                     closing()
-                except OSError:
-                    pass
 
     # ------------------------------------------------------------------ the pod
     def _pick(self) -> PodTarget | None:
@@ -531,8 +531,7 @@ def check_server_name(local_address: str, host: str, security, timeout: float = 
     local_host, local_port = host_port(local_address)
     try:
         with socket.create_connection((local_host, local_port), timeout=timeout) as raw:
-            with context.wrap_socket(raw, server_hostname=host):
-                pass
+            context.wrap_socket(raw, server_hostname=host).close()  # the handshake is the check
     except ssl.SSLCertVerificationError as exc:
         raise EndpointError(f"the scheduler reached through the port-forward has no certificate for {host}:"
                             f" {exc.verify_message}") from None

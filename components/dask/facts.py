@@ -90,8 +90,6 @@ IMAGES: tuple[ImageFacts, ...] = (
     ),
 )
 
-# The paper's image, kept for its stack: the runner (Python 3.11) cannot drive it.
-PAPER_IMAGE = "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04"
 DEFAULT_PIP_CACHE_HOME = "/root"  # an image with no recorded facts: root's home, as the paper's ran
 
 

@@ -10,7 +10,7 @@ import re
 
 from components.addons import facts as addon_facts
 from components.dask import chart as dask_chart
-from components.settings import values
+from components.settings import schema, values
 from components.settings.errors import Problem
 from components.settings.model import TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks
@@ -296,10 +296,9 @@ def _gpu_operator_apis(s: Settings) -> list[Problem]:
     if not s.gpu_nodes or not addon_facts.uses_removed_apis(known, cluster.kubernetes_version):
         return []
     major, minor, _ = cluster.kubernetes_version
-    current = addon_facts.GPU_OPERATOR[-1].versions.rstrip(".") + ".0"
     return [Problem("gpuOperatorVersion", f"GPU operator {op.version} uses {' and '.join(known.removed_apis)},"
                                           f" which Kubernetes {major}.{minor} (tkr {cluster.tkr}) no longer serves:"
-                                          f" set gpuOperatorVersion {current}, or a tkr before"
+                                          f" set gpuOperatorVersion {schema.default('gpuOperatorVersion')}, or a tkr before"
                                           f" 1.{addon_facts.APIS_REMOVED_IN[1]}")]
 
 

@@ -51,6 +51,11 @@ def project() -> tuple[str, dict[str, Declaration]]:
     return doc["name"], decls
 
 
+def default(key: str) -> Any:
+    """The default ``Pulumi.yaml`` declares for ``key`` (the current platform's value)."""
+    return project()[1][key].default
+
+
 def coerce(decl: Declaration, raw: Any, problems: list[Problem]) -> Any:
     """Turn a raw config value (Pulumi stores strings; tests may pass Python values)
     into the declared type, or record a problem naming the key and returning None."""

@@ -18,6 +18,7 @@ import sys
 
 from components.addons import facts as addon_facts
 from components.dask import facts as dask_facts
+from components.settings import schema
 from components.settings.checks import MIN_V1ALPHA3_KUBERNETES
 from components.settings.model import Settings
 
@@ -37,7 +38,7 @@ def support_notice(s: Settings) -> str | None:
     operator = addon_facts.gpu_operator_facts(s.gpu_operator.version)
     if operator is not None and operator.removed_apis:
         parts.append(f"GPU operator {s.gpu_operator.version} (uses {' and '.join(operator.removed_apis)},"
-                     " gone from Kubernetes 1.25)")
+                     f" gone from Kubernetes 1.{addon_facts.APIS_REMOVED_IN[1]})")
     if not parts:
         return None
     return ("out of support today: " + "; ".join(parts) + ". The stack deploys them as configured (the paper's"
@@ -63,21 +64,9 @@ def runner_image_notice(s: Settings, runner: tuple[str, str] | None = None) -> s
     theirs = facts.dask_version or s.dask.dask_version
     if (facts.python, theirs) == (python, dask):
         return None
-    default = _current_default_image()
     return (f"the runner (python -m workloads.run: Python {python}, Dask {dask}) cannot drive daskImage"
             f" {s.dask.image} (Python {facts.python}, Dask {theirs}): its preflight refuses workers of another"
-            f" Dask. To run the benchmarks on this stack, set daskImage {default.repository}:{default.tag_prefix},"
-            f" daskImageDaskVersion {default.dask_version} and extraPipPackages"
-            f" \"{CURRENT_EXTRA_PIP_PACKAGES}\" (the current platform's defaults), or build images/dask-runtime.")
-
-
-# What the default image lacks for the benchmarks, installed by its entrypoint at start
-# (EXTRA_PIP_PACKAGES): torch and torchvision in PyPI's last CUDA 12 builds (torch 2.10.0's
-# METADATA asks nvidia-cuda-runtime-cu12==12.8.90; from 2.11.0 PyPI's wheels are CUDA 13,
-# which the R535 vGPU driver cannot run), as the image is CUDA 12. The workers' torch need not
-# equal the client's: the model and its weights are loaded on the workers.
-CURRENT_EXTRA_PIP_PACKAGES = "torch==2.10.0 torchvision==0.25.0"
-
-
-def _current_default_image() -> dask_facts.ImageFacts:
-    return next(f for f in dask_facts.IMAGES if f.repository == "rapidsai/notebooks")
+            f" Dask. To run the benchmarks on this stack, set daskImage {schema.default('daskImage')},"
+            f" daskImageDaskVersion {schema.default('daskImageDaskVersion')} and extraPipPackages"
+            f" \"{schema.default('extraPipPackages')}\" (the current platform's defaults, Pulumi.yaml), or build"
+            " images/dask-runtime.")

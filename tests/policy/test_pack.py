@@ -18,6 +18,7 @@ from components.settings.model import POOL_ROLE_LABEL
 from policy.rules import PACK_NAME, POLICIES, common, tanzu
 from tests.policy.support import UNKNOWN, graph_violations, hand_made, violations
 from tests.program.graph import Graph
+from tests.requirements import pins
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO / "policy"
@@ -97,18 +98,9 @@ def test_the_packs_constants_are_the_programs() -> None:
     assert tanzu.tkr_kubernetes_version(project["config"]["tkr"]["default"]) > MIN_VGPU_KUBERNETES
 
 
-def _pins(path: Path) -> dict[str, str]:
-    pins = {}
-    for line in path.read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
-        if match:
-            pins[match[1].lower()] = match[2]
-    return pins
-
-
 def test_the_packs_requirements_match_the_projects_pins() -> None:
-    pack = _pins(POLICY_DIR / "requirements.txt")
-    project = {**_pins(REPO / "requirements.txt"), **_pins(REPO / "requirements-test.txt")}
+    pack = pins(POLICY_DIR / "requirements.txt")
+    project = {**pins(REPO / "requirements.txt"), **pins(REPO / "requirements-test.txt")}
     assert set(pack) == {"pulumi", "pulumi-policy", "argon2-cffi"}
     assert {k: project.get(k) for k in pack} == pack
 

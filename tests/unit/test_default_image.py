@@ -14,6 +14,8 @@ import pytest
 from components.dask import facts as dask_facts
 from components.settings.support import runner_image_notice
 from tests.render.stacks import stack_settings
+from tests.requirements import pins
+from tests.unit.test_settings import PAPER_PLATFORM
 from workloads.images import benchmark as images_benchmark
 from workloads.taxi import benchmark as taxi_benchmark
 
@@ -28,10 +30,9 @@ PIP_MODULES = {"torch": {"torch"}, "torchvision": {"torchvision", "torch", "PIL"
 
 def pinned(name: str) -> str:
     """``name``'s ``==`` pin in requirements.txt."""
-    text = (REPO / "requirements.txt").read_text()
-    match = re.search(rf"^{re.escape(name)}(?:\[[^\]]*\])?==(\S+)", text, re.MULTILINE)
-    assert match, f"requirements.txt pins no {name}"
-    return match.group(1)
+    found = pins(REPO / "requirements.txt")
+    assert name in found, f"requirements.txt pins no {name}"
+    return found[name]
 
 
 def pip_modules(extra_pip_packages: str) -> set[str]:
@@ -79,4 +80,4 @@ def test_the_papers_image_is_said_to_be_beyond_the_runner(stack):
 
 def test_the_pip_cache_claim_is_mounted_where_the_images_user_keeps_it():
     assert dask_facts.pip_cache_mount("rapidsai/notebooks:26.10-cuda12-py3.11") == "/home/rapids/.cache/pip"
-    assert dask_facts.pip_cache_mount(dask_facts.PAPER_IMAGE) == "/root/.cache/pip"  # the paper's ran as root
+    assert dask_facts.pip_cache_mount(PAPER_PLATFORM["daskImage"]) == "/root/.cache/pip"  # the paper's ran as root
