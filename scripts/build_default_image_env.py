@@ -27,8 +27,12 @@ Nothing of this project (no ``workloads``, no ``dask-tkg`` distribution) is inst
 linked: the test asserts that inside a pod.
 
 The environment lives at ``$DASK_TKG__CACHE/default-image-env/<key>/`` (``venv/``, ``links/``),
-``<key>`` the hash of this script, the base interpreter's version and the constraints; older
-keys are removed. A complete build is marked by ``.complete`` and reused (well under a second).
+``<key>`` the hash of this script, the base interpreter's version, the constraints and the
+runner's site-packages path (the links point into it: each checkout has its own venv). Older
+keys are removed. A complete build is marked by ``.complete`` and reused (well under a second)
+while every link still resolves; a link left dangling (the checkout it pointed into was deleted)
+makes it rebuild, since a dangling ``*.dist-info`` link makes ``importlib.metadata`` fail with
+``No package metadata was found`` inside the pods.
 
 Usage: scripts/build_default_image_env.py [--check]
 Prints one JSON line: {"venv", "python", "links", "runner_site_packages", "size_bytes", "cached"}.
@@ -107,6 +111,22 @@ def _top_levels(dist: importlib.metadata.Distribution) -> set[str]:
     return tops
 
 
+def runner_site() -> Path:
+    """The runner's site-packages, which the links point into."""
+    return Path(sysconfig.get_paths()["purelib"]).resolve()
+
+
+def dangling_links(home: Path) -> list[str]:
+    """Links of ``home/links`` whose target is gone."""
+    links = home / "links"
+    return sorted(p.name for p in links.iterdir() if p.is_symlink() and not p.exists()) if links.is_dir() else []
+
+
+def reusable(home: Path) -> bool:
+    """A complete build whose every link still resolves."""
+    return (home / ".complete").is_file() and not dangling_links(home)
+
+
 def link_tree(links: Path, site: Path, dists: dict[str, importlib.metadata.Distribution], names: list[str]) -> None:
     links.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -118,7 +138,7 @@ def link_tree(links: Path, site: Path, dists: dict[str, importlib.metadata.Distr
 
 def build(home: Path, key_parts: list[str], dists) -> None:
     venv, links = home / "venv", home / "links"
-    site_here = Path(sysconfig.get_paths()["purelib"]).resolve()
+    site_here = runner_site()
     base_python = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -144,14 +164,18 @@ def disk_usage(path: Path) -> int:
 def main(argv: list[str]) -> int:
     dists = runner_distributions()
     pins = constraints(dists)
+    site = runner_site()
     key_parts = [Path(__file__).read_text(), sys.version, *pins]
-    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join([*key_parts, str(site)]).encode()).hexdigest()[:16]
     root = cache_root() / "default-image-env"
     home = root / key
-    cached = (home / ".complete").is_file()
+    cached = reusable(home)
     if not cached:
         if "--check" in argv:
-            print(f"the default image's stand-in environment is not built under {home}:"
+            gone = dangling_links(home)
+            why = (f"{len(gone)} of its links point to nothing (e.g. {gone[0]})" if gone
+                   else "it is not built")
+            print(f"the default image's stand-in environment under {home} cannot be used: {why};"
                   f" run {Path(__file__).name} (make test does)", file=sys.stderr)
             return 1
         for old in root.glob("*") if root.is_dir() else ():
@@ -164,7 +188,7 @@ def main(argv: list[str]) -> int:
     facts = json.loads((home / ".complete").read_text())
     print(json.dumps({"venv": str(home / "venv"), "python": str(home / "venv" / "bin" / "python"),
                       "links": str(home / "links"),
-                      "runner_site_packages": str(Path(sysconfig.get_paths()["purelib"]).resolve()),
+                      "runner_site_packages": str(site),
                       "base_prefix": sys.base_prefix, "size_bytes": facts["size_bytes"], "cached": cached}))
     return 0
 
