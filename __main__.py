@@ -55,7 +55,7 @@ if settings.data.enabled:
     data_steps = (DatasetJob("dataset", DatasetJobArgs(
         data=settings.data, image=settings.data.image, namespace=workspace.name,
         dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
-        depends_on=(storage,)), in_guest),)
+        enforces_psp=enforces_psp, depends_on=(storage,)), in_guest),)
 
 # --- 13 Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) -----
 dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
@@ -66,7 +66,8 @@ if operator:
 else:
     dask = DaskRelease("dask", DaskReleaseArgs(
         dask=settings.dask, placement=DaskPlacement.from_settings(settings),
-        dataset_mount=settings.storage.dataset_mount, **dask_inputs), in_guest)
+        dataset_mount=settings.storage.dataset_mount, pod_cidr=settings.cluster.pod_cidr, enforces_psp=enforces_psp,
+        **dask_inputs), in_guest)
 
 # --- exports: the contract the runner reads ---------------------------------------------
 mount = settings.storage.dataset_mount

@@ -14,6 +14,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.cluster.pod_security import hardened_pod, pod_security_context
 from components.settings.model import DataSpec
 
 PREPARE_SOURCE = Path(__file__).resolve().parents[2] / "workloads" / "prepare.py"
@@ -38,6 +39,7 @@ class DatasetJobArgs:
     namespace: pulumi.Input[str]
     dataset_claim: pulumi.Input[str]
     dataset_mount: str
+    enforces_psp: bool = False
     depends_on: tuple[pulumi.Resource, ...] = ()
 
 
@@ -61,7 +63,7 @@ class DatasetJob(pulumi.ComponentResource):
                 "backoffLimit": 6,
                 "template": {
                     "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
-                    "spec": {
+                    "spec": hardened_pod({
                         "restartPolicy": "OnFailure",
                         "containers": [{
                             "name": "prepare",
@@ -79,7 +81,7 @@ class DatasetJob(pulumi.ComponentResource):
                             {"name": "dataset", "persistentVolumeClaim": {"claimName": args.dataset_claim}},
                             {"name": "code", "configMap": {"name": f"{JOB_NAME}-code"}},
                         ],
-                    },
+                    }, pod_security_context(args.enforces_psp)),
                 },
             },
             # A Job's pod template is immutable: a changed source list replaces the Job.

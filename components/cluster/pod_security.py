@@ -1,4 +1,5 @@
-"""Guest-cluster namespaces with the pod security their workloads need.
+"""Guest-cluster namespaces with the pod security their workloads need, and the hardening of
+the pods this program builds itself.
 
 TKG up to Kubernetes 1.24 enforces PodSecurityPolicy: service accounts need a binding to
 ``psp:vmware-system-privileged`` (what the paper applied by hand). From 1.25 on, Pod
@@ -7,12 +8,46 @@ Security Admission reads namespace labels instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 PSP_CLUSTER_ROLE = "psp:vmware-system-privileged"
+
+# The Pod Security Standards' restricted level (k8s.io/pod-security-admission ``policy/``):
+# no privilege escalation and no capabilities for every container, and the runtime's default
+# seccomp profile for the pod. No pod of this program outside the GPU operator's and the NFS
+# provisioner's namespaces needs a capability: the Dask ports are above 1024, pip installs into
+# the image's own environment, the data Job only downloads.
+CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+RUNTIME_DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def pod_security_context(enforces_psp: bool) -> dict[str, Any]:
+    """The pod-level security context for the cluster's admission. Under PodSecurityPolicy
+    (up to 1.24) a pod may name a seccomp profile only if its policy's
+    ``seccomp.security.alpha.kubernetes.io/allowedProfileNames`` annotation allows it
+    (Kubernetes 1.20 ``pkg/security/podsecuritypolicy/seccomp``), and TKG's two policies carry
+    none: the pod names none there (refused otherwise: "seccomp may not be set", seen on the
+    1.20 test cluster). Under Pod Security Admission the restricted level requires one."""
+    return {} if enforces_psp else dict(RUNTIME_DEFAULT_SECCOMP)
+
+
+def hardened_pod(spec: dict[str, Any], pod_context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``spec`` (a PodSpec) with ``pod_context`` (``pod_security_context``) and every container's
+    restricted security context merged in, and no service-account token: no Dask pod and not
+    the data Job calls the Kubernetes API (the operator's controller, which does, runs in its
+    own namespace from its own chart). Fields ``spec`` sets keep their value."""
+    context = {**(pod_context or {}), **(spec.get("securityContext") or {})}
+    spec = {**spec, "automountServiceAccountToken": False}
+    if context:
+        spec["securityContext"] = context
+    for kind in ("initContainers", "containers"):
+        if kind in spec:
+            spec[kind] = [{**c, "securityContext": {**CONTAINER_SECURITY_CONTEXT, **(c.get("securityContext") or {})}}
+                          for c in spec[kind]]
+    return spec
 
 
 def psa_labels(level: str) -> dict[str, str]:
@@ -33,9 +68,10 @@ class GuestNamespace(pulumi.ComponentResource):
     def __init__(self, name: str, args: GuestNamespaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:cluster:GuestNamespace", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {"app.kubernetes.io/managed-by": "dask-tkg", **(args.labels or {})}
-        if not args.enforces_psp:
-            labels.update(psa_labels(args.level))
+        # The level is declared on every cluster: Pod Security Admission enforces it from 1.23
+        # (beta, on by default; beside PodSecurityPolicy up to 1.24), and the tests check every
+        # pod against it on every stack.
+        labels = {"app.kubernetes.io/managed-by": "dask-tkg", **(args.labels or {}), **psa_labels(args.level)}
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": args.namespace, "labels": labels}, opts=child)
         self.name = self.namespace.metadata.apply(lambda m: m["name"])

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.dask import chart
-from components.dask.exposure import ExposureArgs, external_host, external_service
+from components.dask import chart, post_render
+from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
+from components.dask.network_policy import DaskPodSelectors, dask_network_policies
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, dashboard_url, fullname, scheduler_host
@@ -43,6 +44,8 @@ class DaskReleaseArgs:
     namespace: pulumi.Input[str]
     dataset_claim: pulumi.Input[str]
     pip_cache_claim: pulumi.Input[str]
+    enforces_psp: bool = False  # the cluster admits pods by PodSecurityPolicy (up to 1.24)
+    pod_cidr: str = ""  # the cluster's pod network: the policies admit what comes from outside it
     # What must exist before the release installs (GPU operator, storage, data Job):
     # children do not inherit a component's depends_on, so it goes on the release itself.
     depends_on: tuple[pulumi.Resource, ...] = ()
@@ -87,7 +90,7 @@ class DaskRelease(pulumi.ComponentResource):
                 worker_selector=args.placement.worker_selector,
                 dataset_claim=dataset, pip_cache_claim=pip_cache,
                 dataset_mount=args.dataset_mount,
-                jupyter_password_hash=password_hash, tls_secret=tls_secret,
+                jupyter_password_hash=password_hash, tls_secret=tls_secret, enforces_psp=args.enforces_psp,
             ))
 
         values = pulumi.Output.all(namespace, args.dataset_claim, args.pip_cache_claim, self.password.hash).apply(build)
@@ -98,7 +101,7 @@ class DaskRelease(pulumi.ComponentResource):
             version=d.chart_version,
             namespace=args.namespace,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
-            values=values,
+            values=values, postrender=str(post_render.LAUNCHER),
             timeout=900,
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else [])]),
@@ -113,6 +116,11 @@ class DaskRelease(pulumi.ComponentResource):
 
         self.external: dict[str, k8s.core.v1.Service] = {}
         self._expose(name, args, after_release, scheme)
+        exposed = args.pod_cidr if d.scheduler.service_type != "ClusterIP" else None
+        selectors = DaskPodSelectors.for_helm(RELEASE)
+        self.network_policies = guard_namespace(
+            name, namespace, lambda ns: dask_network_policies(
+                ns, selectors, operator_namespace=None, external_pod_cidr=exposed, name_prefix=RELEASE), RELEASE, child)
 
         self.jupyter_password = self.password.password
         self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")

@@ -1,4 +1,5 @@
-"""Services that expose the scheduler or Jupyter outside the cluster, when asked.
+"""Services that expose the scheduler or Jupyter outside the cluster, when asked, and the
+NetworkPolicies that guard the Dask namespace (``network_policy.py`` builds them).
 
 The pinned chart's Services cannot carry ``loadBalancerSourceRanges``, so they stay
 ClusterIP and these Services (same pod selector) do the exposing. A LoadBalancer without
@@ -7,7 +8,7 @@ source ranges is refused by the settings unless ``allowPublicLoadBalancer`` is s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -64,3 +65,19 @@ def load_balancer_host(status) -> str:
 def external_host(service: k8s.core.v1.Service) -> pulumi.Output[str]:
     """The LoadBalancer's address once assigned ("" until then or for NodePort)."""
     return service.status.apply(load_balancer_host)
+
+
+def guard_namespace(name: str, namespace: pulumi.Input[str], build: Callable[[str], list[dict]],
+                    prefix: str, opts: pulumi.ResourceOptions) -> list[k8s.networking.v1.NetworkPolicy]:
+    """One NetworkPolicy resource per policy ``build(namespace)`` returns, named
+    ``<name>-<policy name less prefix>`` (the scheduler's: ``<name>-scheduler-api``). The list's
+    length does not depend on the namespace, so it is known at preview."""
+    namespace = pulumi.Output.from_input(namespace)
+    policies = []
+    for index, policy in enumerate(build("-")):
+        built = namespace.apply(lambda ns, i=index: build(ns)[i])
+        suffix = policy["metadata"]["name"].removeprefix(f"{prefix}-")
+        policies.append(k8s.networking.v1.NetworkPolicy(
+            f"{name}-{suffix}", metadata=built.apply(lambda m: m["metadata"]), spec=built.apply(lambda m: m["spec"]),
+            opts=opts))
+    return policies

@@ -15,8 +15,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.dask import chart, operator_spec, podspec
-from components.dask.exposure import ExposureArgs, external_host, external_service
+from components.dask import chart, operator_spec, podspec, post_render
+from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
+from components.dask.network_policy import DaskPodSelectors, dask_network_policies
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values
@@ -119,7 +120,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                 scheduler_selector=selector(s, "scheduler"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 cpu_worker_selector={POOL_ROLE_LABEL: "cpu"},
                 claims=podspec.Claims(dataset, pip_cache, s.storage.dataset_mount),
-                initial_workers=initial_workers(s), tls_secret=tls_secret)
+                initial_workers=initial_workers(s), tls_secret=tls_secret, enforces_psp=s.cluster.enforces_psp)
 
         built = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim).apply(inputs)
         after = [self.operator, *args.depends_on, *([self.tls] if self.tls else [])]
@@ -136,10 +137,11 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             self.autoscaler = self._custom(f"{name}-autoscaler", "DaskAutoscaler",
                                            built.apply(operator_spec.autoscaler), [self.cluster])
         exposed = s.cluster.pod_cidr if s.dask.scheduler.service_type != "ClusterIP" else None
-        policy = built.apply(lambda i: operator_spec.scheduler_network_policy(i, s.dask.operator.namespace, exposed))
-        self.network_policy = k8s.networking.v1.NetworkPolicy(
-            f"{name}-scheduler-api", metadata=policy.apply(lambda m: m["metadata"]),
-            spec=policy.apply(lambda m: m["spec"]), opts=pulumi.ResourceOptions(parent=self))
+        selectors = DaskPodSelectors.for_operator(CLUSTER_NAME, JUPYTER_RELEASE if s.dask.jupyter.enabled else None)
+        self.network_policies = guard_namespace(
+            name, self.namespace, lambda ns: dask_network_policies(
+                ns, selectors, operator_namespace=op.namespace, external_pod_cidr=exposed, name_prefix=CLUSTER_NAME),
+            CLUSTER_NAME, pulumi.ResourceOptions(parent=self))
         scheme = "tls" if tls_secret else "tcp"
         self.scheduler_address = self.namespace.apply(
             lambda ns: operator_spec.scheduler_address(CLUSTER_NAME, ns, scheme == "tls"))
@@ -164,14 +166,15 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                 dask=d, namespace=ns, release=JUPYTER_RELEASE, scheduler_selector=selector(s, "scheduler"),
                 jupyter_selector=selector(s, "jupyter"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 dataset_claim=dataset, pip_cache_claim=pip_cache, dataset_mount=s.storage.dataset_mount,
-                jupyter_password_hash=password_hash, tls_secret=tls_secret)))
+                jupyter_password_hash=password_hash, tls_secret=tls_secret,
+                enforces_psp=s.cluster.enforces_psp)))
 
         values = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim,
                                    self.password.hash).apply(build)
         self.jupyter_release = k8s.helm.v3.Release(
             f"{name}-jupyter-release", name=JUPYTER_RELEASE, chart=chart.CHART, version=d.chart_version,
             namespace=args.namespace, repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
-            values=values, timeout=900,
+            values=values, postrender=str(post_render.LAUNCHER), timeout=900,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else [])]))
         self.jupyter_url = self.namespace.apply(
             lambda ns: f"http://{JUPYTER_RELEASE}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}")

@@ -1,6 +1,6 @@
 """Pure builders of the Dask Kubernetes operator's resources: the ``DaskCluster`` (scheduler
 and the default GPU worker group), an optional CPU ``DaskWorkerGroup``, the ``DaskAutoscaler``,
-the operator chart's values, and the NetworkPolicy that guards the scheduler's HTTP API.
+the operator chart's values (the NetworkPolicies: ``network_policy.py``).
 
 Shaped like dask-kubernetes' own ``make_cluster_spec`` / ``make_worker_spec`` /
 ``make_scheduler_spec`` (dask-kubernetes 2026.3.0, ``operator/kubecluster/kubecluster.py``):
@@ -56,6 +56,7 @@ class DaskClusterInputs:
     claims: podspec.Claims
     initial_workers: int
     tls_secret: str | None = None
+    enforces_psp: bool = False  # the cluster admits pods by PodSecurityPolicy (up to 1.24)
 
     @property
     def operator(self) -> OperatorSpec:
@@ -76,13 +77,20 @@ def dashboard_url(name: str, namespace: str) -> str:
     return f"http://{scheduler_host(name, namespace)}:{DASHBOARD_PORT}"
 
 
-def _pod(container: dict[str, Any], volumes: list | None, selector: Mapping[str, str]) -> dict[str, Any]:
+def _pod(container: dict[str, Any], volumes: list | None, selector: Mapping[str, str],
+         tls: tuple[str, str] | None, enforces_psp: bool) -> dict[str, Any]:
+    """A hardened pod of one container; ``tls`` (role, Secret) mounts that role's TLS files."""
+    volumes = list(volumes or [])
+    if tls:
+        role, secret = tls
+        volumes.append(podspec.tls_volume(role, secret))
+        container = {**container, "volumeMounts": [*container.get("volumeMounts", []), podspec.TLS_MOUNT]}
     spec: dict[str, Any] = {"containers": [container]}
     if volumes:
         spec["volumes"] = volumes
     if selector:
         spec["nodeSelector"] = dict(selector)
-    return spec
+    return podspec.hardened_pod(spec, podspec.pod_security_context(enforces_psp))
 
 
 def _quantities(resources: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +128,8 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
                   {"name": "http-dashboard", "protocol": "TCP", "port": DASHBOARD_PORT,
                    "targetPort": "http-dashboard"}],
     }
-    return {"spec": _pod(container, None, inputs.scheduler_selector), "service": service}
+    tls = ("scheduler", inputs.tls_secret) if inputs.tls_secret else None
+    return {"spec": _pod(container, None, inputs.scheduler_selector, tls, inputs.enforces_psp), "service": service}
 
 
 def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int, memory: str,
@@ -139,7 +148,8 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
         "name": "worker", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
         "resources": _quantities(podspec.resources(cpu, memory, gpus)), "volumeMounts": mounts["volumeMounts"],
     }
-    return {"replicas": replicas, "spec": _pod(container, mounts["volumes"], selector)}
+    tls = ("worker", inputs.tls_secret) if inputs.tls_secret else None
+    return {"replicas": replicas, "spec": _pod(container, mounts["volumes"], selector, tls, inputs.enforces_psp)}
 
 
 def dask_cluster(inputs: DaskClusterInputs) -> dict[str, Any]:
@@ -189,33 +199,3 @@ def operator_values(op: OperatorSpec, selector: Mapping[str, str]) -> dict[str, 
     if selector:
         values["nodeSelector"] = dict(selector)
     return values
-
-
-def scheduler_network_policy(inputs: DaskClusterInputs, operator_namespace: str,
-                             external_pod_cidr: str | None = None) -> dict[str, Any]:
-    """Who may reach the scheduler's dashboard port, which also serves the HTTP API that
-    retires workers (no authentication: distributed's ``http/scheduler/api.py``): the
-    operator's controller and pods of the Dask namespace (Jupyter's dashboard). When the
-    scheduler is exposed (``external_pod_cidr``: the cluster's pod CIDR), also everything
-    outside the pod network: the LoadBalancer's clients, already limited to its source
-    ranges, arrive from node addresses after kube-proxy's SNAT. The scheduler port itself
-    stays open (mutual TLS guards it). Traffic from the pod's own node (probes, ``kubectl
-    port-forward``) is always allowed by NetworkPolicy semantics."""
-    dashboard_from: list[dict[str, Any]] = [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": operator_namespace}}},
-        {"podSelector": {}},
-    ]
-    if external_pod_cidr:
-        dashboard_from.append({"ipBlock": {"cidr": "0.0.0.0/0", "except": [external_pod_cidr]}})
-    return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": {"name": f"{inputs.name}-scheduler-api", "namespace": inputs.namespace},
-        "spec": {
-            "podSelector": {"matchLabels": {CLUSTER_LABEL: inputs.name, COMPONENT_LABEL: "scheduler"}},
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {"ports": [{"protocol": "TCP", "port": SCHEDULER_PORT}]},
-                {"from": dashboard_from, "ports": [{"protocol": "TCP", "port": DASHBOARD_PORT}]},
-            ],
-        },
-    }

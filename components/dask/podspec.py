@@ -1,6 +1,7 @@
 """What every Dask pod is made of, whichever backend runs it: the image, the workers'
-environment (tuning, scratch, extra packages), the TLS material, the dataset and pip-cache
-mounts, the resources and the scheduler's failure detection. One source for the Helm values
+environment (tuning, scratch, extra packages), the TLS material (files from the Secret),
+the pod security, the dataset and pip-cache mounts, the resources and the scheduler's
+failure detection. One source for the Helm values
 (``values.py``) and the operator's ``DaskCluster`` (``operator_spec.py``), so both backends
 start the same workers.
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.cluster.pod_security import hardened_pod, pod_security_context  # noqa: F401 (both backends)
 from components.dask import facts
 from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
@@ -21,6 +23,14 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Every pod: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab in the
 # background unless this is set (facts.IMAGES); harmless for images without one.
 NO_BACKGROUND_JUPYTER = {"name": "DISABLE_JUPYTER", "value": "true"}
+
+# Where each pod finds its TLS material: the Secret's keys its role needs, mounted read-only as
+# files (never environment variables, which ``kubectl describe``, crash dumps and every child
+# process see). Dask's config keys take file paths (distributed ``security.py``,
+# ``Security.__init__``: ``tls_ca_file`` etc.).
+TLS_DIR = "/etc/dask/tls"
+TLS_VOLUME = "dask-tls"
+TLS_FILE_MODE = 0o440  # owner and group (the pod's fsGroup) read; nobody else
 
 # Secret keys of the TLS material (see tls.py) and the Dask config each one feeds.
 TLS_KEYS = {
@@ -37,6 +47,21 @@ ROLE_KEYS = {
     "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
     "jupyter": ("ca.crt", "client.crt", "client.key"),
 }
+
+
+def tls_secret_name(prefix: str) -> str:
+    """The TLS Secret of a Dask cluster whose objects are named ``prefix`` (both backends: ``dask``)."""
+    return f"{prefix}-tls"
+
+
+def tls_volume(role: str, secret: str) -> dict[str, Any]:
+    """The Secret as a volume holding only the keys ``role`` needs (a worker never sees the
+    scheduler's key)."""
+    return {"name": TLS_VOLUME, "secret": {"secretName": secret, "defaultMode": TLS_FILE_MODE,
+                                           "items": [{"key": k, "path": k} for k in ROLE_KEYS[role]]}}
+
+
+TLS_MOUNT = {"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True}
 
 
 @dataclass(frozen=True)
@@ -94,16 +119,25 @@ def worker_memory_limit(container_memory: str) -> str:
 
 
 def tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
-    """Dask's TLS config variables for ``role``, read from the Secret ``secret`` (none without)."""
+    """Dask's TLS config variables for ``role``: paths of the files ``tls_volume`` mounts at
+    ``TLS_DIR`` (none without a Secret)."""
     if not secret:
         return []
     env: list[dict[str, Any]] = [
         {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
         {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
     ]
-    env += [{"name": TLS_KEYS[key], "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-            for key in ROLE_KEYS[role]]
+    env += [{"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in ROLE_KEYS[role]]
     return env
+
+
+def tls_role(env: list[dict[str, Any]]) -> str | None:
+    """The role whose TLS files a container's environment names (None: no TLS files)."""
+    wanted = {e["name"] for e in env if str(e.get("value", "")).startswith(f"{TLS_DIR}/")}
+    for role, keys in ROLE_KEYS.items():
+        if wanted and wanted == {TLS_KEYS[k] for k in keys}:
+            return role
+    return None
 
 
 def resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:

@@ -46,6 +46,7 @@ class DaskValuesInputs:
     dataset_mount: str
     jupyter_password_hash: str = field(repr=False)
     tls_secret: str | None = None
+    enforces_psp: bool = False  # the cluster admits pods by PodSecurityPolicy (up to 1.24)
 
 
 def image_parts(image: str) -> tuple[str, str]:
@@ -71,6 +72,12 @@ def dashboard_url(release: str, namespace: str) -> str:
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
     claims = podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount)
     return podspec.mounts(claims, scratch, inputs.dask.image)
+
+def _pod_security(inputs: DaskValuesInputs) -> dict[str, Any]:
+    """The chart's pod-level ``securityContext`` (its containers' own are set by post_render.py)."""
+    context = podspec.pod_security_context(inputs.enforces_psp)
+    return {"securityContext": context} if context else {}
+
 
 def labextension_config(url: str) -> str:
     """Jupyter server config (Python) that points the Dask JupyterLab extension at the
@@ -105,6 +112,7 @@ def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any
         "env": podspec.scheduler_env(inputs.tls_secret),
         "resources": _resources(d.scheduler.cpu, d.scheduler.memory),
         "nodeSelector": dict(inputs.scheduler_selector),
+        **_pod_security(inputs),
     }
 
 
@@ -123,6 +131,7 @@ def _worker(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         "resources": _resources(d.workers.cpu, d.workers.memory, d.workers.gpus),
         "mounts": _claims(inputs, scratch=True),
         "nodeSelector": dict(inputs.worker_selector),
+        **_pod_security(inputs),
     }
 
 
@@ -146,6 +155,7 @@ def _jupyter(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
         "mounts": _claims(inputs, scratch=False),
         "nodeSelector": dict(inputs.jupyter_selector),
+        **_pod_security(inputs),
     }
 
 

@@ -52,7 +52,9 @@ def install(cluster, release: str, chart: Path, namespace: str, values: dict,
         diff_file = cluster.workdir / f"differences-{namespace}-{release}.json"
         diff_file.write_text(json.dumps(differences))
         wrapper = cluster.workdir / f"post-render-{namespace}-{release}.sh"
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{POST_RENDER}" "{diff_file}"\n')
+        repo = POST_RENDER.parents[2]  # the module imports the program's own post-renderer
+        wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{repo}" exec "{sys.executable}" -m tests.cluster.post_render'
+                           f' "{diff_file}"\n')
         wrapper.chmod(0o700)
         args += ["--post-renderer", str(wrapper)]
     return json.loads(helm(cluster, *args))

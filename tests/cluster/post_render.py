@@ -38,6 +38,9 @@ applies 1., 2. (the interpreter only: its ``python`` runs the ConfigMap's standa
 ``prepare.py`` as declared) and 5. to it. Its download URLs are the program's, set by
 configuration (``dogsImagesUrl``, ... as a user would) to a server on the cluster's bridge.
 
+The program's own post-renderer (components/dask/post_render.py, the release's ``postrender``)
+runs first, unchanged: the pods keep its security context, no token and the TLS files.
+
 Usage (by Helm): post_render.py DIFFERENCES.json < rendered.yaml > changed.yaml
 """
 from __future__ import annotations
@@ -47,6 +50,8 @@ import sys
 from typing import Any
 
 import yaml
+
+from components.dask.post_render import harden
 
 
 def _mounts(spec: dict, container: dict, paths: list[dict]) -> None:
@@ -113,6 +118,7 @@ def main(argv: list[str]) -> int:
     for obj in yaml.safe_load_all(sys.stdin):
         if not obj:
             continue
+        obj = harden(obj)  # the release's own post-renderer first, as the program's Release runs it
         if obj.get("kind") == "Deployment":
             obj = change_deployment(obj, differences)
         out.append(obj)

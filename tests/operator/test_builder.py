@@ -13,7 +13,7 @@ import yaml
 from dask_kubernetes.operator.controller.controller import build_worker_deployment_spec
 from dask_kubernetes.operator.kubecluster.kubecluster import make_cluster_spec
 
-from components.dask import operator_spec, podspec
+from components.dask import post_render, operator_spec, podspec
 from components.dask.values import DaskValuesInputs, dask_values
 from components.settings.model import POOL_ROLE_LABEL
 from tests.operator.support import NAMESPACE, cluster_inputs, operator_settings
@@ -59,7 +59,18 @@ def test_gpu_workers_are_the_helm_backends_workers(s, cluster):
     helm = helm_worker(s)
     assert c["image"] == s.dask.image == f"{helm['image']['repository']}:{helm['image']['tag']}"
     assert [e for e in c["env"] if e["name"] != "DASK_SCHEDULER_ADDRESS"] == helm["env"]
-    assert {"volumes": worker["spec"]["volumes"], "volumeMounts": c["volumeMounts"]} == helm["mounts"]
+    # the chart's worker pod as Helm installs it: its values' mounts, then the release's post-renderer
+    rendered = post_render.harden({
+        "kind": "Deployment", "metadata": {"name": "dask-worker", "labels": {"app": "dask", "release": "dask"}},
+        "spec": {"template": {"spec": {"volumes": helm["mounts"]["volumes"], "containers": [
+            {"name": "worker", "env": helm["env"], "volumeMounts": helm["mounts"]["volumeMounts"]}],
+            **({"securityContext": helm["securityContext"]} if "securityContext" in helm else {})}}}})
+    helm_pod = rendered["spec"]["template"]["spec"]
+    assert {"volumes": worker["spec"]["volumes"], "volumeMounts": c["volumeMounts"]} == {
+        "volumes": helm_pod["volumes"], "volumeMounts": helm_pod["containers"][0]["volumeMounts"]}
+    assert c["securityContext"] == helm_pod["containers"][0]["securityContext"]
+    assert {k: worker["spec"][k] for k in ("securityContext", "automountServiceAccountToken")} == {
+        k: helm_pod[k] for k in ("securityContext", "automountServiceAccountToken")}
     # the same quantities, as strings: the operator's CRDs type them so (see test_apiserver_crs)
     assert c["resources"] == {kind: {k: str(v) for k, v in amounts.items()} for kind, amounts in helm["resources"].items()}
     assert c["resources"]["limits"][podspec.GPU_RESOURCE] == c["resources"]["requests"][podspec.GPU_RESOURCE] == "1"
@@ -151,20 +162,6 @@ def test_operator_chart_values_pin_the_controller_image(s):
     assert values["image"] == {"name": "ghcr.io/dask/dask-kubernetes-operator", "tag": "2026.3.0",
                                "pullPolicy": "IfNotPresent"}
     assert values["nodeSelector"] == {POOL_ROLE_LABEL: "cpu"}
-
-
-def test_network_policy_keeps_the_retire_api_to_the_operator_and_the_namespace(s):
-    policy = operator_spec.scheduler_network_policy(cluster_inputs(s), "dask-operator", "192.168.0.0/16")
-    spec = policy["spec"]
-    assert spec["podSelector"]["matchLabels"] == {"dask.org/cluster-name": "dask", "dask.org/component": "scheduler"}
-    comm, dashboard = spec["ingress"]
-    assert comm == {"ports": [{"protocol": "TCP", "port": 8786}]}  # mutual TLS guards it
-    assert dashboard["ports"] == [{"protocol": "TCP", "port": 8787}]
-    assert dashboard["from"] == [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "dask-operator"}}},
-        {"podSelector": {}}, {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["192.168.0.0/16"]}}]
-    internal = operator_spec.scheduler_network_policy(cluster_inputs(s), "dask-operator")
-    assert all("ipBlock" not in peer for peer in internal["spec"]["ingress"][1]["from"])
 
 
 def test_helm_settings_cannot_build_a_dask_cluster():

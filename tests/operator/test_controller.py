@@ -132,7 +132,12 @@ def test_the_controller_reconciles_the_programs_cluster_and_scales_it(kube_apise
         assert c["image"] == MODERN_IMAGE
         assert c["resources"]["limits"]["nvidia.com/gpu"] == c["resources"]["requests"]["nvidia.com/gpu"] == "1"
         assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {POOL_ROLE_LABEL: "gpu"}
-        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/ml-share", "/root/.cache/pip", "/scratch"}
+        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/ml-share", "/root/.cache/pip", "/scratch",
+                                                               "/etc/dask/tls"}
+        # the pod security the program set reaches the Deployment unchanged
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False
+        assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
         env = {e["name"]: e.get("value") for e in c["env"]}
         assert env["DASK_WORKER_NAME"] == deployment["metadata"]["name"]
         assert env["DASK_SCHEDULER_ADDRESS"] == f"tls://dask-scheduler.{kube_namespace}.svc.cluster.local:8786"

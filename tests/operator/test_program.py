@@ -106,4 +106,4 @@ def test_no_secret_in_plain_text(graph):
 
 def test_helm_backend_declares_no_operator_objects(helm_graph):
     assert not [r for r in helm_graph.resources if r.type.startswith(DASK_API)]
-    assert not [r for r in helm_graph.resources if r.name in ("dask-operator", "dask-scheduler-api")]
+    assert not [r for r in helm_graph.resources if r.name == "dask-operator"]

@@ -72,8 +72,9 @@ class Rendered:
 
 
 def render(chart: Path, release: str, namespace: str, values: dict[str, Any],
-           api_versions: tuple[str, ...] = ()) -> Rendered:
-    """``helm template`` ``chart`` as ``release`` in ``namespace``; raises HelmError with Helm's message."""
+           api_versions: tuple[str, ...] = (), post_renderer: str | None = None) -> Rendered:
+    """``helm template`` ``chart`` as ``release`` in ``namespace``, through the release's
+    ``post_renderer`` as Helm runs it; raises HelmError with Helm's message."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(values, handle)  # JSON is YAML: exact types, no YAML re-interpretation
         values_file = handle.name
@@ -82,6 +83,8 @@ def render(chart: Path, release: str, namespace: str, values: dict[str, Any],
                    "--values", values_file, "--include-crds", "--kube-version", KUBE_VERSION]
         for api_version in api_versions:
             command += ["--api-versions", api_version]
+        if post_renderer:
+            command += ["--post-renderer", post_renderer]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     finally:
         os.unlink(values_file)

@@ -12,6 +12,7 @@ from typing import Any
 from tests.artifacts import (DASK_CHART, DASK_OPERATOR_CHART, GPU_OPERATOR_CHART, GPU_OPERATOR_CHART_CURRENT, NFS_PROVISIONER_CHART,
                              artifact_path)
 from tests.program.graph import run_program
+from tests.render.helm import Rendered, render
 
 # The stack variants the other program tests use (tests/apiserver/test_program_objects.py).
 # On vSphere 8 the 1.20 TKRs are not compatible with v1alpha3: the program refuses them.
@@ -49,6 +50,12 @@ class Release:
     version: str
     namespace: str
     values: dict[str, Any]
+    postrender: str | None = None
+
+    def render(self, api_versions: tuple[str, ...] = (), values: dict[str, Any] | None = None) -> Rendered:
+        """What Helm installs for this release: its chart, its (or these) values, its post-renderer."""
+        return render(self.archive, self.name, self.namespace, self.values if values is None else values,
+                      api_versions, self.postrender)
 
     @property
     def archive(self) -> Path:
@@ -68,7 +75,8 @@ def program_releases(variant: str, **extra_config: Any) -> dict[str, Release]:
     for resource in graph.of_type("kubernetes:helm.sh/v3:Release"):
         inputs = resource.inputs
         releases[inputs["chart"]] = Release(name=inputs["name"], chart=inputs["chart"], version=inputs["version"],
-                                            namespace=inputs["namespace"], values=inputs.get("values") or {})
+                                            namespace=inputs["namespace"], values=inputs.get("values") or {},
+                                            postrender=inputs.get("postrender") or None)
     return releases
 
 

@@ -6,7 +6,6 @@ import pytest
 
 from tests.apiserver.conftest import KubeApiError
 from tests.render.cluster import submit
-from tests.render.helm import render
 from tests.render.program import VARIANTS, program_releases
 
 pytestmark = pytest.mark.apiserver
@@ -47,7 +46,7 @@ def test_every_rendered_object_is_accepted(kube_apiserver, helm, capabilities, v
     releases = program_releases(variant)
     assert set(releases) == EXPECTED_CHARTS[variant]
     for chart, release in releases.items():
-        rendered = render(release.archive, release.name, release.namespace, release.values, capabilities)
+        rendered = release.render(capabilities)
         assert expected_objects(chart, releases) <= set(rendered.kinds()), rendered.kinds()
         try:
             accepted = submit(api, rendered.objects, release.namespace)
@@ -61,7 +60,7 @@ def test_a_string_where_the_template_needs_an_int_is_rejected(kube_apiserver, he
     renders, and the server refuses it, naming the field."""
     release = program_releases("reference-dev")["dask"]
     values = {**release.values, "worker": {**release.values["worker"], "replicas": "two"}}
-    rendered = render(release.archive, release.name, release.namespace, values, capabilities)
+    rendered = release.render(capabilities, values)
     worker = rendered.named("Deployment", "dask-worker")
     with pytest.raises(KubeApiError) as refused:
         submit(kube_apiserver.api_client, [worker], release.namespace)
@@ -74,7 +73,7 @@ def test_an_nfs_export_without_a_server_is_rejected(kube_apiserver, helm, capabi
     provisioner's root PersistentVolume, naming the field."""
     release = program_releases("reference-dev")["nfs-subdir-external-provisioner"]
     values = {**release.values, "nfs": {**release.values["nfs"], "server": None}}
-    rendered = render(release.archive, release.name, release.namespace, values, capabilities)
+    rendered = release.render(capabilities, values)
     volume = rendered.of_kind("PersistentVolume")
     assert len(volume) == 1
     with pytest.raises(KubeApiError) as refused:

@@ -13,7 +13,6 @@ import pytest
 
 from tests.apiserver.conftest import KubeApiError, apply_manifest, install_crd
 from tests.render.program import program_releases
-from tests.render.helm import render
 
 pytestmark = pytest.mark.apiserver
 
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.apiserver
 @pytest.fixture(scope="module")
 def cluster_policy_crd(kube_apiserver, helm):
     release = program_releases("reference")["gpu-operator"]
-    rendered = render(release.archive, release.name, release.namespace, release.values)
+    rendered = release.render()
     install_crd(kube_apiserver.api_client, rendered.named("CustomResourceDefinition", "clusterpolicies.nvidia.com"))
     return rendered.named("ClusterPolicy", "cluster-policy")
 

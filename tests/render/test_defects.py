@@ -15,7 +15,7 @@ from components.addons import facts as addon_facts
 from components.dask import facts as dask_facts
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.values import cpu_millis, quantity_bytes
-from tests.render.helm import Rendered, render
+from tests.render.helm import Rendered
 from tests.render.program import VARIANTS, program_releases
 from tests.render.stacks import stack_settings
 
@@ -31,7 +31,7 @@ PUBLISHED_DRIVER_IMAGES = {"nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.0
 
 def rendered(variant: str, chart: str, **config) -> Rendered:
     release = program_releases(variant, **config)[chart]
-    return render(release.archive, release.name, release.namespace, release.values)
+    return release.render()
 
 
 def containers(deployment: dict) -> list[dict]:
@@ -61,7 +61,7 @@ def operator_facts(version: str) -> addon_facts.GpuOperatorFacts:
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_the_driver_gets_the_nls_token(variant):
     release = program_releases(variant)["gpu-operator"]
-    policy = render(release.archive, release.name, release.namespace, release.values).named(
+    policy = release.render().named(
         "ClusterPolicy", "cluster-policy")
     licensing = policy["spec"]["driver"]["licensingConfig"]
     mounted = addon_facts.licensing_files(operator_facts(release.version), licensing)
@@ -75,7 +75,7 @@ def test_the_driver_gets_the_nls_token(variant):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_the_operator_pulls_a_driver_image_that_exists(variant):
     release = program_releases(variant)["gpu-operator"]
-    driver = render(release.archive, release.name, release.namespace, release.values).named(
+    driver = release.render().named(
         "ClusterPolicy", "cluster-policy")["spec"]["driver"]
     os_tag = addon_facts.node_os_tag(stack_settings(*VARIANTS[variant]).cluster.kubernetes_version)
     pulled = addon_facts.resolved_driver_image(operator_facts(release.version), driver["repository"],

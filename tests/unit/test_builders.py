@@ -12,6 +12,8 @@ from components.addons.gpu_operator import docker_config
 from components.addons.values import gpu_operator_values, licensing_uses_secret, nfs_provisioner_values
 from components.cluster.manifests import tkc_manifest
 from components.dask.jupyter_password import jupyter_hash
+from components.dask import post_render
+from components.dask.podspec import TLS_DIR, TLS_KEYS, TLS_VOLUME
 from components.dask.values import DaskValuesInputs, dask_values, labextension_config
 from tests.unit.test_settings import settings
 
@@ -39,18 +41,31 @@ def test_tkc_storage_settings_list_every_class_used():
     assert m["spec"]["settings"]["network"]["cni"] == {"name": "antrea"}
 
 
-def test_tls_material_reaches_each_role_from_the_secret():
+def test_tls_material_reaches_each_role_as_files_never_as_values():
+    """The env names files under the TLS mount (no key material, no secretKeyRef); the chart's
+    Deployments get exactly their role's keys mounted (post_render, as Helm runs it)."""
     values = dask_values(values_inputs(settings()))
     assert values["scheduler"]["extraArgs"] == ["--protocol", "tls"]
 
-    def keys(role):
-        return {e["valueFrom"]["secretKeyRef"]["key"] for e in values[role]["env"] if "valueFrom" in e}
+    def files(role):
+        return {e["value"].removeprefix(TLS_DIR + "/") for e in values[role]["env"]
+                if e["name"] in TLS_KEYS.values()}
 
-    assert keys("scheduler") == {"ca.crt", "scheduler.crt", "scheduler.key"}
-    assert keys("worker") == {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"}
-    assert keys("jupyter") == {"ca.crt", "client.crt", "client.key"}
+    assert files("scheduler") == {"ca.crt", "scheduler.crt", "scheduler.key"}
+    assert files("worker") == {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"}
+    assert files("jupyter") == {"ca.crt", "client.crt", "client.key"}
+    assert not any("valueFrom" in e or "BEGIN" in str(e.get("value")) for role in ("scheduler", "worker", "jupyter")
+                   for e in values[role]["env"])
+    for role in ("scheduler", "worker", "jupyter"):
+        deployment = {"kind": "Deployment", "metadata": {"name": f"dask-{role}", "labels": {"app": "dask", "release": "dask"}},
+                      "spec": {"template": {"spec": {"containers": [{"name": role, "env": values[role]["env"]}]}}}}
+        spec = post_render.harden(deployment)["spec"]["template"]["spec"]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == TLS_VOLUME]
+        assert volume["secret"]["secretName"] == "dask-tls"
+        assert {i["key"] for i in volume["secret"]["items"]} == files(role)
+        assert {"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True} in spec["containers"][0]["volumeMounts"]
     plain = dask_values(values_inputs(settings(daskTls=False), tls_secret=None))
-    assert plain["scheduler"]["extraArgs"] == [] and not any("valueFrom" in e for e in plain["worker"]["env"])
+    assert plain["scheduler"]["extraArgs"] == [] and not any(e["name"] in TLS_KEYS.values() for e in plain["worker"]["env"])
 
 
 def test_extra_pip_packages_become_the_worker_env():
