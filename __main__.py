@@ -43,7 +43,7 @@ in_guest = pulumi.ResourceOptions(provider=guest)
 enforces_psp = settings.cluster.enforces_psp
 
 # --- 8-12 add-ons: pod security, GPU operator, RWX storage + claims, data Job ----------
-workspace = GuestNamespace("workspace", GuestNamespaceArgs(settings.storage.namespace, "baseline", enforces_psp),
+workspace = GuestNamespace("workspace", GuestNamespaceArgs(settings.storage.namespace, "restricted", enforces_psp),
                            in_guest)
 gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=settings.gpu_operator, enforces_psp=enforces_psp),
                            in_guest)

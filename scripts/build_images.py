@@ -142,6 +142,22 @@ def _rootfs_layer(root: Path) -> bytes:
     return result.stdout
 
 
+def _users_like_the_images(root: Path) -> None:
+    """The users the Dask pods run as (components/dask/facts.py): the RAPIDS images' ``rapids``
+    (uid 1001, group ``conda`` gid 1000, home /home/rapids) and, for images that run as root,
+    RUN_AS (1000:1000, whose home the pods mount themselves). ``/root`` is made traversable
+    (0711): the tests mount the node's interpreter under /root at the same path, which a
+    non-root user could not reach through Debian's 0700 /root."""
+    with open(root / "etc" / "group", "a") as group:
+        group.write("conda:x:1000:\n")
+    with open(root / "etc" / "passwd", "a") as passwd:
+        passwd.write("rapids:x:1001:1000::/home/rapids:/bin/bash\ndask:x:1000:1000::/home/dask:/bin/bash\n")
+    home = root / "home" / "rapids"
+    home.mkdir(parents=True)
+    os.chown(home, 1001, 1000)
+    os.chmod(root / "root", 0o711)
+
+
 def build_dask_runtime() -> dict:
     key = _sha256("\0".join([RECIPE, DEBIAN_SUITE, DEBIAN_MIRROR, *RUNTIME_PACKAGES]).encode()
                   + Path(__file__).read_bytes())[:16]
@@ -158,6 +174,7 @@ def build_dask_runtime() -> dict:
         subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(RUNTIME_PACKAGES)}",
                         DEBIAN_SUITE, str(work / "root"), DEBIAN_MIRROR],
                        check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        _users_like_the_images(work / "root")
         layer = _rootfs_layer(work / "root")
         write_oci_archive(archive, ref, [layer], {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
                                                   "WorkingDir": "/"})

@@ -15,11 +15,19 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster.pod_security import hardened_pod, pod_security_context
+from components.dask.facts import RUN_AS
 from components.settings.model import DataSpec
 
 PREPARE_SOURCE = Path(__file__).resolve().parents[2] / "workloads" / "prepare.py"
 JOB_NAME = "dataset-prepare"
 CODE_MOUNT = "/opt/dask-tkg"
+# The downloader needs no user of the image: it writes only to the dataset claim and /tmp.
+# Not root (the Pod Security Standards' restricted level); the group is the Dask pods'
+# (facts.RUN_AS). The NFS provisioner makes each volume's directory writable by every user
+# (kubernetes-sigs/nfs-subdir-external-provisioner cmd/nfs-subdir-external-provisioner/
+# provisioner.go: MkdirAll and Chmod 0777, "the pods that mount it do not share the
+# provisioner's UID"); on a vSAN file share the share's own permissions decide.
+RUN_AS_CONTEXT = {"runAsNonRoot": True, "runAsUser": RUN_AS[0], "runAsGroup": RUN_AS[1], "fsGroup": RUN_AS[1]}
 
 
 def job_args(data: DataSpec, root: str) -> list[str]:
@@ -81,7 +89,7 @@ class DatasetJob(pulumi.ComponentResource):
                             {"name": "dataset", "persistentVolumeClaim": {"claimName": args.dataset_claim}},
                             {"name": "code", "configMap": {"name": f"{JOB_NAME}-code"}},
                         ],
-                    }, pod_security_context(args.enforces_psp)),
+                    }, {**RUN_AS_CONTEXT, **pod_security_context(args.enforces_psp)}),
                 },
             },
             # A Job's pod template is immutable: a changed source list replaces the Job.

@@ -1,9 +1,13 @@
 """Guest-cluster namespaces with the pod security their workloads need, and the hardening of
 the pods this program builds itself.
 
-TKG up to Kubernetes 1.24 enforces PodSecurityPolicy: service accounts need a binding to
-``psp:vmware-system-privileged`` (what the paper applied by hand). From 1.25 on, Pod
-Security Admission reads namespace labels instead.
+TKG up to Kubernetes 1.24 enforces PodSecurityPolicy: a namespace's service accounts need a
+binding to one of the two policies TKG ships (VMware, "Using Pod Security Policies with Tanzu
+Kubernetes Clusters"): ``psp:vmware-system-privileged`` for the namespaces NVIDIA's operator
+and the NFS provisioner need privileged (the paper bound every namespace to it by hand),
+``psp:vmware-system-restricted`` (non-root, no escalation, every capability dropped, no host
+volumes) for every other. From 1.25 on, Pod Security Admission reads the namespace labels,
+which every namespace of the program carries there.
 """
 from __future__ import annotations
 
@@ -13,7 +17,12 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
-PSP_CLUSTER_ROLE = "psp:vmware-system-privileged"
+PSP_CLUSTER_ROLES = {"privileged": "psp:vmware-system-privileged", "restricted": "psp:vmware-system-restricted"}
+
+
+def psp_cluster_role(level: str) -> str:
+    """TKG's policy for a Pod Security level: only ``privileged`` gets the privileged one."""
+    return PSP_CLUSTER_ROLES["privileged" if level == "privileged" else "restricted"]
 
 # The Pod Security Standards' restricted level (k8s.io/pod-security-admission ``policy/``):
 # no privilege escalation and no capabilities for every container, and the runtime's default
@@ -68,18 +77,20 @@ class GuestNamespace(pulumi.ComponentResource):
     def __init__(self, name: str, args: GuestNamespaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:cluster:GuestNamespace", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        # The level is declared on every cluster: Pod Security Admission enforces it from 1.23
-        # (beta, on by default; beside PodSecurityPolicy up to 1.24), and the tests check every
-        # pod against it on every stack.
-        labels = {"app.kubernetes.io/managed-by": "dask-tkg", **(args.labels or {}), **psa_labels(args.level)}
+        # Under PodSecurityPolicy the namespace's binding (below) is its level: TKG enables Pod
+        # Security Admission only from TKR 1.25 (VMware, "Configure PSA for TKR 1.25 and Later").
+        labels = {"app.kubernetes.io/managed-by": "dask-tkg", **(args.labels or {})}
+        if not args.enforces_psp:
+            labels.update(psa_labels(args.level))
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": args.namespace, "labels": labels}, opts=child)
         self.name = self.namespace.metadata.apply(lambda m: m["name"])
         if args.enforces_psp:
+            role = psp_cluster_role(args.level)
             k8s.rbac.v1.RoleBinding(
                 f"{name}-psp",
-                metadata={"name": "psp-vmware-system-privileged", "namespace": self.name},
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PSP_CLUSTER_ROLE},
+                metadata={"name": role.replace(":", "-"), "namespace": self.name},
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
                 subjects=[{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                            "name": f"system:serviceaccounts:{args.namespace}"}],
                 opts=child,

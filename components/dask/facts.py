@@ -30,6 +30,9 @@ class ImageFacts:
     # the modules it already holds (import names), and the CUDA major it is built for.
     python: str | None = None
     home: str = "/root"
+    # The image's own non-root user (uid, gid), which the pods run as; None: the image runs as
+    # root, and the pods run as RUN_AS (pod_user).
+    user: tuple[int, int] | None = None
     modules: frozenset[str] = frozenset()
     cuda_major: int | None = None
 
@@ -52,6 +55,8 @@ IMAGES: tuple[ImageFacts, ...] = (
         background_jupyter_unless="DISABLE_JUPYTER",
         python="3.8",  # rapidsai/docker branch-21.10 settings.yaml: PYTHON_VER 3.7 and 3.8 (NGC's tag: 3.8)
         cuda_major=11,
+        # Runs as root; its Dockerfile makes the conda environments writable by every user
+        # (``chmod -R ugo+w /opt/conda ${RAPIDS_DIR}``), so EXTRA_PIP_PACKAGES installs as RUN_AS.
     ),
     ImageFacts(
         repository="nvcr.io/nvidia/rapidsai/base",
@@ -62,6 +67,10 @@ IMAGES: tuple[ImageFacts, ...] = (
         dask_version=None,  # the image that builds on it pins its own (images/dask-runtime)
         has_jupyter=False,  # only the "notebooks" target installs JupyterLab
         home="/home/rapids",
+        # branch-25.10 Dockerfile: ``useradd -rm -d /home/rapids -s /bin/bash -g conda -u 1001 rapids``,
+        # ``USER rapids``; the group conda is gid 1000 (LABEL com.nvidia.workbench.user.gid) and
+        # owns /opt/conda (``--chown=root:conda --chmod=770``): pip installs as that user.
+        user=(1001, 1000),
     ),
     # The current platform's default: a published RAPIDS image the runner drives as it is
     # (the "notebooks" target: "base" plus JupyterLab, so one image serves every pod).
@@ -84,13 +93,34 @@ IMAGES: tuple[ImageFacts, ...] = (
         dask_version="2026.7.1",
         python="3.11",
         home="/home/rapids",
+        user=(1001, 1000),  # as base 25.10 (main at ddc94029: the same useradd, USER and labels)
         modules=frozenset({"dask", "distributed", "dask_cuda", "cudf", "xgboost", "pandas", "pyarrow", "numpy",
                            "cupy", "jupyterlab", "dask_labextension"}),
         cuda_major=12,
     ),
 )
 
-DEFAULT_PIP_CACHE_HOME = "/root"  # an image with no recorded facts: root's home, as the paper's ran
+# The user the pods run as when the image's own is root (the paper's) or unknown: not root
+# (the Pod Security Standards' restricted level), the RAPIDS images' conda group, and a home of
+# its own on an emptyDir (root's home is not this user's to write).
+RUN_AS = (1000, 1000)
+RUN_AS_HOME = "/home/dask"
+
+
+@dataclass(frozen=True)
+class PodUser:
+    uid: int
+    gid: int
+    home: str
+    own_home: bool  # the home is an emptyDir the pod mounts (the image has none for this user)
+
+
+def pod_user(image: str) -> PodUser:
+    """Who the Dask pods of ``image`` run as: the image's non-root user, else RUN_AS."""
+    facts = image_facts(image)
+    if facts is not None and facts.user is not None:
+        return PodUser(facts.user[0], facts.user[1], facts.home, own_home=False)
+    return PodUser(RUN_AS[0], RUN_AS[1], RUN_AS_HOME, own_home=True)
 
 
 _CUDA_IN_TAG = re.compile(r"(?:^|[-_])cuda(\d+)")
@@ -109,8 +139,7 @@ def image_cuda_major(image: str) -> int | None:
 def pip_cache_mount(image: str) -> str:
     """Where pip keeps its cache for the image's user: the pip-cache claim is mounted there,
     so EXTRA_PIP_PACKAGES downloads once for every worker and restart."""
-    facts = image_facts(image)
-    return f"{facts.home if facts else DEFAULT_PIP_CACHE_HOME}/.cache/pip"
+    return f"{pod_user(image).home}/.cache/pip"
 
 # A shell or REPL without arguments as the main process reads its stdin, which in a pod is
 # empty (a Deployment's containers get no stdin or TTY unless asked), so it exits at once

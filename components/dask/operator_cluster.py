@@ -71,14 +71,14 @@ class DaskOperatorCluster(pulumi.ComponentResource):
         self.namespace = pulumi.Output.from_input(args.namespace)
 
         self.operator_namespace = GuestNamespace(f"{name}-operator-ns", GuestNamespaceArgs(
-            op.namespace, "baseline", s.cluster.enforces_psp,
+            op.namespace, "restricted", s.cluster.enforces_psp,
             labels={"kubernetes.io/metadata.name": op.namespace}), child)  # automatic only from 1.21 on
         self.operator = k8s.helm.v3.Release(
             f"{name}-operator",
             name=OPERATOR_RELEASE, chart=OPERATOR_RELEASE, version=op.chart_version,
             namespace=self.operator_namespace.name,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
-            values=operator_spec.operator_values(op, selector(s, "scheduler")),
+            values=operator_spec.operator_values(op, selector(s, "scheduler"), s.cluster.enforces_psp),
             skip_crds=False,  # the CRDs come from the chart's crds/ folder
             timeout=600,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))

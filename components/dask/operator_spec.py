@@ -78,7 +78,7 @@ def dashboard_url(name: str, namespace: str) -> str:
 
 
 def _pod(container: dict[str, Any], volumes: list | None, selector: Mapping[str, str],
-         tls: tuple[str, str] | None, enforces_psp: bool) -> dict[str, Any]:
+         tls: tuple[str, str] | None, pod_security: dict[str, Any]) -> dict[str, Any]:
     """A hardened pod of one container; ``tls`` (role, Secret) mounts that role's TLS files."""
     volumes = list(volumes or [])
     if tls:
@@ -90,7 +90,7 @@ def _pod(container: dict[str, Any], volumes: list | None, selector: Mapping[str,
         spec["volumes"] = volumes
     if selector:
         spec["nodeSelector"] = dict(selector)
-    return podspec.hardened_pod(spec, podspec.pod_security_context(enforces_psp))
+    return podspec.hardened_pod(spec, pod_security)
 
 
 def _quantities(resources: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +129,8 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
                    "targetPort": "http-dashboard"}],
     }
     tls = ("scheduler", inputs.tls_secret) if inputs.tls_secret else None
-    return {"spec": _pod(container, None, inputs.scheduler_selector, tls, inputs.enforces_psp), "service": service}
+    return {"spec": _pod(container, None, inputs.scheduler_selector, tls,
+                                 podspec.pod_security(d.image, inputs.enforces_psp)), "service": service}
 
 
 def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int, memory: str,
@@ -149,7 +150,8 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
         "resources": _quantities(podspec.resources(cpu, memory, gpus)), "volumeMounts": mounts["volumeMounts"],
     }
     tls = ("worker", inputs.tls_secret) if inputs.tls_secret else None
-    return {"replicas": replicas, "spec": _pod(container, mounts["volumes"], selector, tls, inputs.enforces_psp)}
+    return {"replicas": replicas, "spec": _pod(container, mounts["volumes"], selector, tls,
+                                               podspec.pod_security(d.image, inputs.enforces_psp))}
 
 
 def dask_cluster(inputs: DaskClusterInputs) -> dict[str, Any]:
@@ -191,11 +193,17 @@ def autoscaler(inputs: DaskClusterInputs) -> dict[str, Any] | None:
     }
 
 
-def operator_values(op: OperatorSpec, selector: Mapping[str, str]) -> dict[str, Any]:
+def operator_values(op: OperatorSpec, selector: Mapping[str, str], enforces_psp: bool = False) -> dict[str, Any]:
     """Values of the pinned dask-kubernetes-operator chart: its image pinned to the chart's own
-    version, the controller off the GPU nodes, the chart's restrictive securityContext kept."""
+    version, the controller off the GPU nodes, the chart's restrictive container securityContext
+    kept (values.yaml: non-root 1000, no escalation, every capability dropped, read-only root)
+    and the pod's seccomp profile where Pod Security Admission wants one (``podSecurityContext``:
+    {} in values.yaml), so the controller's namespace is ``restricted``."""
     values: dict[str, Any] = {"image": {"name": OPERATOR_IMAGE, "tag": op.chart_version,
                                         "pullPolicy": "IfNotPresent"}}
+    pod_context = podspec.pod_security_context(enforces_psp)
+    if pod_context:
+        values["podSecurityContext"] = pod_context
     if selector:
         values["nodeSelector"] = dict(selector)
     return values

@@ -99,7 +99,23 @@ def worker_env(dask: DaskSpec) -> list[dict[str, str]]:
            *worker_tuning_env(dask.workers.threads, dask.workers.tcmalloc, dask.dask_version)]
     if dask.extra_pip_packages:
         env.append({"name": "EXTRA_PIP_PACKAGES", "value": dask.extra_pip_packages})
-    return env
+    return env + user_env(dask.image)
+
+
+def user_env(image: str) -> list[dict[str, str]]:
+    """HOME, when the pods' user has no home in the image (``facts.pod_user``): the emptyDir
+    ``mounts`` adds, where pip and Jupyter write."""
+    user = facts.pod_user(image)
+    return [{"name": "HOME", "value": user.home}] if user.own_home else []
+
+
+def pod_security(image: str, enforces_psp: bool) -> dict[str, Any]:
+    """The pod-level security context of a Dask pod: the image's non-root user (or RUN_AS),
+    its group as the volumes' group (so the TLS files, mode 0440, are readable), and the
+    seccomp profile where the cluster's admission allows one (``pod_security_context``)."""
+    user = facts.pod_user(image)
+    return {"runAsNonRoot": True, "runAsUser": user.uid, "runAsGroup": user.gid, "fsGroup": user.gid,
+            **pod_security_context(enforces_psp)}
 
 
 def scheduler_env(tls_secret: str | None) -> list[dict[str, Any]]:
@@ -163,6 +179,10 @@ def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
     if scratch:
         volumes.append({"name": "scratch", "emptyDir": {}})
         volume_mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})
+    user = facts.pod_user(image)
+    if user.own_home:
+        volumes.append({"name": "home", "emptyDir": {}})
+        volume_mounts.append({"name": "home", "mountPath": user.home})
     return {"volumes": volumes, "volumeMounts": volume_mounts}
 
 

@@ -1,6 +1,7 @@
 """Mutual TLS for Dask: a private CA and certificates for scheduler, workers and clients
-(pulumi-tls), stored in one Kubernetes Secret the pods read through Dask's config
-variables. Private keys are secrets in the state and in the stack outputs."""
+(pulumi-tls), stored in one Kubernetes Secret each pod mounts as files (its role's keys only:
+``podspec.tls_volume``), named by Dask's config variables. Private keys are secrets in the
+state and in the stack outputs."""
 from __future__ import annotations
 
 from dataclasses import dataclass

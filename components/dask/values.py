@@ -7,7 +7,8 @@ Decisions the seed got wrong, made here once:
   (``exposure.py``), because the pinned chart cannot restrict a LoadBalancer's sources;
 - Jupyter's resources are always set explicitly (the seed's kept the chart default GPU);
 - worker scratch on the node's local disk (emptyDir), never on the NFS share;
-- TLS material from a Kubernetes Secret through Dask's own config variables.
+- TLS material as files from a Kubernetes Secret, named by Dask's own config variables
+  (mounted by the release's post-renderer, post_render.py);
 """
 from __future__ import annotations
 
@@ -75,8 +76,7 @@ def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
 
 def _pod_security(inputs: DaskValuesInputs) -> dict[str, Any]:
     """The chart's pod-level ``securityContext`` (its containers' own are set by post_render.py)."""
-    context = podspec.pod_security_context(inputs.enforces_psp)
-    return {"securityContext": context} if context else {}
+    return {"securityContext": podspec.pod_security(inputs.dask.image, inputs.enforces_psp)}
 
 
 def labextension_config(url: str) -> str:
@@ -150,7 +150,7 @@ def _jupyter(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         "servicePort": chart.JUPYTER_PORT,
         "password": inputs.jupyter_password_hash,
         "passwordHint": "see the jupyterPassword stack output (pulumi stack output --show-secrets)",
-        "env": [NO_BACKGROUND_JUPYTER, *_tls_env("jupyter", inputs.tls_secret)],
+        "env": [NO_BACKGROUND_JUPYTER, *podspec.user_env(d.image), *_tls_env("jupyter", inputs.tls_secret)],
         "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace)),
         "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
         "mounts": _claims(inputs, scratch=False),

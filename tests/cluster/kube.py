@@ -1,6 +1,7 @@
 """Small helpers over the API for the cluster tests: what TKG ships, pods, waiting."""
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Callable
 
@@ -42,6 +43,38 @@ def psp_cluster_role(psp_name: str) -> dict:
             "metadata": {"name": f"psp:{psp_name}"},
             "rules": [{"apiGroups": ["policy"], "resources": ["podsecuritypolicies"], "verbs": ["use"],
                        "resourceNames": [psp_name]}]}
+
+
+# The stand-in's own policy: TKG's restricted one plus exactly what the stand-in adds to the
+# program's pods (tests/cluster/post_render.py): read-only hostPath mounts of the node's prepared
+# Python environment, and the runtime's default seccomp profile, which a 1.25+ stack's pods
+# name (Pod Security Admission's restricted level wants it; under PodSecurityPolicy a pod may
+# name only the profiles its policy's annotation allows, Kubernetes 1.20
+# pkg/security/podsecuritypolicy/seccomp). Bound beside the program's own binding, so the pods
+# still run as non-root, without escalation and with every capability dropped.
+STAND_IN_PSP_NAME = "stand-in-restricted-with-host-mounts"
+
+
+def stand_in_psp(host_paths: list[str]) -> dict:
+    spec = json.loads(json.dumps(RESTRICTED_PSP["spec"]))
+    spec["volumes"] = [*spec["volumes"], "hostPath"]
+    spec["allowedHostPaths"] = [{"pathPrefix": path, "readOnly": True} for path in sorted(set(host_paths))]
+    return {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
+            "metadata": {"name": STAND_IN_PSP_NAME,
+                         "annotations": {"seccomp.security.alpha.kubernetes.io/allowedProfileNames": "runtime/default"}},
+            "spec": spec}
+
+
+def bind_stand_in_pod_security(api: kubernetes.client.ApiClient, namespace: str, host_paths: list[str]) -> None:
+    """The stand-in policy (above) for the namespace's service accounts, beside the program's."""
+    apply_manifest(api, stand_in_psp(host_paths), update_existing=True)
+    apply_manifest(api, psp_cluster_role(STAND_IN_PSP_NAME), update_existing=True)
+    apply_manifest(api, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                         "metadata": {"name": STAND_IN_PSP_NAME, "namespace": namespace},
+                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                     "name": f"psp:{STAND_IN_PSP_NAME}"},
+                         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                       "name": f"system:serviceaccounts:{namespace}"}]}, update_existing=True)
 
 
 def install_tkg_pod_security(api: kubernetes.client.ApiClient) -> None:

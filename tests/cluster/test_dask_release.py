@@ -39,7 +39,7 @@ from tests.apiserver.conftest import KUBE_CACHE, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import data_job, helm
 from tests.cluster.jupyter import Browser, logged_in, serving
-from tests.cluster.kube import (delete_namespace, delete_volumes, install_tkg_pod_security, pods, running, wait_for,
+from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, install_tkg_pod_security, pods, running, wait_for,
                                 wait_running)
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
@@ -129,6 +129,7 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
         for volume in volumes:
             apply_manifest(api, volume)
         apply_guest_half(api, stack, kinds=("Namespace", "RoleBinding", "ConfigMap", "PersistentVolumeClaim"))
+        bind_stand_in_pod_security(api, ns, [m["host"] for m in runtime_differences(kube_cluster)["mounts"]])
         tls = dask_tls_material(tmp / "tls", ["dask-scheduler", f"dask-scheduler.{ns}",
                                               f"dask-scheduler.{ns}.svc.cluster.local"])
         for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns):
@@ -223,6 +224,49 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
         declared = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
         meant = declared | meant_by_ip.get(pod["status"]["podIP"], set())
         assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
+
+
+# What each role's TLS directory holds (components/dask/podspec.py ROLE_KEYS)
+ROLE_FILES = {"scheduler": {"ca.crt", "scheduler.crt", "scheduler.key"},
+              "worker": {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"},
+              "jupyter": {"ca.crt", "client.crt", "client.key"}}
+# The main process's own view: no new privileges (allowPrivilegeEscalation false), no
+# capability left (drop ALL), no service-account token mounted, the TLS material only as
+# files: its environment names paths and holds no PEM.
+PROBE_POD_SECURITY = r"""
+import json, os
+status = dict(line.split(":", 1) for line in open("/proc/1/status").read().splitlines() if ":" in line)
+environ = open("/proc/1/environ", "rb").read().split(b"\0")
+tls = "/etc/dask/tls"
+print(json.dumps({
+    "no_new_privs": status["NoNewPrivs"].strip(), "cap_eff": status["CapEff"].strip(),
+    "cap_bnd": status["CapBnd"].strip(),
+    "token": os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+    "tls_files": sorted(f for f in os.listdir(tls) if not f.startswith("..")) if os.path.isdir(tls) else [],
+    "pem_in_env": any(b"-----BEGIN" in e for e in environ),
+    "tls_env": sorted(e.decode().split("=", 1)[1] for e in environ if e.startswith(b"DASK_DISTRIBUTED__COMM__TLS__")),
+}))
+"""
+
+
+def test_the_pods_run_without_token_privileges_or_keys_in_their_environment(kube_cluster, dask_release):
+    """Checked inside each running pod, from its main process's /proc: what the program's pod
+    security (components/cluster/pod_security.py) and post-renderer promise."""
+    checked = set()
+    for pod in pods(kube_cluster.api_client, dask_release.namespace):
+        role = pod["metadata"]["labels"].get("component")
+        if role not in ROLE_FILES or not running(pod):
+            continue
+        seen = json.loads(pod_exec(kube_cluster, dask_release.namespace, pod["metadata"]["name"],
+                                   "python", "-c", PROBE_POD_SECURITY))
+        name = pod["metadata"]["name"]
+        assert seen["no_new_privs"] == "1" and int(seen["cap_eff"], 16) == 0 == int(seen["cap_bnd"], 16), (name, seen)
+        assert seen["token"] is False, f"{name} has a service-account token"
+        assert set(seen["tls_files"]) == ROLE_FILES[role], (name, seen["tls_files"])
+        assert seen["pem_in_env"] is False and seen["tls_env"], (name, seen)
+        assert all(path.startswith("/etc/dask/tls/") for path in seen["tls_env"]), (name, seen["tls_env"])
+        checked.add(role)
+    assert checked == set(ROLE_FILES), checked
 
 
 def declared_job(stack: DeclaredStack, kube_cluster) -> dict:

@@ -59,7 +59,7 @@ import yaml
 
 from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
 from tests.cluster.data_job import _smoke_sources
-from tests.cluster.kube import (delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
+from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
                                 wait_default_service_account, wait_for, wait_running)
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
@@ -142,15 +142,6 @@ def differences(kube_cluster, env: dict, namespace: str) -> dict:
     return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts, "scheduler_ip": scheduler_ip,
             "scheduler_names": scheduler_names(namespace),
             "env": {"PATH": f"{env['venv']}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": IMAGE_HOME}}
-
-
-def psp_binding(namespace: str) -> dict:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "psp-vmware-system-privileged", "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "psp:vmware-system-privileged"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                          "name": f"system:serviceaccounts:{namespace}"}]}
 
 
 def apply_crds(api) -> list[str]:
@@ -236,7 +227,7 @@ def default_release(kube_cluster, tmp_path_factory):
         for volume in volumes:
             apply_manifest(api, volume)
         apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
-        apply_manifest(api, psp_binding(ns))
+        bind_stand_in_pod_security(api, ns, [m["host"] for m in d["mounts"]])
         wait_default_service_account(api, ns)
         for kind in ("ConfigMap", "PersistentVolumeClaim"):
             for obj in in_namespace(stack.objects, kind, ns):

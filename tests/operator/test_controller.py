@@ -128,14 +128,16 @@ def test_the_controller_reconciles_the_programs_cluster_and_scales_it(kube_apise
     two = controller.wait("2 worker Deployments", lambda: (lambda w: w if len(w) == 2 else None)(
         workers(api, kube_namespace)))
     for deployment in two:
-        [c] = deployment["spec"]["template"]["spec"]["containers"]
+        pod = deployment["spec"]["template"]["spec"]
+        [c] = pod["containers"]
         assert c["image"] == MODERN_IMAGE
         assert c["resources"]["limits"]["nvidia.com/gpu"] == c["resources"]["requests"]["nvidia.com/gpu"] == "1"
         assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {POOL_ROLE_LABEL: "gpu"}
-        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/ml-share", "/root/.cache/pip", "/scratch",
-                                                               "/etc/dask/tls"}
+        # an image of no recorded user: RUN_AS, with a home of its own holding pip's cache
+        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/ml-share", "/home/dask", "/home/dask/.cache/pip",
+                                                               "/scratch", "/etc/dask/tls"}
+        assert pod["securityContext"]["runAsUser"] == 1000 and pod["securityContext"]["runAsNonRoot"] is True
         # the pod security the program set reaches the Deployment unchanged
-        pod = deployment["spec"]["template"]["spec"]
         assert pod["automountServiceAccountToken"] is False
         assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
         env = {e["name"]: e.get("value") for e in c["env"]}

@@ -98,7 +98,9 @@ def test_dask_workers_get_one_gpu_each_and_mount_both_claims(graph):
     claims = {v["persistentVolumeClaim"]["claimName"] for v in worker["mounts"]["volumes"] if "persistentVolumeClaim" in v}
     assert claims == {"external-nfs-pvc", "external-nfs-pip-cache-pvc"}
     mounts = {m["mountPath"] for m in worker["mounts"]["volumeMounts"]}
-    assert {"/ml-share", "/root/.cache/pip", "/scratch"} <= mounts
+    # the paper's image runs as root: the pods run as non-root RUN_AS, with a home (and pip's cache) of its own
+    assert {"/ml-share", "/home/dask", "/home/dask/.cache/pip", "/scratch"} <= mounts
+    assert worker["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
     assert {"name": "scratch", "emptyDir": {}} in worker["mounts"]["volumes"]  # local disk, not NFS
     assert worker["nodeSelector"] == {POOL_ROLE_LABEL: "gpu"}
 

@@ -80,4 +80,5 @@ def test_the_papers_image_is_said_to_be_beyond_the_runner(stack):
 
 def test_the_pip_cache_claim_is_mounted_where_the_images_user_keeps_it():
     assert dask_facts.pip_cache_mount("rapidsai/notebooks:26.10-cuda12-py3.11") == "/home/rapids/.cache/pip"
-    assert dask_facts.pip_cache_mount(PAPER_PLATFORM["daskImage"]) == "/root/.cache/pip"  # the paper's ran as root
+    # the paper's image runs as root: the pods run as RUN_AS, whose home is an emptyDir of its own
+    assert dask_facts.pip_cache_mount(PAPER_PLATFORM["daskImage"]) == "/home/dask/.cache/pip"
