@@ -35,14 +35,16 @@ def helm(cluster, *args: str, timeout_s: float = 300.0) -> str:
 
 
 POST_RENDER = Path(__file__).resolve().with_name("post_render.py")
+PROGRAM_POST_RENDER = POST_RENDER.parents[2] / "components" / "dask" / "post-render"
 
 
 def install(cluster, release: str, chart: Path, namespace: str, values: dict,
             differences: dict | None = None) -> dict:
     """``helm install`` (no --wait: the tests watch the pods themselves); returns Helm's status.
 
-    With ``differences``, the rendered objects go through tests/cluster/post_render.py
-    (every way the test's release differs from the program's lives there)."""
+    The rendered objects go through the release's own post-renderer (components/dask/post-render,
+    as the program's Release names it) and, with ``differences``, then through
+    tests/cluster/post_render.py (every way the test's release differs from the program's)."""
     values_file = cluster.workdir / f"values-{namespace}-{release}.json"
     values_file.write_text(json.dumps(values))
     values_file.chmod(0o600)  # the values hold the Jupyter password hash
@@ -57,6 +59,8 @@ def install(cluster, release: str, chart: Path, namespace: str, values: dict,
                            f' "{diff_file}"\n')
         wrapper.chmod(0o700)
         args += ["--post-renderer", str(wrapper)]
+    else:
+        args += ["--post-renderer", str(PROGRAM_POST_RENDER)]
     return json.loads(helm(cluster, *args))
 
 

@@ -47,9 +47,9 @@ def psp_cluster_role(psp_name: str) -> dict:
 
 # The stand-in's own policy: TKG's restricted one plus exactly what the stand-in adds to the
 # program's pods (tests/cluster/post_render.py): read-only hostPath mounts of the node's prepared
-# Python environment, and the runtime's default seccomp profile, which a 1.25+ stack's pods
-# name (Pod Security Admission's restricted level wants it; under PodSecurityPolicy a pod may
-# name only the profiles its policy's annotation allows, Kubernetes 1.20
+# Python environment, and a seccomp profile, which a 1.25+ stack's pods name (Pod Security
+# Admission's restricted level wants runtime/default; under PodSecurityPolicy a pod may name
+# only the profiles its policy's annotation allows, Kubernetes 1.20
 # pkg/security/podsecuritypolicy/seccomp). Bound beside the program's own binding, so the pods
 # still run as non-root, without escalation and with every capability dropped.
 STAND_IN_PSP_NAME = "stand-in-restricted-with-host-mounts"
@@ -61,7 +61,9 @@ def stand_in_psp(host_paths: list[str]) -> dict:
     spec["allowedHostPaths"] = [{"pathPrefix": path, "readOnly": True} for path in sorted(set(host_paths))]
     return {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
             "metadata": {"name": STAND_IN_PSP_NAME,
-                         "annotations": {"seccomp.security.alpha.kubernetes.io/allowedProfileNames": "runtime/default"}},
+                         # "*": a 1.25+ stack's pods name runtime/default, a PSP stack's name none
+                         # (a list without the empty profile refuses those: seen on this node)
+                         "annotations": {"seccomp.security.alpha.kubernetes.io/allowedProfileNames": "*"}},
             "spec": spec}
 
 

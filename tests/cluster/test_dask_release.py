@@ -230,7 +230,7 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
 ROLE_FILES = {"scheduler": {"ca.crt", "scheduler.crt", "scheduler.key"},
               "worker": {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"},
               "jupyter": {"ca.crt", "client.crt", "client.key"}}
-# The main process's own view: no new privileges (allowPrivilegeEscalation false), no
+# The main process's own view: not root, no new privileges (allowPrivilegeEscalation false), no
 # capability left (drop ALL), no service-account token mounted, the TLS material only as
 # files: its environment names paths and holds no PEM.
 PROBE_POD_SECURITY = r"""
@@ -239,6 +239,7 @@ status = dict(line.split(":", 1) for line in open("/proc/1/status").read().split
 environ = open("/proc/1/environ", "rb").read().split(b"\0")
 tls = "/etc/dask/tls"
 print(json.dumps({
+    "uid": status["Uid"].split(), "gid": status["Gid"].split(),
     "no_new_privs": status["NoNewPrivs"].strip(), "cap_eff": status["CapEff"].strip(),
     "cap_bnd": status["CapBnd"].strip(),
     "token": os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token"),
@@ -261,6 +262,7 @@ def test_the_pods_run_without_token_privileges_or_keys_in_their_environment(kube
                                    "python", "-c", PROBE_POD_SECURITY))
         name = pod["metadata"]["name"]
         assert seen["no_new_privs"] == "1" and int(seen["cap_eff"], 16) == 0 == int(seen["cap_bnd"], 16), (name, seen)
+        assert seen["uid"] == ["1000"] * 4 and seen["gid"] == ["1000"] * 4, (name, seen)  # RUN_AS: the paper's image is root's
         assert seen["token"] is False, f"{name} has a service-account token"
         assert set(seen["tls_files"]) == ROLE_FILES[role], (name, seen["tls_files"])
         assert seen["pem_in_env"] is False and seen["tls_env"], (name, seen)

@@ -31,9 +31,12 @@ What runs, and how it differs from the defaults' deployment:
   machine's disk is shared; the workers load the model themselves, so their torch need not
   equal the client's. The image's entrypoint (``pip install $EXTRA_PIP_PACKAGES``) is not run:
   there is no registry to install from; the environment already holds its result;
-- the pods run as root with HOME=/home/rapids (the image's user is rapids, uid 1001);
+- the pods run as the program sets them to, the image's user rapids (uid 1001, gid 1000, which
+  the stand-in's rootfs holds, scripts/build_images.py), with HOME=/home/rapids;
 - PodSecurityPolicy: the dev stack targets Kubernetes 1.32 (no PSP), this node is 1.20 with
-  PSP admission, so the namespace's service accounts are bound to TKG's privileged policy here;
+  PSP admission, so the namespace's service accounts are bound to the stand-in's policy
+  (tests/cluster/kube.py: TKG's restricted one, plus the read-only host mounts and the
+  runtime's seccomp profile the 1.32 stack's pods name);
 - the ``dask-tls`` Secret holds real certificates (under the mocks pulumi-tls returns
   placeholders); the shared claims are hostPath volumes; the dataset is written onto the
   dataset claim's volume by the benchmarks' own generators (smoke profile) in the layout the

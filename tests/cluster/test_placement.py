@@ -35,6 +35,9 @@ def shared_volume_stand_ins(stack: DeclaredStack, root) -> list[dict]:
         name = f"stand-in-{stack.dask_namespace}-{claim['metadata']['name']}"
         path = root / claim["metadata"]["name"]
         path.mkdir(parents=True, exist_ok=True)
+        # writable by every user, as the NFS provisioner leaves each volume's directory (its
+        # provisioner.go: Chmod 0777): the pods run as non-root users
+        path.chmod(0o777)
         volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
                         "spec": {"capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
                                  "accessModes": claim["spec"]["accessModes"],

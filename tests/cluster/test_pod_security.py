@@ -25,7 +25,7 @@ def test_the_release_is_refused_without_the_programs_binding_and_admitted_with_i
     ns = stack.dask_namespace
     namespace = next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns)
     bindings = in_namespace(stack.objects, "RoleBinding", ns)
-    assert [b["roleRef"]["name"] for b in bindings] == ["psp:vmware-system-privileged"]
+    assert [b["roleRef"]["name"] for b in bindings] == ["psp:vmware-system-restricted"]
     install_tkg_pod_security(api)
     apply_manifest(api, namespace)
     try:
@@ -47,8 +47,9 @@ def test_the_release_is_refused_without_the_programs_binding_and_admitted_with_i
             apply_manifest(api, binding)
         admitted = wait_for(f"{expected_pods} pods admitted", lambda: (lambda p: p if len(p) >= expected_pods
                                                                        else None)(pods(api, ns)), 120)
+        # TKG's restricted policy: the pods run as non-root without escalation or capabilities
         assert {p["metadata"]["annotations"].get("kubernetes.io/psp") for p in admitted} == {
-            "vmware-system-privileged"}
+            "vmware-system-restricted"}
     finally:
         delete_namespace(api, ns)
 
