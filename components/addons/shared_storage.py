@@ -41,8 +41,10 @@ class SharedStorage(pulumi.ComponentResource):
         spec = args.spec
         child = pulumi.ResourceOptions(parent=self)
         if spec.provisioner == "nfs-subdir":
+            # Baseline: the provisioner runs as root and mounts the export as an ``nfs`` volume,
+            # both allowed there (not at restricted); it needs nothing privileged.
             namespace = GuestNamespace(f"{name}-namespace", GuestNamespaceArgs(
-                PROVISIONER_NAMESPACE, "privileged", args.enforces_psp), child)
+                PROVISIONER_NAMESPACE, "baseline", args.enforces_psp), child)
             values = pulumi.Output.all(args.nfs_server, args.nfs_path).apply(
                 lambda a: nfs_provisioner_values(spec, a[0], a[1], args.enforces_psp))
             self.provisioner: pulumi.Resource = k8s.helm.v3.Release(

@@ -6,7 +6,7 @@ binding to one of the two policies TKG ships (VMware, "Using Pod Security Polici
 Kubernetes Clusters"): ``psp:vmware-system-privileged`` for the namespaces NVIDIA's operator
 and the NFS provisioner need privileged (the paper bound every namespace to it by hand),
 ``psp:vmware-system-restricted`` (non-root, no escalation, every capability dropped, no host
-volumes) for every other. From 1.25 on, Pod Security Admission reads the namespace labels,
+volumes) for the restricted ones (TKG ships no baseline policy). From 1.25 on, Pod Security Admission reads the namespace labels,
 which every namespace of the program carries there.
 """
 from __future__ import annotations
@@ -21,8 +21,9 @@ PSP_CLUSTER_ROLES = {"privileged": "psp:vmware-system-privileged", "restricted":
 
 
 def psp_cluster_role(level: str) -> str:
-    """TKG's policy for a Pod Security level: only ``privileged`` gets the privileged one."""
-    return PSP_CLUSTER_ROLES["privileged" if level == "privileged" else "restricted"]
+    """TKG's policy for a Pod Security level. TKG has no baseline policy, and its restricted one
+    refuses what baseline allows (root, an ``nfs`` volume): only ``restricted`` gets it."""
+    return PSP_CLUSTER_ROLES["restricted" if level == "restricted" else "privileged"]
 
 # The Pod Security Standards' restricted level (k8s.io/pod-security-admission ``policy/``):
 # no privilege escalation and no capabilities for every container, and the runtime's default

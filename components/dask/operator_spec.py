@@ -77,20 +77,19 @@ def dashboard_url(name: str, namespace: str) -> str:
     return f"http://{scheduler_host(name, namespace)}:{DASHBOARD_PORT}"
 
 
-def _pod(container: dict[str, Any], volumes: list | None, selector: Mapping[str, str],
-         tls: tuple[str, str] | None, pod_security: dict[str, Any]) -> dict[str, Any]:
-    """A hardened pod of one container; ``tls`` (role, Secret) mounts that role's TLS files."""
+def _pod(inputs: DaskClusterInputs, role: str, container: dict[str, Any], volumes: list | None,
+         selector: Mapping[str, str]) -> dict[str, Any]:
+    """A hardened pod of one container running as the image's user, with ``role``'s TLS files."""
     volumes = list(volumes or [])
-    if tls:
-        role, secret = tls
-        volumes.append(podspec.tls_volume(role, secret))
+    if inputs.tls_secret:
+        volumes.append(podspec.tls_volume(role, inputs.tls_secret))
         container = {**container, "volumeMounts": [*container.get("volumeMounts", []), podspec.TLS_MOUNT]}
     spec: dict[str, Any] = {"containers": [container]}
     if volumes:
         spec["volumes"] = volumes
     if selector:
         spec["nodeSelector"] = dict(selector)
-    return podspec.hardened_pod(spec, pod_security)
+    return podspec.hardened_pod(spec, podspec.pod_security(inputs.dask.image, inputs.enforces_psp))
 
 
 def _quantities(resources: dict[str, Any]) -> dict[str, Any]:
@@ -128,9 +127,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
                   {"name": "http-dashboard", "protocol": "TCP", "port": DASHBOARD_PORT,
                    "targetPort": "http-dashboard"}],
     }
-    tls = ("scheduler", inputs.tls_secret) if inputs.tls_secret else None
-    return {"spec": _pod(container, None, inputs.scheduler_selector, tls,
-                                 podspec.pod_security(d.image, inputs.enforces_psp)), "service": service}
+    return {"spec": _pod(inputs, "scheduler", container, None, inputs.scheduler_selector), "service": service}
 
 
 def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int, memory: str,
@@ -149,9 +146,7 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
         "name": "worker", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
         "resources": _quantities(podspec.resources(cpu, memory, gpus)), "volumeMounts": mounts["volumeMounts"],
     }
-    tls = ("worker", inputs.tls_secret) if inputs.tls_secret else None
-    return {"replicas": replicas, "spec": _pod(container, mounts["volumes"], selector, tls,
-                                               podspec.pod_security(d.image, inputs.enforces_psp))}
+    return {"replicas": replicas, "spec": _pod(inputs, "worker", container, mounts["volumes"], selector)}
 
 
 def dask_cluster(inputs: DaskClusterInputs) -> dict[str, Any]:

@@ -64,6 +64,24 @@ def test_every_pod_passes_its_namespaces_level(variant):
     assert not failures, "\n".join(failures)
 
 
+# What each namespace of the program declares: the Dask and operator namespaces restricted, the
+# NFS provisioner baseline (root and an nfs volume; under PSP that is TKG's privileged policy,
+# TKG having no baseline one), the GPU operator privileged (NVIDIA require it).
+DECLARED = {"rapidsai": "restricted", "dask-operator": "restricted", "nfs-provisioner": "baseline",
+            "gpu-operator": "privileged"}
+UNDER_PSP = {"restricted": "restricted", "baseline": "privileged", "privileged": "privileged"}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_namespaces_declare_their_levels(variant):
+    stack = stack_objects(variant)
+    levels = _levels(stack)
+    expected = {ns: level for ns, level in DECLARED.items() if ns in levels}
+    if stack.kubernetes_version < (1, 25, 0):
+        expected = {ns: UNDER_PSP[level] for ns, level in expected.items()}
+    assert levels == expected and {"rapidsai", "gpu-operator"} <= set(levels), levels
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_the_dask_pods_run_without_token_escalation_or_capabilities(variant):
     """What the issue asks of every pod of the Dask namespace, whatever its declared level."""
