@@ -14,7 +14,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster.pod_security import hardened_pod, pod_security_context
+from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
 from components.dask.facts import RUN_AS
 from components.settings.model import DataSpec
 
@@ -27,7 +27,6 @@ CODE_MOUNT = "/opt/dask-tkg"
 # (kubernetes-sigs/nfs-subdir-external-provisioner cmd/nfs-subdir-external-provisioner/
 # provisioner.go: MkdirAll and Chmod 0777, "the pods that mount it do not share the
 # provisioner's UID"); on a vSAN file share the share's own permissions decide.
-RUN_AS_CONTEXT = {"runAsNonRoot": True, "runAsUser": RUN_AS[0], "runAsGroup": RUN_AS[1], "fsGroup": RUN_AS[1]}
 
 
 def job_args(data: DataSpec, root: str) -> list[str]:
@@ -89,7 +88,7 @@ class DatasetJob(pulumi.ComponentResource):
                             {"name": "dataset", "persistentVolumeClaim": {"claimName": args.dataset_claim}},
                             {"name": "code", "configMap": {"name": f"{JOB_NAME}-code"}},
                         ],
-                    }, {**RUN_AS_CONTEXT, **pod_security_context(args.enforces_psp)}),
+                    }, {**run_as(*RUN_AS), **pod_security_context(args.enforces_psp)}),
                 },
             },
             # A Job's pod template is immutable: a changed source list replaces the Job.

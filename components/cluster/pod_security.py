@@ -1,5 +1,5 @@
-"""Guest-cluster namespaces with the pod security their workloads need, and the hardening of
-the pods this program builds itself.
+"""Guest-cluster namespaces with the pod security their workloads need (the pods' own
+hardening: ``pod_hardening.py``).
 
 TKG up to Kubernetes 1.24 enforces PodSecurityPolicy: a namespace's service accounts need a
 binding to one of the two policies TKG ships (VMware, "Using Pod Security Policies with Tanzu
@@ -12,7 +12,7 @@ which every namespace of the program carries there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -24,41 +24,6 @@ def psp_cluster_role(level: str) -> str:
     """TKG's policy for a Pod Security level. TKG has no baseline policy, and its restricted one
     refuses what baseline allows (root, an ``nfs`` volume): only ``restricted`` gets it."""
     return PSP_CLUSTER_ROLES["restricted" if level == "restricted" else "privileged"]
-
-# The Pod Security Standards' restricted level (k8s.io/pod-security-admission ``policy/``):
-# no privilege escalation and no capabilities for every container, and the runtime's default
-# seccomp profile for the pod. No pod of this program outside the GPU operator's and the NFS
-# provisioner's namespaces needs a capability: the Dask ports are above 1024, pip installs into
-# the image's own environment, the data Job only downloads.
-CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-RUNTIME_DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
-
-
-def pod_security_context(enforces_psp: bool) -> dict[str, Any]:
-    """The pod-level security context for the cluster's admission. Under PodSecurityPolicy
-    (up to 1.24) a pod may name a seccomp profile only if its policy's
-    ``seccomp.security.alpha.kubernetes.io/allowedProfileNames`` annotation allows it
-    (Kubernetes 1.20 ``pkg/security/podsecuritypolicy/seccomp``), and TKG's two policies carry
-    none: the pod names none there (refused otherwise: "seccomp may not be set", seen on the
-    1.20 test cluster). Under Pod Security Admission the restricted level requires one."""
-    return {} if enforces_psp else dict(RUNTIME_DEFAULT_SECCOMP)
-
-
-def hardened_pod(spec: dict[str, Any], pod_context: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``spec`` (a PodSpec) with ``pod_context`` (``pod_security_context``) and every container's
-    restricted security context merged in, and no service-account token: no Dask pod and not
-    the data Job calls the Kubernetes API (the operator's controller, which does, runs in its
-    own namespace from its own chart). Fields ``spec`` sets keep their value."""
-    context = {**(pod_context or {}), **(spec.get("securityContext") or {})}
-    spec = {**spec, "automountServiceAccountToken": False}
-    if context:
-        spec["securityContext"] = context
-    for kind in ("initContainers", "containers"):
-        if kind in spec:
-            spec[kind] = [{**c, "securityContext": {**CONTAINER_SECURITY_CONTEXT, **(c.get("securityContext") or {})}}
-                          for c in spec[kind]]
-    return spec
-
 
 def psa_labels(level: str) -> dict[str, str]:
     return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "audit", "warn")}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.dask import chart, post_render
+from components.dask import chart, podspec, post_render
 from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
 from components.dask.network_policy import DaskPodSelectors, dask_network_policies
 from components.dask.jupyter_password import JupyterPassword
@@ -73,7 +73,7 @@ class DaskRelease(pulumi.ComponentResource):
             pulumi.log.warn(scripts, resource=self)
 
         self.password = JupyterPassword(f"{name}-jupyter", child)
-        tls_secret = f"{prefix}-tls" if d.tls else None
+        tls_secret = podspec.tls_secret_name(prefix) if d.tls else None
         self.tls = None
         if d.tls:
             self.tls = DaskTls(f"{name}-tls", DaskTlsArgs(

@@ -83,7 +83,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             timeout=600,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
 
-        tls_secret = f"{CLUSTER_NAME}-tls" if d.tls else None
+        tls_secret = podspec.tls_secret_name(CLUSTER_NAME) if d.tls else None
         self.tls = self._tls(name, args, tls_secret, child)
         self.password = JupyterPassword(f"{name}-jupyter", child)
         self._declare_cluster(name, args, tls_secret)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from components.cluster.pod_hardening import hardened_pod, pod_security_context
 from components.dask import podspec
 from components.settings.model import DaskSpec, OperatorSpec
 
@@ -89,7 +90,7 @@ def _pod(inputs: DaskClusterInputs, role: str, container: dict[str, Any], volume
         spec["volumes"] = volumes
     if selector:
         spec["nodeSelector"] = dict(selector)
-    return podspec.hardened_pod(spec, podspec.pod_security(inputs.dask.image, inputs.enforces_psp))
+    return hardened_pod(spec, podspec.pod_security(inputs.dask.image, inputs.enforces_psp))
 
 
 def _quantities(resources: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +197,7 @@ def operator_values(op: OperatorSpec, selector: Mapping[str, str], enforces_psp:
     {} in values.yaml), so the controller's namespace is ``restricted``."""
     values: dict[str, Any] = {"image": {"name": OPERATOR_IMAGE, "tag": op.chart_version,
                                         "pullPolicy": "IfNotPresent"}}
-    pod_context = podspec.pod_security_context(enforces_psp)
+    pod_context = pod_security_context(enforces_psp)
     if pod_context:
         values["podSecurityContext"] = pod_context
     if selector:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.cluster.pod_security import hardened_pod, pod_security_context  # noqa: F401 (both backends)
+from components.cluster.pod_hardening import pod_security_context, run_as
 from components.dask import facts
 from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
@@ -114,8 +114,7 @@ def pod_security(image: str, enforces_psp: bool) -> dict[str, Any]:
     its group as the volumes' group (so the TLS files, mode 0440, are readable), and the
     seccomp profile where the cluster's admission allows one (``pod_security_context``)."""
     user = facts.pod_user(image)
-    return {"runAsNonRoot": True, "runAsUser": user.uid, "runAsGroup": user.gid, "fsGroup": user.gid,
-            **pod_security_context(enforces_psp)}
+    return {**run_as(user.uid, user.gid), **pod_security_context(enforces_psp)}
 
 
 def scheduler_env(tls_secret: str | None) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ The chart takes a pod-level ``securityContext`` and worker/Jupyter mounts as val
 no value for a container's ``securityContext``, for ``automountServiceAccountToken`` or for the
 scheduler's volumes (``templates/dask-*-deployment.yaml``). The Pod Security Standards'
 restricted level needs the first on every container; the TLS key and certificate files need
-the last. So every Deployment of the chart leaves here as ``podspec.hardened_pod`` makes a pod
+the last. So every Deployment of the chart leaves here as ``pod_hardening.hardened_pod`` makes a pod
 (the operator backend builds its pods with the same function), and every container whose
 environment names TLS files (``podspec.tls_env``) gets exactly its role's keys mounted from
 the release's TLS Secret (``podspec.tls_secret_name`` of the chart's object prefix).
@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from components.cluster.pod_hardening import hardened_pod
 from components.dask import podspec
 from components.dask.values import fullname
 
@@ -65,7 +66,7 @@ def harden(obj: dict[str, Any]) -> dict[str, Any]:
     if not release:
         raise ValueError(f"Deployment {obj['metadata']['name']} has no release label")
     template = obj["spec"]["template"]
-    spec = podspec.hardened_pod(_with_tls(template["spec"], podspec.tls_secret_name(fullname(release))))
+    spec = hardened_pod(_with_tls(template["spec"], podspec.tls_secret_name(fullname(release))))
     return {**obj, "spec": {**obj["spec"], "template": {**template, "spec": spec}}}
 
 

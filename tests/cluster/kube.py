@@ -1,7 +1,7 @@
 """Small helpers over the API for the cluster tests: what TKG ships, pods, waiting."""
 from __future__ import annotations
 
-import json
+import copy
 import time
 from typing import Any, Callable
 
@@ -56,7 +56,7 @@ STAND_IN_PSP_NAME = "stand-in-restricted-with-host-mounts"
 
 
 def stand_in_psp(host_paths: list[str]) -> dict:
-    spec = json.loads(json.dumps(RESTRICTED_PSP["spec"]))
+    spec = copy.deepcopy(RESTRICTED_PSP["spec"])
     spec["volumes"] = [*spec["volumes"], "hostPath"]
     spec["allowedHostPaths"] = [{"pathPrefix": path, "readOnly": True} for path in sorted(set(host_paths))]
     return {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",

@@ -49,6 +49,7 @@ What runs, and how it differs from the defaults' deployment:
 from __future__ import annotations
 
 import base64
+import contextlib
 import ipaddress
 import json
 import os
@@ -187,11 +188,13 @@ class Controller:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        try:
+        """SIGTERM to the controller's session, SIGKILL after 15 s; nothing once it has exited."""
+        if self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):  # it exited since the poll
             os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
             self.proc.wait(timeout=15)
-        except ProcessLookupError:
-            pass
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()

@@ -11,6 +11,7 @@ import copy
 import kubernetes_validate
 import pytest
 
+from components.cluster.pod_security import PSP_CLUSTER_ROLES
 from tests.render.program import VARIANTS
 from tests.security import pss
 from tests.security.stack_objects import stack_objects
@@ -25,7 +26,7 @@ def _validated_minor(version: tuple[int, int, int]) -> str:
 # Under PodSecurityPolicy (TKG up to 1.24) a namespace's level is the TKG policy its service
 # accounts are bound to (components/cluster/pod_security.py); that policy decides seccomp, and
 # refuses a pod that names a profile: the restricted level's seccomp check does not apply there.
-PSP_LEVELS = {"psp:vmware-system-privileged": "privileged", "psp:vmware-system-restricted": "restricted"}
+PSP_LEVELS = {role: level for level, role in PSP_CLUSTER_ROLES.items()}
 PSP_DECIDES = ("seccompProfile_restricted",)
 
 
@@ -105,10 +106,9 @@ def test_the_dask_pods_run_without_token_escalation_or_capabilities(variant):
 
 
 def _restricted_dask_pod(stack) -> tuple[str, dict]:
-    """A Dask pod of the stack, as restricted-level as the program makes it (for the controls)."""
+    """The stack's scheduler pod as the program makes it (the controls' starting point)."""
     name, spec = next((n, s) for _, _, n, _, s in stack.pods() if "scheduler" in n)
     spec = copy.deepcopy(spec)
-    spec["securityContext"].update(runAsNonRoot=True, runAsUser=1001)
     assert pss.check_pod({}, spec, "restricted") == [], "the control's starting pod must pass"
     return name, spec
 
