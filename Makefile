@@ -17,6 +17,7 @@ $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	ln -sf $(CURDIR)/scripts/dask-tkg $(VENV)/bin/dask-tkg
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt

@@ -1,5 +1,5 @@
 """``python -m bench``: measure each workload against its physical limit, side by side in
-one run, and write ``bench/results/<timestamp>.json`` (a list of figures).
+one run, and write ``docs/results/<timestamp>.json`` (a list of figures).
 
 Exit codes: 0 every figure was measured (goals held or not: a missed goal is reported,
 not an error); 1 a figure could not be measured, or, with ``--check``, a goal was missed;
@@ -20,12 +20,12 @@ from typing import Any, Callable
 
 
 from bench.figures import Figure, Goal, Measurement, render
-from workloads.common import load_yaml, prog, setup_logging
+from workloads.core.commands import load_yaml, prog, setup_logging
 
 logger = logging.getLogger("bench")
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
-RESULTS_DIR = Path(__file__).with_name("results")
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 # name -> (group, title, goal, numerator, denominator, unit); the order is the report's
 FIGURES: dict[str, tuple[str, str, str, str, str, str]] = {
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", metavar="PATH",
                         help="where generated data is kept (default: $DASK_TKG_CACHE/bench/<profile>)")
     parser.add_argument("--output", metavar="DIR", default=str(RESULTS_DIR),
-                        help="results directory (default: bench/results)")
+                        help="results directory (default: docs/results)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                         help="print the figure-by-figure change from result file A to B (measures nothing)")
@@ -144,7 +144,8 @@ def measure(ctx: Context, names: list[str]) -> list[Figure]:
 
 def run_facts(ctx: Context) -> dict[str, Any]:
     """What the figures were measured on (copied into every figure)."""
-    from workloads import environment, local
+    from workloads.observe import environment
+    from workloads.cluster import local
 
     versions = {}
     for package in ("torch", "torchvision", "xgboost", "dask", "distributed", "pyarrow", "pandas"):
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if repeats < 1:
         print("error: --repeats must be >= 1", file=sys.stderr)
         return 2
-    from workloads.config import cache_dir
+    from workloads.core.config import cache_dir
 
     data_dir = Path(args.data_dir) if args.data_dir else cache_dir() / "bench" / profile_name
     ctx = Context(profile_name, profile, repeats, data_dir.absolute(), echo=lambda text: print(text, flush=True),

@@ -1,6 +1,6 @@
 """``python -m bench.gpu`` (started by ``bench/gpu.sh``): every GPU measurement of the
 images pipeline in one run, on one NVIDIA GPU and its machine's CPU cores, written to one
-JSON (``bench/results/gpu-<UTC stamp>.json``, rewritten after each section, so a run cut
+JSON (``docs/results/gpu-<UTC stamp>.json``, rewritten after each section, so a run cut
 short keeps what it measured).
 
 Sections, each within a time budget (``--budget-s``; a section that does not fit is
@@ -47,8 +47,8 @@ logger = logging.getLogger("bench.gpu")
 PRECISIONS = ("bf16", "fp16")
 NEEDED = ("numpy", "PIL", "yaml", "tqdm", "cloudpickle", "dask", "distributed")
 E2E_GOAL, LIMIT_GOAL = 10_000, 0.8
-RESULTS = Path(__file__).with_name("results")
-DRY_RUN = {"model": "workloads.synth.images:colour_classifier", "precisions": ["bf16"], "batches": [4, 8],
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+DRY_RUN = {"model": "workloads.images.synthetic:colour_classifier", "precisions": ["bf16"], "batches": [4, 8],
            "graphs": ["eager"], "cpu_workers": [1, 2], "cpu_threads": 1, "cpu_images_per_worker": 8,
            "cpu_batch": 4, "repeats": 1, "threads": 2, "task_batches": 2, "model_seconds": 0.2,
            "decode_files": 24, "parts": 2, "breeds_per_part": 2, "images_per_breed": 6, "budget_s": 600}
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--images-per-breed", type=int, default=160, metavar="N", help="data: 16 x 8 x 160 = 20,480 files")
     add("--budget-s", type=float, default=420, metavar="S", help="seconds for the measurements (default: 420)")
     add("--data-dir", metavar="PATH", help="where the data is generated (default: a temporary folder)")
-    add("--output", metavar="DIR", default=str(RESULTS), help="results directory (default: bench/results)")
+    add("--output", metavar="DIR", default=str(RESULTS), help="results directory (default: docs/results)")
     add("--profile", choices=("auto", "always", "never"), default="auto",
         help="torch profiler summary: when a goal is missed (auto), always, or never")
     add("--check", action="store_true", help="exit 3 when a goal is missed")
@@ -176,7 +176,8 @@ def skipped(name: str, title: str, goal: Goal, reason: str) -> Figure:
 def run_facts(args: argparse.Namespace) -> dict[str, Any]:
     from importlib.metadata import version
 
-    from workloads import environment, local
+    from workloads.observe import environment
+    from workloads.cluster import local
 
     versions = {}
     for package in ("torch", "torchvision", "dask", "distributed", "nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12",
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.self_check:
         return 0
     from bench import gpu_sections
-    from workloads.common import setup_logging
+    from workloads.core.commands import setup_logging
 
     setup_logging()
 

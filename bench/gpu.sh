@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU measurement of the images pipeline in one run (python -m bench.gpu): model-only,
 # decode-only per JPEG backend, end to end through Dask, figure 9 on the CPU cores; one JSON
-# under bench/results/ (or --output). See bench/gpu.py for the sections and the goals.
+# under docs/results/ (or --output). See bench/gpu.py for the sections and the goals.
 #
 # For a GPU machine without network: torch and torchvision must be there (its own CUDA
 # build); dask, distributed, tqdm and nvImageCodec are installed offline from a wheels

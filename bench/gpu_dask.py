@@ -1,5 +1,5 @@
 """The Dask side of the GPU benchmark: the real ``workloads.images.benchmark.run`` on local
-clusters made by the runner's own ``workloads.local``.
+clusters made by the runner's own ``workloads.cluster.local``.
 
 * :class:`GpuCluster`: one worker for the GPU (``LocalCUDACluster`` where dask-cuda is
   installed, else a ``LocalCluster`` of one worker: one worker per GPU either way), its
@@ -15,14 +15,14 @@ import dataclasses
 import time
 from typing import Callable, Sequence
 
-from workloads.results import PhaseTimer
+from workloads.runs.results import PhaseTimer
 
 
 class GpuCluster:
     """A started one-worker cluster and client for the GPU runs (a context manager)."""
 
     def __init__(self, threads: int, device: str = "cuda"):
-        from workloads import local
+        from workloads.cluster import local
 
         self.plan = local.plan(1, device, threads_per_worker=threads)
         self._stack = contextlib.ExitStack()
@@ -31,7 +31,7 @@ class GpuCluster:
     def __enter__(self) -> "GpuCluster":
         from distributed import Client
 
-        from workloads import local
+        from workloads.cluster import local
 
         cluster = self._stack.enter_context(local.start(self.plan, dashboard_address=":0"))
         self.client = self._stack.enter_context(Client(cluster))
@@ -71,7 +71,7 @@ def cpu_scaling(dogs: str, model: str, workers: Sequence[int], threads: int, ima
     (``--decode cpu``, the runner's default CPU settings) on ``n`` workers x ``threads``."""
     from distributed import Client
 
-    from workloads import local
+    from workloads.cluster import local
     from workloads.images.benchmark import ImagesConfig, run
 
     rates: dict[int, list[float]] = {}

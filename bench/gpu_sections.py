@@ -91,7 +91,7 @@ def update_model_figures(figures: dict[str, Figure], sweep: Sweep) -> None:
 
 def decode_section(args, run: Run, listing) -> None:
     """Decode-only rate per backend (preloaded bytes) and on every CPU core."""
-    from workloads import environment
+    from workloads.observe import environment
     from workloads.images import decoders
 
     found = decoders.availability(args.device)

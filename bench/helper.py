@@ -18,7 +18,7 @@ import time
 import traceback
 from typing import Any, Callable, Sequence
 
-from workloads.environment import patched_environ
+from workloads.observe.environment import patched_environ
 
 logger = logging.getLogger(__name__)
 

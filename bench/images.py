@@ -1,7 +1,7 @@
 """The images figures: the images benchmark's Dask path against its limit and baselines.
 
 One run of the real ``workloads.images.benchmark.run`` on a local cluster made by the
-runner's own ``workloads.local`` code gives the Dask path's images/s (its ``infer``
+runner's own ``workloads.cluster.local`` code gives the Dask path's images/s (its ``infer``
 phase: end to end, decode + preprocess + forward, the clock in this process from the
 first task submitted to the last result back). In the same repetition, on the same
 files, each timed the same way (this process's clock around the whole job):
@@ -68,9 +68,9 @@ class Setup:
 
 
 def setup(ctx) -> Setup:
-    from workloads import local
+    from workloads.cluster import local
     from workloads.images import benchmark, dataset
-    from workloads.synth import images as synth
+    from workloads.images import synthetic as synth
 
     cfg = ctx.profile["images"]
     dogs = ctx.data_dir / "dogs"
@@ -82,7 +82,7 @@ def setup(ctx) -> Setup:
 
 
 def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
-    from workloads.session import ClusterSession
+    from workloads.cluster.session import ClusterSession
 
     s = setup(ctx)
     figures = {name: make(name) for name in wanted}
@@ -114,7 +114,7 @@ def dask_side(client, config, facts: dict[str, Any], key: str) -> pairs.Side:
     """images/s of the real benchmark on ``client``; its own report of decoder, folding and
     threads goes to ``facts[key]``."""
     from workloads.images import benchmark
-    from workloads.results import PhaseTimer
+    from workloads.runs.results import PhaseTimer
 
     def run() -> float:
         metrics = benchmark.run(client, config, PhaseTimer())
@@ -140,7 +140,7 @@ def limit_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
 
 
 def tuned_side(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> pairs.Side:
-    from workloads import local
+    from workloads.cluster import local
 
     base = s.base
     environ = local.plan(1, "cpu", threads_per_worker=s.threads).environ  # a worker's environment, all threads
@@ -175,8 +175,8 @@ def scaling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any], client) -> 
     cluster serves when it has that shape; otherwise a 2 x 1 cluster is started."""
     import dataclasses
 
-    from workloads import local
-    from workloads.session import ClusterSession
+    from workloads.cluster import local
+    from workloads.cluster.session import ClusterSession
 
     sides = {}
     if (s.plan.n_workers, s.plan.threads_per_worker) != (2, 1):
@@ -195,7 +195,7 @@ def ceiling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> dict[str
     """The scaling figure's ceiling without Dask: the tuned loop's code (a worker task's
     decode and model, batch after batch) in two plain processes x one thread at once, each
     on half the files, and in one of them on all the files; the workers' environment."""
-    from workloads import local
+    from workloads.cluster import local
 
     base = s.base
     environ = local.plan(1, "cpu", threads_per_worker=1).environ

@@ -87,7 +87,7 @@ def _torch_capability() -> str:
 
 
 def _timer():
-    from workloads.results import PhaseTimer
+    from workloads.runs.results import PhaseTimer
 
     return PhaseTimer()
 

@@ -1,7 +1,7 @@
 """The taxi figures: the taxi benchmark against the best plain tools on the same files.
 
 Each repetition runs the real ``workloads.taxi.benchmark.run`` on a local cluster made by
-``workloads.local`` (its ``load`` + ``cleanse`` phases give the rows/s, its ``train``
+``workloads.cluster.local`` (its ``load`` + ``cleanse`` phases give the rows/s, its ``train``
 phase the training time), and, with the cluster idle and the same total threads:
 
 * ``pyarrow.csv.read_csv`` of every file with the reader's own ``include_columns``,
@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator
 
 from bench import helper, pairs
 from bench.figures import Figure, Measurement
-from workloads.results import PhaseTimer
+from workloads.runs.results import PhaseTimer
 
 logger = logging.getLogger(__name__)
 
@@ -87,9 +87,9 @@ def make_config(ctx, data_dir: Path) -> Any:
 
 
 def measure(ctx, wanted: list[str], make: Callable[[str], Figure]) -> dict[str, Figure]:
-    from workloads import local
-    from workloads.session import ClusterSession
-    from workloads.synth import taxi as synth
+    from workloads.cluster import local
+    from workloads.cluster.session import ClusterSession
+    from workloads.taxi import synthetic as synth
 
     paths = synth.generate(ctx.data_dir, **ctx.profile["taxi"]["generate"])
     plan = local.plan(ctx.profile.get("workers"), "cpu")
@@ -235,7 +235,7 @@ def ceiling_side(stack: ExitStack, config, chunks: list, threads: int, facts: di
     plain one-thread processes started at once with the workers' environment, each on every
     ``threads``-th of the benchmark's chunks: the rows/s of that work on these cores with
     nothing scheduled, from the first start to the last finish."""
-    from workloads import local
+    from workloads.cluster import local
     from workloads.taxi import rules
 
     environ = local.plan(1, "cpu", threads_per_worker=1).environ
@@ -261,7 +261,7 @@ def floor_side(ctx, client, config, chunks: list, first_file: Path, facts: dict[
     are rows / rate)."""
     import dataclasses
 
-    from workloads.synth import taxi as synth
+    from workloads.taxi import synthetic as synth
 
     spec = ctx.profile["taxi"]["generate"]
     size = first_file.stat().st_size
@@ -355,8 +355,8 @@ def prepared(profile: str, repeats: int = 1) -> tuple[Any, list[Path], Any]:
     bench`` keeps them) and the benchmark's config for them: what the one-process limit
     scripts measure on."""
     from bench import cli
-    from workloads.config import cache_dir
-    from workloads.synth import taxi as synth
+    from workloads.core.config import cache_dir
+    from workloads.taxi import synthetic as synth
 
     profiles = cli.load_profiles()
     data_dir = cache_dir() / "bench" / profile
@@ -368,7 +368,7 @@ def prepared(profile: str, repeats: int = 1) -> tuple[Any, list[Path], Any]:
 def single_side(stack: ExitStack, dask: DaskSide, config, threads: int, facts: dict[str, Any]) -> pairs.Side:
     """Single-process XGBoost in a helper with the workers' environment (all threads), on
     the Dask side's training rows (sent on the first call, after its warm-up gathered them)."""
-    from workloads import local
+    from workloads.cluster import local
     from workloads.taxi import benchmark
 
     environ = local.plan(1, "cpu", threads_per_worker=threads).environ
@@ -386,7 +386,7 @@ def single_side(stack: ExitStack, dask: DaskSide, config, threads: int, facts: d
 
 def scale_sides(ctx, client, facts: dict[str, Any]) -> dict[str, pairs.Side]:
     """``load`` + ``cleanse`` rows/s on each size's files, this profile's settings."""
-    from workloads.synth import taxi as synth
+    from workloads.taxi import synthetic as synth
 
     sides = {}
     for size in SCALE_SIZES:

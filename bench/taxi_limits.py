@@ -15,7 +15,7 @@ no Dask at all: ``python -m bench.taxi_limits [--profile quick|default]``.
   cost without any Dask: a reference for ``taxi_peak_memory_vs_frame`` (one way to write it,
   not a proven floor).
 
-Prints one report (kept under ``bench/results/profiles/``).
+Prints one report (kept under ``docs/results/profiles/``).
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def memory_reference(chunks: list, config: Any) -> dict[str, float]:
 
 def report(profile: str, repeats: int) -> str:
     from bench.taxi import prepared
-    from workloads import local
+    from workloads.cluster import local
     from workloads.taxi import io
 
     ctx, paths, config = prepared(profile, repeats)

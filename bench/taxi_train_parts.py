@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from workloads import local
-    from workloads.results import PhaseTimer
-    from workloads.session import ClusterSession
+    from workloads.cluster import local
+    from workloads.runs.results import PhaseTimer
+    from workloads.cluster.session import ClusterSession
     from workloads.taxi import benchmark, training
 
     ctx, _, config = bench_taxi.prepared(args.profile)

@@ -41,7 +41,7 @@ def generate(dogs_dir: str | Path, breeds: int, images_per_breed: int, seed: int
              size: tuple[int, int] = (300, 420)) -> dict[str, Any]:
     """Write the tree under ``dogs_dir`` (a no-op when it holds these parameters already);
     returns its manifest ({"params", "files": {relative path: sha256}})."""
-    from workloads.synth.images import write_labels_file
+    from workloads.images.synthetic import write_labels_file
 
     dogs = Path(dogs_dir)
     params = {"breeds": breeds, "images_per_breed": images_per_breed, "seed": seed, "size": list(size)}

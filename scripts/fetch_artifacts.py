@@ -59,7 +59,7 @@ class Artifact:
 def cache_root() -> Path:
     """The project's cache: ``$DASK_TKG__CACHE`` (Dask's config key ``tkg.cache``), else the
     deprecated ``$DASK_TKG_CACHE``, else ``~/.cache/dask-tkg``; the same rule as
-    ``workloads.config.cache_dir``, repeated here because this script runs without Dask."""
+    ``workloads.core.config.cache_dir``, repeated here because this script runs without Dask."""
     value = os.environ.get("DASK_TKG__CACHE") or os.environ.get("DASK_TKG_CACHE")
     return Path(value).expanduser() if value else Path.home() / ".cache" / "dask-tkg"
 

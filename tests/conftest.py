@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.config import cache_dir
+from workloads.core.config import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = cache_dir()
@@ -45,7 +45,7 @@ _WORKER_ENV = ("LD_PRELOAD", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_N
 
 @pytest.fixture(autouse=True)
 def _restore_worker_environment():
-    from workloads.environment import patched_environ
+    from workloads.observe.environment import patched_environ
 
     with patched_environ({name: os.environ.get(name) for name in _WORKER_ENV}):  # as it is now
         yield

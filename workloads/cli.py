@@ -1,7 +1,7 @@
 """dask-tkg: the project's command, one subcommand per tool.
 
     dask-tkg run       run the paper's benchmarks on a Dask cluster (python -m workloads.run)
-    dask-tkg report    render the results as tables and plots (python -m workloads.report)
+    dask-tkg report    render the results as tables and plots
     dask-tkg bench     the benchmark suite's ratios against baselines (python -m bench)
     dask-tkg prepare   download and lay out the datasets (python -m workloads.prepare)
 
@@ -14,11 +14,11 @@ import importlib
 import os
 import sys
 
-from workloads.common import PROG_ENV
+from workloads.core.commands import PROG_ENV
 
 SUBCOMMANDS = {  # name -> (module with main(argv), one line of help)
     "run": ("workloads.run", "run the paper's benchmarks on a Dask cluster and record the results"),
-    "report": ("workloads.report.__main__", "render results.jsonl as tables and plots (HTML)"),
+    "report": ("workloads.report.command", "render results.jsonl as tables and plots (HTML)"),
     "bench": ("bench.cli", "measure the benchmark suite's ratios against fair baselines"),
     "prepare": ("workloads.prepare", "download, verify and lay out the datasets (what the data Job runs)"),
 }

@@ -12,7 +12,7 @@ Faults: a run survives up to ``--max-lost-workers`` (default 1) workers lost whi
 naming the lost workers. A lost scheduler fails the run and ends the sweep. SIGINT
 (Ctrl-C) and SIGTERM stop the run the same way: its record says ``interrupted``, with the
 phases measured so far. ``--resume`` skips the configurations ``results.jsonl`` already
-holds as succeeded (:func:`workloads.results.config_key` says what "the same" means).
+holds as succeeded (:func:`workloads.runs.results.config_key` says what "the same" means).
 
 Exit codes: 0 all runs succeeded; 1 a run failed; 2 the setup is wrong (bad outputs,
 unreachable scheduler, too few workers, failed preflight); 130 interrupted (SIGINT);
@@ -29,19 +29,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from workloads import benchmarks, instrumentation, local, preflight, record, results, summary, tuning
-from workloads import endpoint as endpoints
-from workloads.common import load_yaml, prog, setup_logging
-from workloads.config import cache_dir
+from workloads import tuning
+from workloads.cluster import endpoint as endpoints
+from workloads.cluster import local, preflight
+from workloads.cluster.session import ClusterSession
+from workloads.cluster.stopping import Stopper, stop_reason
+from workloads.cluster.watch import WorkerWatch
 from workloads.contract import ContractError
-from workloads.exceptions import WorkersLostError, WorkloadError
-from workloads.record import Placement, RunContext, RunOutcome
-from workloads.session import ClusterSession
-from workloads.stopping import Stopper, stop_reason
+from workloads.core.commands import load_yaml, prog, setup_logging
+from workloads.core.config import cache_dir
+from workloads.core.errors import WorkersLostError, WorkloadError
+from workloads.observe import instrumentation
+from workloads.runs import benchmarks, record, results, summary
+from workloads.runs.record import Placement, RunContext, RunOutcome
 
 logger = logging.getLogger("workloads.run")
 
-PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
+PROFILES_FILE = Path(__file__).with_name("cluster") / "profiles.yaml"  # cluster sizes per profile
 EXIT_OK, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_MAX_LOST_WORKERS = 1  # one loss is Dask's to absorb; a second says something is wrong
 
@@ -78,7 +82,7 @@ def worker_counts(text: str) -> list[int]:
 
 
 def adaptive_bounds(text: str) -> tuple[int, int]:
-    from workloads import scaling
+    from workloads.cluster import scaling
 
     try:
         return scaling.parse_adaptive(text)
@@ -146,7 +150,7 @@ class Runner:
     restrict, wait, preflight, and run each benchmark, writing a record per run.
 
     The cluster session (:class:`ClusterSession`), stopping (:class:`Stopper`) and the
-    record (:mod:`workloads.record`) each live in their own module; this class only
+    record (:mod:`workloads.runs.record`) each live in their own module; this class only
     sequences them."""
 
     def __init__(self, args: argparse.Namespace, modules: dict[str, ModuleType], echo=echo_stdout):
@@ -337,7 +341,7 @@ class Runner:
             config = module.make_config(args, section, self.context.data_dir, placement.device)
             if restricted:
                 config = restrict(config, list(placement.used), len(placement.connected))
-            watch = endpoints.WorkerWatch(
+            watch = WorkerWatch(
                 client, args.max_lost_workers, placement.used if restricted else None, self.stopper.stop_run,
                 spares=[a for a in placement.connected if a not in placement.used],
                 on_replace=lambda why: self.stopper.stop_run(why, status="replace"))
@@ -372,7 +376,8 @@ class Runner:
 
     def worker_timeline(self, artifacts: dict[str, str]) -> list[dict[str, Any]]:
         """An adaptive run's worker count over time, from its utilization samples."""
-        from workloads import scaling, utilization
+        from workloads.cluster import scaling
+        from workloads.observe import utilization
 
         try:
             return scaling.worker_count_timeline(utilization.read_samples(Path(self.args.output) / artifacts["utilization"]))
@@ -457,7 +462,7 @@ def render_report(output: str) -> str:
         return f"report: {render(output)}"
     except Exception as exc:  # noqa: BLE001
         logger.debug("report failed", exc_info=True)
-        return f"report: not rendered ({type(exc).__name__}: {exc}); try python -m workloads.report {output}"
+        return f"report: not rendered ({type(exc).__name__}: {exc}); try dask-tkg report {output}"
 
 
 if __name__ == "__main__":

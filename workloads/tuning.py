@@ -1,5 +1,5 @@
 """The Dask workers' tuning environment: one source for the runner's local cluster
-(``workloads.local``) and the deployed workers (``components/dask``).
+(``workloads.cluster.local``) and the deployed workers (``components/dask``).
 
 Measured on torch inference and XGBoost (README, "Benchmarks"; ``workloads.md``, "CPU
 performance pitfalls"):

@@ -8,8 +8,8 @@ runner reports missing files, and ``kubectl logs job/dataset-prepare`` shows pro
 """
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass
-from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,7 +18,6 @@ from components.cluster.pod_hardening import hardened_pod, pod_security_context,
 from components.dask.facts import RUN_AS
 from components.settings.model import DataSpec
 
-PREPARE_SOURCE = Path(__file__).resolve().parents[2] / "workloads" / "prepare.py"
 JOB_NAME = "dataset-prepare"
 CODE_MOUNT = "/opt/dask-tkg"
 # The downloader needs no user of the image: it writes only to the dataset claim and /tmp.
@@ -27,6 +26,12 @@ CODE_MOUNT = "/opt/dask-tkg"
 # (kubernetes-sigs/nfs-subdir-external-provisioner cmd/nfs-subdir-external-provisioner/
 # provisioner.go: MkdirAll and Chmod 0777, "the pods that mount it do not share the
 # provisioner's UID"); on a vSAN file share the share's own permissions decide.
+
+
+def prepare_source() -> str:
+    """The downloader's source, found through the ``workloads`` package wherever it is
+    installed (a checkout or site-packages); ``workloads`` imports nothing on its own."""
+    return importlib.resources.files("workloads").joinpath("prepare.py").read_text(encoding="utf-8")
 
 
 def job_args(data: DataSpec, root: str) -> list[str]:
@@ -58,7 +63,7 @@ class DatasetJob(pulumi.ComponentResource):
         code = k8s.core.v1.ConfigMap(
             f"{name}-code",
             metadata={"name": f"{JOB_NAME}-code", "namespace": args.namespace},
-            data={"prepare.py": PREPARE_SOURCE.read_text()},
+            data={"prepare.py": prepare_source()},
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.job = k8s.batch.v1.Job(

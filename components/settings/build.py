@@ -10,7 +10,9 @@ from typing import Any, Callable, Protocol
 
 from components.addons import facts as addon_facts
 from components.cluster import cluster_classes
-from components.settings import checks, records, values
+import components.settings.checks as checks
+import components.settings.records as records
+import components.settings.values as values
 from components.settings.operator import read_operator
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (

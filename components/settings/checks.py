@@ -10,7 +10,8 @@ import re
 
 from components.addons import facts as addon_facts
 from components.dask import chart as dask_chart
-from components.settings import schema, values
+import components.settings.schema as schema
+import components.settings.values as values
 from components.settings.errors import Problem
 from components.settings.model import TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from components.settings import values
+import components.settings.values as values
 from components.settings.errors import Problem
 from components.settings.model import OperatorSpec, Settings
 

@@ -18,7 +18,7 @@ import sys
 
 from components.addons import facts as addon_facts
 from components.dask import facts as dask_facts
-from components.settings import schema
+import components.settings.schema as schema
 from components.settings.checks import MIN_V1ALPHA3_KUBERNETES
 from components.settings.model import Settings
 

@@ -2,7 +2,7 @@
 types SPBM expects, and what each allows. Facts from the SPBM API (see apis.md)."""
 from __future__ import annotations
 
-from components.settings import records
+import components.settings.records as records
 
 RAID1 = "RAID-1 (Mirroring) - Performance"
 RAID56 = "RAID-5/6 (Erasure Coding) - Capacity"

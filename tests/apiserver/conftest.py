@@ -55,7 +55,7 @@ from typing import Any, Iterator
 import kubernetes.client
 import pytest
 
-from workloads.config import cache_dir
+from workloads.core.config import cache_dir
 import yaml
 
 from tests import artifacts

@@ -1,5 +1,5 @@
 """The README's benchmark results table quotes committed result files: each column names
-its file under bench/results/, and each cell is that file's value (spread, verdict)."""
+its file under docs/results/, and each cell is that file's value (spread, verdict)."""
 from __future__ import annotations
 
 import json
@@ -27,7 +27,7 @@ def readme_table() -> tuple[list[str], list[list[str]]]:
 
 def test_every_column_names_a_committed_result_file():
     header, _ = readme_table()
-    files = [re.fullmatch(r"`(bench/results/[^`]+\.json)`", cell) for cell in header[2:]]
+    files = [re.fullmatch(r"`(docs/results/[^`]+\.json)`", cell) for cell in header[2:]]
     assert files and all(files), header
     for match in files:
         path = REPO / match.group(1)

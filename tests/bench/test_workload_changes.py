@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workloads import local
+from workloads.cluster import local
 from workloads.images import dataset, jpeg
-from workloads.synth import images as synth
+from workloads.images import synthetic as synth
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def dogs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def client():
-    from workloads.session import ClusterSession
+    from workloads.cluster.session import ClusterSession
 
     with ClusterSession.start_local(local.plan(2, device="cpu", threads_per_worker=1)) as session:
         yield session.client
@@ -69,9 +69,9 @@ def test_clean_jpeg_test():
 
 def test_bf16_run_reports_agreement_with_fp32_and_gpu_decode_falls_back(client, dogs):
     from workloads.images import benchmark
-    from workloads.results import PhaseTimer
+    from workloads.runs.results import PhaseTimer
 
-    config = benchmark.ImagesConfig(dataset_dir=str(dogs), model="workloads.synth.images:colour_classifier",
+    config = benchmark.ImagesConfig(dataset_dir=str(dogs), model="workloads.images.synthetic:colour_classifier",
                                     batch_size=4, forward_batch=4, precision="bf16", decode="gpu",
                                     agreement_sample=5)
     timer = PhaseTimer()
@@ -80,7 +80,7 @@ def test_bf16_run_reports_agreement_with_fp32_and_gpu_decode_falls_back(client, 
     assert metrics["agreement_images"] == 5
     assert metrics["top1_agreement_with_fp32"] == 1.0  # the colour classifier's margins are wide
     fp32 = benchmark.run(client, benchmark.ImagesConfig(dataset_dir=str(dogs), batch_size=4, forward_batch=4,
-                                                        model="workloads.synth.images:colour_classifier"),
+                                                        model="workloads.images.synthetic:colour_classifier"),
                          PhaseTimer())
     assert "top1_agreement_with_fp32" not in fp32 and fp32["decoders"] == ["cpu"]
 
@@ -88,7 +88,7 @@ def test_bf16_run_reports_agreement_with_fp32_and_gpu_decode_falls_back(client, 
 def test_warm_up_uses_the_forward_batch():
     from workloads.images import model
 
-    plugin = model.ModelPlugin(model.ModelSpec(model="workloads.synth.images:colour_classifier", warmup_batch=3))
+    plugin = model.ModelPlugin(model.ModelSpec(model="workloads.images.synthetic:colour_classifier", warmup_batch=3))
     seen = []
     original = plugin.predict
     plugin.predict = lambda batch, **kw: seen.append(len(batch)) or original(batch, **kw)
@@ -159,7 +159,7 @@ def test_a_model_without_batchnorm_is_returned_as_it_is():
     """Nothing to fold: the model itself comes back, not a trace of it (a trace would
     drop what its forward does beyond tensor operations)."""
     from workloads.images import model
-    from workloads.synth.images import colour_classifier
+    from workloads.images.synthetic import colour_classifier
 
     net = colour_classifier().eval()
     assert model.fold_batchnorm(net) == (net, False)

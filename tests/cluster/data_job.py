@@ -44,9 +44,9 @@ class Served:
 
 def _smoke_sources(stage: Path) -> list[str]:
     """The smoke datasets, by the benchmarks' generators, under ``stage``; the taxi months."""
-    from workloads import benchmarks
+    from workloads.runs import benchmarks
     from workloads.run import benchmark_profile
-    from workloads.synth import taxi as synth_taxi
+    from workloads.taxi import synthetic as synth_taxi
 
     images = benchmarks.load("images")
     images.generate(stage, benchmark_profile(images, "smoke"))

@@ -18,9 +18,9 @@ import urllib.request
 
 from distributed import Client
 
-from workloads import endpoint
-from workloads.exceptions import EndpointError
-from workloads.session import ClusterSession
+from workloads.cluster import endpoint
+from workloads.core.errors import EndpointError
+from workloads.cluster.session import ClusterSession
 
 DROP_WITHIN_S = 60.0
 NEW_SCHEDULER_WITHIN_S = 180.0

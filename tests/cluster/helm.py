@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workloads.config import cache_dir
+from workloads.core.config import cache_dir
 
 HELM_BIN = cache_dir() / "helm" / "bin" / "helm"
 HELM_VERSION = "v3.17.2"

@@ -4,7 +4,7 @@
 the real Kubernetes 1.20 node, with the runner from the host driving both benchmarks.
 
 The other real-cluster tests mount the project's own virtual environment into the pods, so the
-project is importable there and the runner's shipping of its code (workloads/preflight.py,
+project is importable there and the runner's shipping of its code (workloads/cluster/preflight.py,
 ``ship_project``) is never needed; here it is the only way the workers and the scheduler get
 ``workloads``. Fails on a runner that does not ship its code.
 

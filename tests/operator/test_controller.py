@@ -24,7 +24,7 @@ from components.settings.model import POOL_ROLE_LABEL
 from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, get_object, patch_object
 from tests.operator.support import MODERN_IMAGE, OPERATOR
 from tests.program.graph import run_program
-from workloads.scaling import ClusterScaler
+from workloads.cluster.scaling import ClusterScaler
 
 pytestmark = pytest.mark.apiserver
 

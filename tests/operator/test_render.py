@@ -19,7 +19,7 @@ from tests.apiserver.conftest import KubeApiError, apply_manifest
 from tests.artifacts import DASK_CHART, DASK_OPERATOR_CHART, artifact_path
 from tests.operator.support import MODERN_IMAGE, OPERATOR
 from tests.program.graph import run_program
-from workloads.config import cache_dir
+from workloads.core.config import cache_dir
 
 pytestmark = pytest.mark.apiserver
 HELM = cache_dir() / "helm" / "bin" / "helm"

@@ -1,4 +1,4 @@
-"""The runner's side of scaling (workloads/scaling.py) that needs no Kubernetes: waiting for an
+"""The runner's side of scaling (workloads/cluster/scaling.py) that needs no Kubernetes: waiting for an
 exact worker count on a real local Dask cluster, ``--adaptive`` parsing, the worker-count
 timeline from utilization samples, and which stacks get a scaler. The Kubernetes side runs
 against the real operator controller in test_controller.py."""
@@ -8,8 +8,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from workloads.contract import ContractError, parse_outputs
-from workloads import scaling
-from workloads.scaling import ClusterScaler, ScalingError, parse_adaptive, wait_for_worker_count
+from workloads.cluster import scaling
+from workloads.cluster.scaling import ClusterScaler, ScalingError, parse_adaptive, wait_for_worker_count
 
 
 @pytest.fixture

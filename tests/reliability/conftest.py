@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from workloads import local, results, run
-from workloads.synth import images as synth_images
-from workloads.synth import taxi as synth_taxi
+from workloads.cluster import local
+from workloads.runs import results
+from workloads import run
+from workloads.images import synthetic as synth_images
+from workloads.taxi import synthetic as synth_taxi
 
 from .faults import FAULTS_ENV
 

@@ -65,7 +65,7 @@ def _colour_module(on_forward):
     import torch
     from torch import nn
 
-    from workloads.synth.images import colour_classifier
+    from workloads.images.synthetic import colour_classifier
 
     class Wrapped(nn.Module):
         def __init__(self):

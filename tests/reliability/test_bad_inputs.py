@@ -20,11 +20,11 @@ from PIL import Image
 
 from components.settings import DictSource, SettingsError, load
 from workloads.contract import ContractError, parse_outputs
-from workloads import endpoint
-from workloads.exceptions import DatasetError, EndpointError
+from workloads.cluster import endpoint
+from workloads.core.errors import DatasetError, EndpointError
 from workloads.images import benchmark as images
 from workloads.images import dataset
-from workloads.results import PhaseTimer
+from workloads.runs.results import PhaseTimer
 from workloads.taxi import benchmark as taxi
 from workloads.taxi import io
 from workloads.taxi import schema as s
@@ -119,7 +119,7 @@ def test_every_bad_image_kind_is_counted_by_the_benchmark_with_its_reason(client
     for i, (write, _, _) in enumerate(IMAGE_FILES.values()):
         write(breed / f"n02085620_{100 + i}.jpg")
     _rgb().save(breed / "n02085620_1.jpg", format="JPEG")
-    config = images.ImagesConfig(dataset_dir=str(tmp_path / "dogs"), model="workloads.synth.images:colour_classifier",
+    config = images.ImagesConfig(dataset_dir=str(tmp_path / "dogs"), model="workloads.images.synthetic:colour_classifier",
                                  batch_size=4, forward_batch=4)
     with client.as_current():  # the benchmarks' distributed.wait/as_completed take the current client
         metrics = images.run(client, config, PhaseTimer())

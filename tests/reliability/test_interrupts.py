@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads import results
+from workloads.runs import results
 
 from .conftest import REPO, record_figure
 

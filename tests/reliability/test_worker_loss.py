@@ -47,7 +47,7 @@ def armed(faults_dir, client):
 
 
 # A replacement slow to join (over 15 s on a loaded machine) was once lost for good: Dask's
-# cluster object closed its nanny (distributed.deploy.lost-worker-timeout); workloads.local
+# cluster object closed its nanny (distributed.deploy.lost-worker-timeout); workloads.cluster.local
 # raises that timeout, tests/workloads/test_local.py guards it.
 def test_taxi_training_retried_after_a_worker_killed_mid_training(cluster, client, data_root, tmp_path, armed,
                                                                    monkeypatch, artifacts_dir):
@@ -184,7 +184,7 @@ FROZEN_TTL_S = 20  # this test's cluster: a silent worker is restarted after 20-
 @pytest.fixture(scope="module")
 def ttl_cluster(faults_dir):
     """A cluster of its own with a short worker-ttl (the runner's default is 60 s)."""
-    from workloads import local
+    from workloads.cluster import local
 
     plan = local.plan(2, device="cpu", threads_per_worker=1)
     plan = dataclasses.replace(plan, worker_ttl_s=FROZEN_TTL_S)

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from workloads.config import cache_dir
+from workloads.core.config import cache_dir
 
 HELM_VERSION = "v3.17.2"
 HELM_BIN = cache_dir() / "helm" / "bin" / "helm"

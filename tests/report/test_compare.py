@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workloads.report import render
-from workloads.report.__main__ import main
+from workloads.report.command import main
 from workloads.report.runs import compare, load
 
 from .conftest import BASELINE, FIXTURES

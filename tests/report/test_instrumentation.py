@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from workloads.instrumentation import instrument, make_run_id
+from workloads.observe.instrumentation import instrument, make_run_id
 
 from .conftest import burn_everywhere
 

@@ -1,4 +1,4 @@
-"""``python -m workloads.report`` on the fixture results: the figures, the page, and the
+"""``dask-tkg report`` on the fixture results: the figures, the page, and the
 awkward inputs (no file, empty file, torn last line, failed runs, missing sidecars, one run)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from workloads.report import NoResults, render
-from workloads.report.__main__ import main
+from workloads.report.command import main
 
 from .conftest import BASELINE, FIXTURES, PNG_SIGNATURE, png_size
 

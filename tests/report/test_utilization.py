@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from workloads.utilization import UtilizationSampler, read_samples, summarize, to_sample
+from workloads.observe.utilization import UtilizationSampler, read_samples, summarize, to_sample
 
 from .conftest import burn_everywhere
 

@@ -22,7 +22,7 @@ from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
 from components.dask.values import TLS_KEYS
-from workloads.endpoint import security_from_pems
+from workloads.cluster.endpoint import security_from_pems
 
 
 def _openssl(*args: str, cwd: Path) -> None:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workloads.synth import taxi as synth
+from workloads.taxi import synthetic as synth
 from workloads.taxi import schema as s
 
 GOOD_FILES = ["2017-06.csv", "2018-02.parquet", "2019-01.csv", "2019-05.parquet"]

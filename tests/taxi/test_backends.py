@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.exceptions import PreflightError
-from workloads.results import PhaseTimer
-from workloads.synth import taxi as synth
+from workloads.core.errors import PreflightError
+from workloads.runs.results import PhaseTimer
+from workloads.taxi import synthetic as synth
 from workloads.taxi import backends, benchmark, features, rules
 from workloads.taxi import schema as s
 

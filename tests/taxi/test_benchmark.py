@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from workloads.exceptions import DatasetError
-from workloads.results import PhaseTimer
-from workloads.synth import taxi as synth
+from workloads.core.errors import DatasetError
+from workloads.runs.results import PhaseTimer
+from workloads.taxi import synthetic as synth
 from workloads.taxi import benchmark
 from workloads.taxi import schema as s
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from workloads.exceptions import DatasetError
-from workloads.synth import taxi as synth
+from workloads.core.errors import DatasetError
+from workloads.taxi import synthetic as synth
 from workloads.taxi import io
 from workloads.taxi import schema as s
 

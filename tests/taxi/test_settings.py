@@ -50,7 +50,7 @@ def test_profile_then_command_line():
 def test_every_profile_makes_a_config_and_names_real_files(name):
     profile = benchmark.load_profile(name)
     benchmark.make_config(None, profile, "/data", "cpu")
-    from workloads.synth import taxi as synth
+    from workloads.taxi import synthetic as synth
 
     assert synth.expand(profile["generate"]["files"])
 

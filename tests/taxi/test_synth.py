@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from workloads.synth import taxi as synth
+from workloads.taxi import synthetic as synth
 from workloads.taxi import features
 from workloads.taxi import schema as s
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.config import cache_dir
+from workloads.core.config import cache_dir
 
 from components.vsphere.providers.session import VCenterConnection
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from workloads import local
-from workloads.synth import images as synth
+from workloads.cluster import local
+from workloads.images import synthetic as synth
 
 BREEDS, PER_BREED = 4, 5
-COLOUR_MODEL = "workloads.synth.images:colour_classifier"
+COLOUR_MODEL = "workloads.images.synthetic:colour_classifier"
 
 
 @pytest.fixture(scope="session")

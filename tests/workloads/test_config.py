@@ -1,4 +1,4 @@
-"""The project's settings live in Dask's config under ``tkg`` (workloads/dask-tkg.yaml):
+"""The project's settings live in Dask's config under ``tkg`` (workloads/core/dask-tkg.yaml):
 set by ``DASK_TKG__*`` as every Dask key is; the single-underscore names of earlier releases
 still work, with a deprecation warning."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import dask.config
 import pytest
 
-from workloads import config
+from workloads.core import config
 
 
 @pytest.fixture

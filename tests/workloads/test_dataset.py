@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from workloads.exceptions import DatasetError
+from workloads.core.errors import DatasetError
 from workloads.images import dataset, imagenet
 
 EXPECTED = {  # kind -> (error reason fragment, converted-from)

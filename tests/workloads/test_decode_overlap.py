@@ -12,8 +12,8 @@ import pytest
 
 from workloads.images import dataset, jpeg, overlap, prefetch
 from workloads.images.benchmark import ImagesConfig, run
-from workloads.results import PhaseTimer
-from workloads.synth import images as synth
+from workloads.runs.results import PhaseTimer
+from workloads.images import synthetic as synth
 
 OVERLAP_TIMEOUT = 10.0  # seconds a step may take to start: generous for a loaded 2-core machine
 
@@ -194,7 +194,7 @@ def test_the_dask_path_with_prefetch_counts_every_image_and_backend(client, data
     """End to end on the real local cluster: decoding ahead of the model inside each task
     gives what decoding inline gives, every image scored or reported."""
     def metrics_with(prefetch: int) -> dict:
-        config = ImagesConfig(dataset_dir=str(data_root / "dogs"), model="workloads.synth.images:colour_classifier",
+        config = ImagesConfig(dataset_dir=str(data_root / "dogs"), model="workloads.images.synthetic:colour_classifier",
                               decode="cpu", prefetch=prefetch, batch_size=8, forward_batch=3, agreement_sample=0)
         return run(client, config, PhaseTimer())
 

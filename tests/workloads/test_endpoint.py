@@ -8,8 +8,9 @@ import stat
 import pytest
 
 from workloads.contract import ContractError
-from workloads import endpoint, run
-from workloads.exceptions import EndpointError
+from workloads.cluster import endpoint
+from workloads import run
+from workloads.core.errors import EndpointError
 
 OUTPUTS = {
     "schedulerAddress": "tcp://dask-scheduler.dask.svc:8786",
@@ -123,3 +124,8 @@ def test_redact_drops_credentials():
     assert endpoint.redact("tcp://user:secret@host:8786") == "tcp://host:8786"
     assert endpoint.redact("http://h:8787/status?token=abc") == "http://h:8787/status"
     assert endpoint.redact("") == ""
+
+
+def test_stack_outputs_are_read_in_the_project_that_declares_the_stacks():
+    """``pulumi stack output`` runs where ``Pulumi.yaml`` is, wherever the user stands."""
+    assert (endpoint.PROJECT_DIR / "Pulumi.yaml").is_file()

@@ -23,8 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from workloads import benchmarks, environment, preflight, results, run
-from workloads import endpoint as endpoints
+from workloads.runs import benchmarks, results
+from workloads.observe import environment
+from workloads.cluster import preflight
+from workloads import run
+from workloads.cluster import endpoint as endpoints
 
 from .conftest import COLOUR_MODEL
 
@@ -157,7 +160,7 @@ def test_a_scheduler_without_the_project_gets_it_from_the_preflight(foreign):
 def test_a_scheduler_call_it_cannot_load_is_one_line_naming_scheduler_and_module(foreign, tmp_path,
                                                                                   monkeypatch, capsys):
     """The runner's worker-ttl question, made project-dependent: a function of a module not
-    pickled by value (any of the project's but ``workloads.environment``) is pickled by
+    pickled by value (any of the project's but ``workloads.observe.environment``) is pickled by
     reference, and unpickling it imports ``workloads`` on the scheduler."""
     foreign.add_workers(1)
     monkeypatch.setattr(environment, "scheduler_worker_ttl", endpoints.redact)

@@ -9,10 +9,10 @@ import pytest
 import torch
 from PIL import Image
 
-from workloads.exceptions import DatasetError
+from workloads.core.errors import DatasetError
 from workloads.images import benchmark, dataset, model
-from workloads.results import PhaseTimer
-from workloads.synth import images as synth
+from workloads.runs.results import PhaseTimer
+from workloads.images import synthetic as synth
 
 from .conftest import COLOUR_MODEL
 

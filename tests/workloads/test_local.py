@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from workloads import local
+from workloads.cluster import local
 
 
 def test_plan_sizes_threads_and_environment():

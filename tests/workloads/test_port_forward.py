@@ -14,11 +14,11 @@ import pytest
 from kubernetes import client as k8s
 
 from tests.cluster.pki import dask_tls_material
-from workloads import endpoint, port_forward
+from workloads.cluster import endpoint, port_forward
 from workloads.contract import parse_outputs
-from workloads.exceptions import EndpointError
-from workloads.port_forward import PodTarget, ServiceForward, ServiceRef
-from workloads.session import ClusterSession
+from workloads.core.errors import EndpointError
+from workloads.cluster.port_forward import PodTarget, ServiceForward, ServiceRef
+from workloads.cluster.session import ClusterSession
 from tests.workloads.test_endpoint import OUTPUTS
 
 

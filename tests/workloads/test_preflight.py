@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workloads import preflight
-from workloads.exceptions import PreflightError
+from workloads.cluster import preflight
+from workloads.core.errors import PreflightError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,12 +98,12 @@ def test_installed_package_ships_the_files_of_its_own_record(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--target", str(target), str(REPO)], check=True, capture_output=True, timeout=300)
-    code = ("import sys, zipfile, pathlib; from workloads import preflight;"
+    code = ("import sys, zipfile, pathlib; from workloads.cluster import preflight;"
             " assert preflight.PACKAGE_DIR.is_relative_to(pathlib.Path(sys.argv[1]));"
             " files = preflight._installed_files(); assert files, 'no RECORD files';"
             " archive = preflight.project_wheel(pathlib.Path(sys.argv[2]));"
             " names = zipfile.ZipFile(archive).namelist();"
-            " print(len(names), 'workloads/contract.py' in names, 'workloads/dask-tkg.yaml' in names)")
+            " print(len(names), 'workloads/contract.py' in names, 'workloads/core/dask-tkg.yaml' in names)")
     shipped = tmp_path / "out"
     shipped.mkdir()
     done = subprocess.run([sys.executable, "-c", code, str(target), str(shipped)], capture_output=True, text=True,
@@ -111,3 +111,20 @@ def test_installed_package_ships_the_files_of_its_own_record(tmp_path):
     assert done.returncode == 0, done.stderr
     count, has_contract, has_defaults = done.stdout.split()
     assert int(count) > 50 and has_contract == "True" and has_defaults == "True"
+
+
+def test_metadata_left_in_a_checkout_that_lists_moved_files_is_not_shipped(tmp_path):
+    """``pip install <checkout>`` leaves ``dask_tkg.egg-info`` in the checkout; after a file
+    moves, its list names files that are gone, so the archive is built from the sources."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "workloads").symlink_to(REPO / "workloads")
+    info = checkout / "dask_tkg.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: dask-tkg\nVersion: 0.1.0\n")
+    (info / "SOURCES.txt").write_text("workloads/__init__.py\nworkloads/moved_away.py\n")
+    code = "from workloads.cluster import preflight; print(preflight._installed_files())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=checkout,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(checkout)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "None"

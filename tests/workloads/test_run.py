@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workloads import benchmarks, results, run
+from workloads.runs import benchmarks, results
+from workloads import run
 
 from .conftest import COLOUR_MODEL
 from .fakes import tiny

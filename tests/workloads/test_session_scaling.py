@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from distributed import LocalCluster
 
-from workloads import endpoint, scaling
-from workloads.exceptions import EndpointError
-from workloads.session import ClusterSession
+from workloads.cluster import endpoint, scaling
+from workloads.core.errors import EndpointError
+from workloads.cluster.session import ClusterSession
 
 
 class LocalClusterScaler:

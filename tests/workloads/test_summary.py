@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import io
 
-from workloads import progress, summary
+from workloads.observe import progress
+from workloads.runs import summary
 
 
 def record(status, **extra):

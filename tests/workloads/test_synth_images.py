@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workloads.images import dataset, imagenet
-from workloads.synth import images as synth
+from workloads.images import synthetic as synth
 
 from .conftest import BREEDS, PER_BREED
 
@@ -88,7 +88,7 @@ def test_colours_are_distinct_and_the_colour_model_separates_them():
 def test_the_log_line_counts_the_odd_files_as_the_run_will(tmp_path, caplog):
     """Odd but decodable files are converted and scored, the others skipped: the line says
     which is which, as the run's ``images_converted`` and ``images_failed`` will."""
-    with caplog.at_level(logging.INFO, logger="workloads.synth.images"):
+    with caplog.at_level(logging.INFO, logger="workloads.images.synthetic"):
         synth.generate(tmp_path / "dogs", breeds=2, images_per_breed=2, broken=True)
     assert ("generated 10 images (2 breeds; 3 the run converts and scores (images_converted): grayscale, cmyk,"
             " png; 3 it skips and counts (images_failed): truncated, empty, not_image) under") in caplog.text

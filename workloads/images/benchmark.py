@@ -1,4 +1,4 @@
-"""Benchmark 1 as a protocol module (see :mod:`workloads.benchmarks`): ImageNet
+"""Benchmark 1 as a protocol module (see :mod:`workloads.runs.benchmarks`): ImageNet
 classification of the Stanford Dogs images with PyTorch on Dask.
 
 The flow, each step a timed phase: ``list`` (walk the tree on a worker, which sees the
@@ -26,8 +26,8 @@ from typing import Any
 from distributed import get_worker
 
 from workloads.images import dataset, jpeg, model, overlap, scoring
-from workloads.progress import track
-from workloads.results import PhaseTimer
+from workloads.observe.progress import track
+from workloads.runs.results import PhaseTimer
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def make_config(args: argparse.Namespace, profile: dict[str, Any], data_dir: Pat
 
 def generate(data_dir: Path, profile: dict[str, Any]) -> None:
     """Write the synthetic tree under ``data_dir/dogs`` (no-op when it is there)."""
-    from workloads.synth import images as synth
+    from workloads.images import synthetic as synth
 
     dogs = Path(data_dir) / "dogs"
     if (dogs / dataset.IMAGES_DIR).exists() and not (dogs / synth.MANIFEST).exists():

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from workloads.exceptions import DatasetError
+from workloads.core.errors import DatasetError
 from workloads.images import imagenet
 
 logger = logging.getLogger(__name__)

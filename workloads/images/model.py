@@ -20,7 +20,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from workloads.environment import usable_cores
+from workloads.observe.environment import usable_cores
 from workloads.images.graphs import GRAPHS, accelerate  # noqa: F401  (GRAPHS: the choices, for the config)
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Reports from ``results.jsonl``: PNG figures and one self-contained ``report.html``.
 
-``python -m workloads.report [RESULTS_DIR] [--compare OTHER_DIR] [--output DIR]``, or
+``dask-tkg report [RESULTS_DIR] [--compare OTHER_DIR] [--output DIR]``, or
 :func:`render` from code. Matplotlib is imported only when a report is rendered.
 """
 from __future__ import annotations

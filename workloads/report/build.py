@@ -5,7 +5,9 @@ import logging
 import os
 from pathlib import Path
 
-from . import figures, page, runs
+import workloads.report.figures as figures
+import workloads.report.page as page
+import workloads.report.runs as runs
 from .page import Figure
 
 logger = logging.getLogger(__name__)

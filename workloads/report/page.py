@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from ..results import RESULTS_FILE
+from workloads.runs.results import RESULTS_FILE
 from .runs import KEY_METRICS, Comparison, ResultSet, Run, describe
 
 TEMPLATE = "report.html.j2"

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import WorkloadError
-from ..results import RESULTS_FILE
-from ..utilization import read_samples, summarize
+from workloads.core.errors import WorkloadError
+from workloads.runs.results import RESULTS_FILE
+from workloads.observe.utilization import read_samples, summarize
 
 logger = logging.getLogger(__name__)
 

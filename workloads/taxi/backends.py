@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..exceptions import PreflightError
+from workloads.core.errors import PreflightError
 
 logger = logging.getLogger(__name__)
 

@@ -52,9 +52,9 @@ from typing import Any, Callable, Iterator
 
 from distributed import Client, wait
 
-from ..exceptions import DatasetError
-from .. import progress
-from ..results import PhaseTimer
+from workloads.core.errors import DatasetError
+from workloads.observe import progress
+from workloads.runs.results import PhaseTimer
 from . import backends, features, io, rules, training
 from . import schema as s
 from .settings import Config, add_arguments, load_profile, make_config  # noqa: F401 (protocol)
@@ -69,7 +69,7 @@ HEADLINE_METRICS = ("rmse", "rows_clean", "load_rows_per_second", "train_rows_pe
 def generate(data_dir: Path, profile: dict[str, Any]) -> None:
     """Write the profile's synthetic taxi files under ``<data_dir>/taxi`` (existing files
     are kept)."""
-    from ..synth import taxi as synth
+    from . import synthetic as synth
 
     spec = profile.get("generate")
     if spec:
@@ -210,7 +210,7 @@ def _read(chunk: io.Chunk, backend: str) -> tuple[Any, dict[str, Any]]:
 
 def _manifest(data_dir: str) -> dict[str, Any] | None:
     """The generator's manifest when the files are synthetic (their RMSE floor)."""
-    from ..synth import taxi as synth
+    from . import synthetic as synth
 
     return synth.read_manifest(io.taxi_directory(data_dir))
 

@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..exceptions import DatasetError
+from workloads.core.errors import DatasetError
 from . import schema as s
 
 logger = logging.getLogger(__name__)

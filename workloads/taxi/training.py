@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 from distributed import Client, Future, wait
 
-from ..exceptions import WorkersLostError
+from workloads.core.errors import WorkersLostError
 
 logger = logging.getLogger(__name__)
 

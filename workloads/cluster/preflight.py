@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from workloads import environment
-from workloads.endpoint import redact
-from workloads.exceptions import PreflightError
+from workloads.observe import environment
+from workloads.cluster.endpoint import redact
+from workloads.core.errors import PreflightError
 
 logger = logging.getLogger(__name__)
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the workloads package
 DISTRIBUTION = "dask-tkg"
 _WHEEL_SOURCES = ("pyproject.toml", "README.md", "workloads", "bench")  # what the wheel is built from
 
@@ -103,7 +103,7 @@ def on_scheduler(client, function, *args):
     """``client.run_on_scheduler(function, *args)``; a scheduler that cannot import what
     unpickling or running ``function`` needs is a one-line PreflightError naming the
     scheduler and the module (the runner's own calls are pickled by value, see
-    :mod:`workloads.environment`, and need nothing of this project there)."""
+    :mod:`workloads.observe.environment`, and need nothing of this project there)."""
     try:
         return client.run_on_scheduler(function, *args)
     except ImportError as exc:
@@ -193,8 +193,10 @@ def _installed_files() -> list[tuple[Path, str]] | None:
         return None
     if Path(dist.locate_file("workloads")).resolve() != PACKAGE_DIR:
         return None
-    return [(Path(dist.locate_file(f)), str(f)) for f in dist.files or []
-            if f.parts[0] in ("workloads", "bench") and f.suffix != ".pyc"]
+    files = [(Path(dist.locate_file(f)), str(f)) for f in dist.files or []
+             if f.parts[0] in ("workloads", "bench") and f.suffix != ".pyc"]
+    # metadata left in a checkout by a build lists the files of that time, not of now
+    return files if all(source.is_file() for source, _ in files) else None
 
 
 def _has_cuda(found: dict[str, Any], packages: tuple[str, ...]) -> bool:

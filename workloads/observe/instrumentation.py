@@ -45,7 +45,7 @@ class Instrumentation:
         ``performance_report`` and ``utilization``: paths relative to ``results_dir``, for
         the record's ``artifacts`` (a key is present only when its file was written).
     metrics : dict
-        The utilization summary (:func:`workloads.utilization.summarize`), filled in when
+        The utilization summary (:func:`workloads.observe.utilization.summarize`), filled in when
         the block ends; empty until then.
     notes : list of str
         Why something could not be measured or written.

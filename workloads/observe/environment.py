@@ -209,7 +209,7 @@ def record_hardware(probes: dict[str, dict[str, Any]], used: list[str], client: 
 def record_cluster(client, used: list[str], connected: list[str], probes: dict[str, dict[str, Any]],
                    kind: str, dashboard: str = "", local_plan: dict[str, Any] | None = None) -> dict[str, Any]:
     """Workers, threads and GPUs of the run; the scheduler address without credentials."""
-    from workloads.endpoint import redact
+    from workloads.cluster.endpoint import redact
 
     info = client.scheduler_info(n_workers=-1)["workers"]
     threads = [info[a]["nthreads"] for a in used if a in info]

@@ -179,7 +179,7 @@ def wait_for_worker_count(client: Any, workers: int, timeout: float, poll: float
 
 
 def worker_count_timeline(samples: Iterable[dict[str, Any]], bin_s: float = 5.0) -> list[dict[str, Any]]:
-    """Worker count over a run from the utilization samples (``workloads.utilization``): per
+    """Worker count over a run from the utilization samples (``workloads.observe.utilization``): per
     ``bin_s`` seconds, how many workers reported, and their mean CPU and GPU utilization."""
     bins: dict[int, dict[str, list]] = {}
     for sample in samples:

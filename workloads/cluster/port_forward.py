@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from workloads.exceptions import EndpointError
+from workloads.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 

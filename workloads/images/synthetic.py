@@ -134,7 +134,7 @@ def colour_classifier():
     constructed weights score each dog class by the squared distance between the image's
     mean colour and the class colour, in the normalised space of the ``imagenet``
     preprocessing recipe. Non-dog classes are never predicted. Use it as
-    ``--model workloads.synth.images:colour_classifier``."""
+    ``--model workloads.images.synthetic:colour_classifier``."""
     import torch
     from torch import nn
 

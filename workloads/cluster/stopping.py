@@ -13,7 +13,7 @@ import signal
 import threading
 from typing import Any, Iterator
 
-from workloads.exceptions import RunStopped
+from workloads.core.errors import RunStopped
 
 EXIT_FAILED = 1
 

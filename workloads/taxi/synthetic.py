@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..taxi import schema as s
+from . import schema as s
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Building one run's record from three frozen parts: what the whole invocation shares
 (:class:`RunContext`), where the run ran (:class:`Placement`) and what it did
-(:class:`RunOutcome`). ``workloads.results`` owns the schema and the file."""
+(:class:`RunOutcome`). ``workloads.runs.results`` owns the schema and the file."""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workloads import environment, preflight, results
+from workloads.observe import environment
+from workloads.cluster import preflight
+from workloads.runs import results
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from typing import Iterator
 import dask
 import distributed  # noqa: F401  (loads distributed's config defaults, nanny.pre-spawn-environ among them)
 
-from workloads import environment, tuning
+from workloads.observe import environment
+from workloads import tuning
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""``python -m workloads.report [RESULTS_DIR] [--compare OTHER_DIR] [--output DIR]``.
+"""``dask-tkg report [RESULTS_DIR] [--compare OTHER_DIR] [--output DIR]``.
 
 Exit codes: 0 the report was written; 2 there is nothing to report (no results.jsonl, or
 no record in it, here or in the --compare directory).
@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from workloads.common import prog, setup_logging
+from workloads.core.commands import prog, setup_logging
 
 from .runs import NoResults
 
@@ -18,7 +18,7 @@ EXIT_OK, EXIT_NO_RESULTS = 0, 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog("python -m workloads.report"),
+        prog=prog("dask-tkg report"),
         description="Render figures and a self-contained report.html from a results directory.")
     parser.add_argument("results_dir", nargs="?", default="results", metavar="RESULTS_DIR",
                         help="the directory holding results.jsonl (default: results/)")
@@ -45,6 +45,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"report: {report}")
     return EXIT_OK
 
-
-if __name__ == "__main__":
-    sys.exit(main())

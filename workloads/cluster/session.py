@@ -11,9 +11,10 @@ import contextlib
 import logging
 from typing import Any, Callable
 
-from workloads import endpoint as endpoints
-from workloads import environment, local, preflight
-from workloads.exceptions import EndpointError
+from workloads.cluster import endpoint as endpoints
+from workloads.observe import environment
+from workloads.cluster import local, preflight
+from workloads.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +32,10 @@ class ClusterSession:
         self.client = None
         self.plan: local.LocalPlan | None = None
         self.detection: dict[str, float | None] | None = None  # see failure_detection()
-        self.scaler = None  # workloads.scaling.ClusterScaler: the operator backend's, made on connect
+        self.scaler = None  # workloads.cluster.scaling.ClusterScaler: the operator backend's, made on connect
         self.restriction_said = False
-        self.forward = None  # workloads.port_forward.ServiceForward, when the scheduler is reached through one
-        self.forwarded = None  # workloads.port_forward.Forwarded: the local addresses it serves
+        self.forward = None  # workloads.cluster.port_forward.ServiceForward, when the scheduler is reached through one
+        self.forwarded = None  # workloads.cluster.port_forward.Forwarded: the local addresses it serves
         self.on_forward_drop: Callable[[str], None] | None = None  # told when the forward drops
 
     @classmethod
@@ -81,7 +82,7 @@ class ClusterSession:
             self.client = endpoints.connect(address, self.endpoint.security)
             self.echo(f"dashboard: {self.dashboard()}")
             if self.endpoint.outputs is not None and self.scaler is None:
-                from workloads import scaling
+                from workloads.cluster import scaling
 
                 self.scaler = scaling.ClusterScaler.from_outputs(self.endpoint.outputs, self.echo)
         return self.client
@@ -93,7 +94,7 @@ class ClusterSession:
         address, outputs = self.endpoint.scheduler_address, self.endpoint.outputs
         if outputs is None or self.forward is not None:
             return self.forwarded.scheduler_address if self.forwarded else address
-        from workloads import port_forward
+        from workloads.cluster import port_forward
 
         opened = port_forward.open_for(outputs, on_drop=self._forward_dropped)
         if opened is None:
@@ -124,7 +125,7 @@ class ClusterSession:
         A bare scheduler address or the Helm release cannot: the runner then restricts the
         run instead. True if it scaled."""
         if self.scaler is not None:
-            from workloads import scaling
+            from workloads.cluster import scaling
 
             self.scaler.pin(want)
             scaling.wait_for_worker_count(self.client, want, timeout, echo=self.echo)
@@ -145,7 +146,7 @@ class ClusterSession:
     def say_restricted(self, connected: int) -> None:
         """Once: the cluster cannot be resized, runs are restricted to part of it."""
         if not self.restriction_said:
-            from workloads import scaling
+            from workloads.cluster import scaling
 
             self.echo(scaling.helm_restriction_notice(connected))
             self.restriction_said = True

@@ -1,1 +1,0 @@
-"""Generators of both datasets in their real on-disk layouts, with fixed seeds."""
