@@ -19,8 +19,8 @@ import urllib.request
 from distributed import Client
 
 from workloads.cluster import endpoint
-from workloads.core.errors import EndpointError
 from workloads.cluster.session import ClusterSession
+from workloads.core.errors import EndpointError
 
 DROP_WITHIN_S = 60.0
 NEW_SCHEDULER_WITHIN_S = 180.0

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from distributed import Client, LocalCluster
 
-from workloads.contract import ContractError, parse_outputs
 from workloads.cluster import scaling
 from workloads.cluster.scaling import ClusterScaler, ScalingError, parse_adaptive, wait_for_worker_count
+from workloads.contract import ContractError, parse_outputs
 
 
 @pytest.fixture

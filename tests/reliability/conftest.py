@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from workloads.cluster import local
-from workloads.runs import results
 from workloads import run
+from workloads.cluster import local
 from workloads.images import synthetic as synth_images
+from workloads.runs import results
 from workloads.taxi import synthetic as synth_taxi
 
 from .faults import FAULTS_ENV

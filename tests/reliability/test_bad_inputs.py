@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 
 from components.settings import DictSource, SettingsError, load
-from workloads.contract import ContractError, parse_outputs
 from workloads.cluster import endpoint
+from workloads.contract import ContractError, parse_outputs
 from workloads.core.errors import DatasetError, EndpointError
 from workloads.images import benchmark as images
 from workloads.images import dataset

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.runs import benchmarks, results
 from workloads import run
 from workloads.cluster.session import ClusterSession
+from workloads.runs import benchmarks, results
 
 from . import fakes
 from .conftest import cli

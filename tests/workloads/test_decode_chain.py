@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from workloads.images import dataset, decoders, jpeg
-from workloads.images.decoders import Availability, BatchDecoder, choose_chain
 from workloads.images import synthetic as synth
+from workloads.images.decoders import Availability, BatchDecoder, choose_chain
 
 ALL_GPU = Availability(cuda=True, torchvision_cuda=True, nvimgcodec_version="0.9.0",
                        nvimgcodec_kinds=frozenset(decoders.NVIMGCODEC_KINDS))

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from workloads.images import dataset, jpeg, overlap, prefetch
+from workloads.images import synthetic as synth
 from workloads.images.benchmark import ImagesConfig, run
 from workloads.runs.results import PhaseTimer
-from workloads.images import synthetic as synth
 
 OVERLAP_TIMEOUT = 10.0  # seconds a step may take to start: generous for a loaded 2-core machine
 

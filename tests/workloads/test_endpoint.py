@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from workloads.contract import ContractError
-from workloads.cluster import endpoint
 from workloads import run
+from workloads.cluster import endpoint
+from workloads.contract import ContractError
 from workloads.core.errors import EndpointError
 
 OUTPUTS = {

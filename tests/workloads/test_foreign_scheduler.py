@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from workloads.runs import benchmarks, results
-from workloads.observe import environment
-from workloads.cluster import preflight
 from workloads import run
+from workloads.cluster import preflight
 from workloads.cluster import endpoint as endpoints
+from workloads.observe import environment
+from workloads.runs import benchmarks, results
 
 from .conftest import COLOUR_MODEL
 

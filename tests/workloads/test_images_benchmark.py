@@ -11,8 +11,8 @@ from PIL import Image
 
 from workloads.core.errors import DatasetError
 from workloads.images import benchmark, dataset, model
-from workloads.runs.results import PhaseTimer
 from workloads.images import synthetic as synth
+from workloads.runs.results import PhaseTimer
 
 from .conftest import COLOUR_MODEL
 

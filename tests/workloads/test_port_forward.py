@@ -15,10 +15,10 @@ from kubernetes import client as k8s
 
 from tests.cluster.pki import dask_tls_material
 from workloads.cluster import endpoint, port_forward
-from workloads.contract import parse_outputs
-from workloads.core.errors import EndpointError
 from workloads.cluster.port_forward import PodTarget, ServiceForward, ServiceRef
 from workloads.cluster.session import ClusterSession
+from workloads.contract import parse_outputs
+from workloads.core.errors import EndpointError
 from tests.workloads.test_endpoint import OUTPUTS
 
 

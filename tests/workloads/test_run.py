@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workloads.runs import benchmarks, results
 from workloads import run
+from workloads.runs import benchmarks, results
 
 from .conftest import COLOUR_MODEL
 from .fakes import tiny

@@ -8,8 +8,8 @@ import pytest
 from distributed import LocalCluster
 
 from workloads.cluster import endpoint, scaling
-from workloads.core.errors import EndpointError
 from workloads.cluster.session import ClusterSession
+from workloads.core.errors import EndpointError
 
 
 class LocalClusterScaler:
