@@ -45,7 +45,7 @@ test: system-packages $(VENV)/.test-installed stand-ins default-image-env
 	$(PY) -m pytest $(ARGS)
 
 bench: $(VENV)/.installed
-	$(PY) -m bench $(ARGS)
+	$(PY) -m bench --output docs/results $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,2 +1,3 @@
 """The benchmark suite: each workload measured against its physical limit in the same run
-(``python -m bench``; see :mod:`bench.cli` and :mod:`bench.figures`)."""
+(``dask-tkg bench``; see :mod:`bench.cli` for the commands and :mod:`bench.registry` for
+the figures)."""

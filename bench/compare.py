@@ -1,37 +1,33 @@
-"""``python -m bench --compare A.json B.json``: two result files, figure by figure.
+"""Print the figure-by-figure change from result file A to result file B.
 
 For each figure in either file: its value in A and in B, the change (B / A - 1), both
 spreads, both verdicts, and the two denominators (a ratio can move because either side
 moved). A figure measured in one file only is listed with ``-`` for the other.
+Exit codes: 0 printed, 2 a file is not a result file (the message says which).
 """
 from __future__ import annotations
 
-import json
+import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
+from bench.figures import short, verdict
+from bench.results import ResultFileError, load
 
-class ResultFileError(ValueError):
-    """A file that is not a ``python -m bench`` result (a JSON list of figure records)."""
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("first", metavar="A.json", help="the result file to compare from")
+    parser.add_argument("second", metavar="B.json", help="the result file to compare with it")
 
 
-def load(path: str | Path) -> dict[str, dict[str, Any]]:
-    """{figure name: its record} of one result file."""
-    path = Path(path)
+def run(args: argparse.Namespace) -> int:
     try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultFileError(f"{path}: no such file") from None
-    except json.JSONDecodeError as error:
-        raise ResultFileError(f"{path}: not JSON ({error})") from None
-    if not isinstance(records, list):
-        raise ResultFileError(f"{path}: expected a list of figures, got {type(records).__name__}")
-    figures = {}
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not {"name", "value", "goal", "holds"} <= set(record):
-            raise ResultFileError(f"{path}: item {index} is not a figure record (name, value, goal, holds)")
-        figures[record["name"]] = record
-    return figures
+        print(compare(args.first, args.second))
+    except ResultFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def change(before: float | None, after: float | None) -> float | None:
@@ -49,7 +45,7 @@ def compare(first: str | Path, second: str | Path) -> str:
              "denominator A -> B")]
     for name in names:
         ra, rb = a.get(name, {}), b.get(name, {})
-        rows.append((name, rb.get("goal") or ra.get("goal") or "-", _num(ra.get("value")), _num(rb.get("value")),
+        rows.append((name, rb.get("goal") or ra.get("goal") or "-", short(ra.get("value")), short(rb.get("value")),
                      _pct(change(ra.get("value"), rb.get("value"))), _spread(ra), _spread(rb),
                      _verdict(ra), _verdict(rb), f"{_side(ra)} -> {_side(rb)}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -61,51 +57,19 @@ def compare(first: str | Path, second: str | Path) -> str:
     return "\n".join(lines)
 
 
-def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
-
-
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
 
 
 def _spread(record: dict[str, Any]) -> str:
     spread = record.get("spread")
-    return f"{_num(spread[0])}-{_num(spread[1])}" if spread else "-"
+    return f"{short(spread[0])}-{short(spread[1])}" if spread else "-"
 
 
 def _verdict(record: dict[str, Any]) -> str:
-    if not record:
-        return "-"
-    return {True: "holds", False: "MISSED", None: "not measured"}[record.get("holds")]
+    return verdict(record.get("holds")) if record else "-"
 
 
 def _side(record: dict[str, Any]) -> str:
     denominator = record.get("denominator") or {}
-    return _num(denominator.get("value")) if denominator else "-"
-
-
-def markdown_table(paths: list[str | Path]) -> str:
-    """The README's results table: one row per figure, one column per result file, each
-    cell ``value (low-high)`` with `` MISSED`` where the goal was missed (``-``: not
-    measured in that file)."""
-    from bench.cli import FIGURES
-    from bench.figures import _short
-
-    files = [load(path) for path in paths]
-    lines = ["| figure | goal | " + " | ".join(f"`{Path(p).as_posix()}`" for p in paths) + " |",
-             "|---|---|" + "---|" * len(paths)]
-    for name in FIGURES:
-        cells = []
-        for figures in files:
-            record = figures.get(name)
-            if record is None or record.get("value") is None:
-                cells.append("-")
-                continue
-            low, high = record["spread"]
-            cells.append(f"{_short(record['value'])} ({_short(low)}-{_short(high)})"
-                         + (" MISSED" if record["holds"] is False else ""))
-        lines.append(f"| `{name}` | {FIGURES[name][2]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return short(denominator.get("value")) if denominator else "-"

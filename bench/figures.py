@@ -11,7 +11,7 @@ little from the quotient of the two medians (``ratio_of_medians`` gives that too
 ``spread`` is the range (min, max) of the per-repetition ratios: how far one pair can
 be from the median on this machine (stored and printed with the value).
 
-``holds`` is True or False once measured, None when the figure could not be measured
+``holds`` is True or False once measured, None when the figure cannot be measured
 (``error`` says why). A missed goal is never dropped: it is in the JSON with
 ``holds: false`` and printed as MISSED.
 """
@@ -165,19 +165,19 @@ def verdict(holds: bool | None) -> str:
 
 
 def render(figures: Sequence[Figure]) -> str:
-    """A plain-text table: figure, value, goal, verdict, and what was divided by what."""
+    """A plain-text table: figure, value, goal, verdict, and what is divided by what."""
     rows = [("figure", "value", "spread", "goal", "verdict", "numerator / denominator (medians)")]
     for fig in figures:
         num, den = fig.numerator, fig.denominator
         if den is None:
-            parts = f"{num.name} {_short(num.value)} {num.unit}"
+            parts = f"{num.name} {short(num.value)} {num.unit}"
         elif num.unit == den.unit:
-            parts = f"{_short(num.value)} / {_short(den.value)} {num.unit}"
+            parts = f"{short(num.value)} / {short(den.value)} {num.unit}"
         else:
-            parts = f"{_short(num.value)} {num.unit} / {_short(den.value)} {den.unit}"
-        extra = "".join(f"; {c.name} {_short(c.value)} ({c.goal}, {verdict(c.holds)})" for c in fig.checks)
-        spread = f"{_short(fig.spread[0])}-{_short(fig.spread[1])}" if fig.spread else "-"
-        rows.append((fig.name, _short(fig.value), spread, str(fig.goal), verdict(fig.holds),
+            parts = f"{short(num.value)} {num.unit} / {short(den.value)} {den.unit}"
+        extra = "".join(f"; {c.name} {short(c.value)} ({c.goal}, {verdict(c.holds)})" for c in fig.checks)
+        spread = f"{short(fig.spread[0])}-{short(fig.spread[1])}" if fig.spread else "-"
+        rows.append((fig.name, short(fig.value), spread, str(fig.goal), verdict(fig.holds),
                      (f"error: {fig.error}" if fig.error else parts + extra)))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths)) + "  " + row[5]
@@ -198,7 +198,9 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return float(f"{value:.{digits}g}") if abs(value) < 1e4 else round(value, 1)
 
 
-def _short(value: float | None) -> str:
+def short(value: float | None) -> str:
+    """A value as the tables print it: three significant digits, or whole with thousands
+    separators from 10,000 up."""
     if value is None:
         return "-"
     return f"{value:.3g}" if abs(value) < 1e4 else f"{value:,.0f}"

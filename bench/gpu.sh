@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Every GPU measurement of the images pipeline in one run (python -m bench.gpu): model-only,
+# Every GPU measurement of the images pipeline in one run (`python -m bench gpu`, the same
+# command as `dask-tkg bench gpu`, which the GPU machine may not have installed): model-only,
 # decode-only per JPEG backend, end to end through Dask, figure 9 on the CPU cores; one JSON
-# under docs/results/ (or --output). See bench/gpu.py for the sections and the goals.
+# under results/bench/ (or --output). See bench/gpu/command.py for the sections and the goals.
+# The command runs from the repository's root, so relative paths are taken from there.
 #
 # For a GPU machine without network: torch and torchvision must be there (its own CUDA
 # build); dask, distributed, tqdm and nvImageCodec are installed offline from a wheels
-# folder that `python -m bench.wheels` fills on a machine with network (default
+# folder that `dask-tkg bench wheels` fills on a machine with network (default
 # bench/wheels; bring it along with the repository), into a virtual environment that
 # sees the machine's own packages (--venv DIR, default ${TMPDIR:-/tmp}/bench-gpu-venv).
+# `dask-tkg bench wheels` holds that folder to the size that may travel with the run.
 #
-# Usage: bench/gpu.sh [--wheels DIR] [--venv DIR] [--install-only] [--cpu-dry-run] [python -m bench.gpu options...]
+# Usage: bench/gpu.sh [--wheels DIR] [--venv DIR] [--install-only] [--cpu-dry-run] [dask-tkg bench gpu options...]
 #   PYTHON=/path/to/python bench/gpu.sh ...   (default: python3)
 #   --cpu-dry-run: no GPU checks, the whole flow on the CPU with tiny sizes (tests the script)
 # Exit codes: 0 measured, 1 a measurement failed, 2 something is missing (said why), 3 --check and a goal missed.
@@ -57,7 +60,7 @@ fi
 offline_pip() {
     "$1" -m pip install --quiet --disable-pip-version-check --no-index --no-cache-dir \
         --find-links "$wheels" -r "$wheels/requirements.txt" "${@:2}" \
-        || fail "the offline install from $wheels failed (a wheel for this Python/platform missing? python -m bench.wheels --python-version X.Y)"
+        || fail "the offline install from $wheels failed (a wheel for this Python/platform missing? dask-tkg bench wheels --python-version X.Y)"
 }
 skip_install=0  # a dry run with dask already there does not need the GPU machine's wheels
 if [ "$dry_run" = 1 ] && [ "$install_only" = 0 ] && "$python" -c "import dask, distributed" 2>/dev/null; then
@@ -78,7 +81,7 @@ if [ "$skip_install" = 0 ] && [ -f "$wheels/requirements.txt" ] && compgen -G "$
         export PYTHONPATH="$venv/target${PYTHONPATH:+:$PYTHONPATH}"
     fi
 elif ! "$python" -c "import dask, distributed" 2>/dev/null; then
-    fail "dask/distributed are not installed and $wheels holds no wheels: run 'python -m bench.wheels --dest $wheels' on a machine with network, then bring the folder"
+    fail "dask/distributed are not installed and $wheels holds no wheels: run 'dask-tkg bench wheels --dest $wheels' on a machine with network, then bring the folder"
 fi
 if [ "$install_only" = 1 ]; then
     echo "bench/gpu.sh: installed; python: $python; PYTHONPATH: ${PYTHONPATH:-}"
@@ -88,4 +91,4 @@ fi
 "$python" -c "from nvidia import nvimgcodec" >/dev/null 2>&1 \
     || echo "bench/gpu.sh: warning: nvidia.nvimgcodec does not import: decoding falls back to torchvision (nvJPEG) and the CPU" >&2
 
-exec "$python" -m bench.gpu ${args[@]+"${args[@]}"}
+exec "$python" -m bench gpu ${args[@]+"${args[@]}"}

@@ -12,7 +12,7 @@ files, each timed the same way (this process's clock around the whole job):
 * the tuned loop: one process with all the workers' threads together, the workers'
   environment (allocator, malloc and thread variables), the same decoder and model
   holder (folded batch norm), a worker task's code batch after batch;
-* the naive loop: what the seed's notebook did (PIL decode, the model as built, glibc
+* the naive loop: what the paper's notebook does (PIL decode, the model as built, glibc
   malloc defaults, ``torch.set_num_threads(all)``);
 * the scaling figure: one of the two workers alone (the run restricted to it, on the
   same cluster), and its ceiling without Dask: the tuned loop's code in two plain

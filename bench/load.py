@@ -1,8 +1,8 @@
-"""How much of the machine other processes took while a figure was measured.
+"""How much of the machine other processes take while a figure is measured.
 
 The suite's ratios are taken side by side, so both sides see the same load; but a
 shared machine can leave the suite fewer cores than it has (two workers on two cores
-scale by 1.3, not 2, while another job keeps a core busy). :class:`LoadMonitor` reads
+scale by well under 2 while another job keeps a core busy). :class:`LoadMonitor` reads
 the machine's busy CPU time (``/proc/stat``) and this process tree's own CPU time
 (this process, its Dask workers and helpers) around each measured run; the difference
 is what the rest of the machine used, reported in cores.

@@ -6,7 +6,7 @@ called once before the first repetition and that sample is dropped, so a baselin
 never timed colder than its Dask side (imports, allocator arenas, kernel choices,
 page cache). Within a repetition the sides run back to back, so each figure's pair
 ``A_i / B_i`` sees the same machine load; :class:`bench.load.LoadMonitor` records how
-much of the machine other processes took meanwhile.
+much of the machine other processes take meanwhile.
 
 :func:`process_facts` is what each side reports about the process it ran in (the
 allocator actually mapped, the malloc and thread variables, torch's threads), so that
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from bench.figures import short
 from bench.load import LoadMonitor
 
 Side = Callable[[], "float | dict[str, float]"]  # one sample, or several taken by one run
@@ -39,7 +40,7 @@ def interleave(sides: dict[str, Side], repeats: int, echo: Callable[[str], None]
             for key, value in (result.items() if isinstance(result, dict) else [(name, result)]):
                 samples.setdefault(key, []).append(value)
         echo(f"{label}: repetition {repetition + 1}/{repeats}: "
-             + ", ".join(f"{name} {_short(values[-1])} {unit}" for name, values in samples.items()))
+             + ", ".join(f"{name} {short(values[-1])} {unit}" for name, values in samples.items()))
     return samples, {**monitor.summary(), "load_average": [round(v, 2) for v in os.getloadavg()]}
 
 
@@ -63,6 +64,3 @@ def worker_facts(client) -> dict[str, Any]:
     """:func:`process_facts` of every worker behind ``client`` ({address: facts})."""
     return dict(sorted(client.run(process_facts).items()))
 
-
-def _short(value: float) -> str:
-    return f"{value:.3g}" if abs(value) < 1e4 else f"{value:,.0f}"

@@ -69,7 +69,7 @@ def tuned_loop(state: dict[str, Any], images_dir: str, files: list[str], recipe:
 
 def load_naive(state: dict[str, Any], name: str, weights: str, seed: int, threads: int,
                channels_last: bool, precision: str) -> dict[str, Any]:
-    """A model as the seed's notebook built it: the same network and weights, one
+    """A model as the paper's notebook builds it: the same network and weights, one
     process, ``torch.set_num_threads(threads)``, nothing else (no folding, no warm-up)."""
     import torch
 

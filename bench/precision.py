@@ -51,7 +51,7 @@ def measure(ctx, client, s, fig: Figure) -> None:
     cfg = ctx.profile["images"]
     name = cfg["precision_model"]
     flags = cpu_bf16_flags()
-    # without bf16 instructions a bf16 image costs ~10x an fp32 one: fewer images, same figure
+    # without bf16 instructions bf16 math is emulated and an image costs several fp32 ones: fewer images, same figure
     agreement_cfg = cfg["agreement"]
     per_breed = agreement_cfg["eval_per_breed"] if flags else agreement_cfg["eval_per_breed_without_bf16"]
     fit_dir, eval_dir, overlap = trees(ctx, per_breed)

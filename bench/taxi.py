@@ -140,9 +140,9 @@ class DaskSide:
 
         keep_training = self.training is None
         after = {phase: self._peak_after(phase) for phase in PHASES}  # where the peak rose (diagnosis)
-        after["evaluate"] = lambda: self.memory.update(peak=self.client.run(_peak),
-                                                       peak_after_evaluate=self.client.run(_peak))
-        timer = HookTimer(before={"load": lambda: self.memory.update(start=self.client.run(_reset_peak))},
+        after["evaluate"] = lambda: self.memory.update(peak=self.client.run(peak_rss),
+                                                       peak_after_evaluate=self.client.run(peak_rss))
+        timer = HookTimer(before={"load": lambda: self.memory.update(start=self.client.run(reset_peak))},
                           after=after)
         metrics = benchmark.run(self.client, self.config, timer,
                                 on_training_data=self._keep if keep_training else None)
@@ -162,7 +162,7 @@ class DaskSide:
                 "dask_peak": peak}
 
     def _peak_after(self, phase: str) -> Callable[[], None]:
-        return lambda: self.memory.update({f"peak_after_{phase}": self.client.run(_peak)})
+        return lambda: self.memory.update({f"peak_after_{phase}": self.client.run(peak_rss)})
 
     def _keep(self, placed) -> None:
         """Gather the placed training columns, rank after rank (the warm-up run only: its
@@ -351,16 +351,15 @@ def single_steps(state: dict[str, Any], params: dict[str, Any], num_boost_round:
 
 
 def prepared(profile: str, repeats: int = 1) -> tuple[Any, list[Path], Any]:
-    """A profile's context, its taxi files (generated into the cache where ``python -m
-    bench`` keeps them) and the benchmark's config for them: what the one-process limit
-    scripts measure on."""
-    from bench import cli
-    from workloads.core.config import cache_dir
+    """A profile's context, its taxi files (generated into the cache where the measuring
+    command keeps them) and the benchmark's config for them: what ``taxi-limits`` and
+    ``train-parts`` measure on."""
+    from bench import registry
     from workloads.taxi import synthetic as synth
 
-    profiles = cli.load_profiles()
-    data_dir = cache_dir() / "bench" / profile
-    ctx = cli.Context(profile, profiles[profile], repeats, data_dir, profiles=profiles)
+    profiles = registry.load_profiles()
+    data_dir = registry.default_data_dir(profile)
+    ctx = registry.Context(profile, profiles[profile], repeats, data_dir, profiles=profiles)
     paths = synth.generate(data_dir, **ctx.profile["taxi"]["generate"])
     return ctx, list(paths), make_config(ctx, data_dir)
 
@@ -490,7 +489,8 @@ def cleaned_frame(config) -> Any:
     return pd.concat(parts)
 
 
-def _status(field_name: str) -> int:
+def status_bytes(field_name: str) -> int:
+    """A size field of this process's ``/proc/self/status`` (``VmRSS``, ``VmHWM``), in bytes."""
     with open("/proc/self/status") as fh:
         for line in fh:
             if line.startswith(field_name + ":"):
@@ -498,9 +498,10 @@ def _status(field_name: str) -> int:
     raise RuntimeError(f"no {field_name} in /proc/self/status")
 
 
-def _reset_peak() -> int:
-    """On a worker: hand freed memory back (Python, pyarrow's pool, tcmalloc or glibc),
-    reset the kernel's peak-RSS counter, and return the RSS now."""
+def reset_peak() -> int:
+    """In the process it runs in (a worker, or a one-process reference): hand freed memory
+    back (Python, pyarrow's pool, tcmalloc or glibc), reset the kernel's peak-RSS counter,
+    and return the RSS now."""
     import ctypes
     import gc
 
@@ -516,9 +517,9 @@ def _reset_peak() -> int:
         process.malloc_trim(0)
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
-    return _status("VmRSS")
+    return status_bytes("VmRSS")
 
 
-def _peak() -> int:
-    """On a worker: peak RSS since the last reset."""
-    return _status("VmHWM")
+def peak_rss() -> int:
+    """Peak RSS of the process it runs in since the last :func:`reset_peak`."""
+    return status_bytes("VmHWM")

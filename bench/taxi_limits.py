@@ -1,5 +1,5 @@
 """What bounds the two taxi figures on this machine, measured in one plain process with
-no Dask at all: ``python -m bench.taxi_limits [--profile quick|default]``.
+no Dask at all.
 
 * **Load**: the taxi benchmark's ``load`` + ``cleanse`` do, per chunk, the reader's parse
   and typing (``io.read_chunk``: the same bytes, types and options as
@@ -15,7 +15,7 @@ no Dask at all: ``python -m bench.taxi_limits [--profile quick|default]``.
   cost without any Dask: a reference for ``taxi_peak_memory_vs_frame`` (one way to write it,
   not a proven floor).
 
-Prints one report (kept under ``docs/results/profiles/``).
+Prints one report (the committed ones are under ``docs/results/profiles/``).
 """
 from __future__ import annotations
 
@@ -70,10 +70,10 @@ def memory_reference(chunks: list, config: Any) -> dict[str, float]:
     import pandas as pd
     import xgboost
 
-    from bench.taxi import _reset_peak, _status, cleaned_frame
+    from bench.taxi import cleaned_frame, peak_rss, reset_peak
     from workloads.taxi import backends, benchmark, features, io, rules, training
 
-    start = _reset_peak()
+    start = reset_peak()
     halves: dict[bool, list] = {False: [], True: []}  # split chunk by chunk: no whole cleaned frame
     split = training.Split(config.test_fraction, config.split_seed)
     for index, chunk in enumerate(chunks):
@@ -92,11 +92,12 @@ def memory_reference(chunks: list, config: Any) -> dict[str, float]:
     matrix = xgboost.QuantileDMatrix(train[x_columns], train[config.target])
     booster = xgboost.train(params, matrix, num_boost_round=config.xgboost.num_boost_round)
     booster.inplace_predict(test[x_columns])
-    return {"peak_above_start_bytes": _status("VmHWM") - start,
+    return {"peak_above_start_bytes": peak_rss() - start,
             "cleaned_frame_bytes": int(cleaned_frame(config).memory_usage(deep=True).sum())}  # as the figure
 
 
 def report(profile: str, repeats: int) -> str:
+    from bench.registry import FIGURES
     from bench.taxi import prepared
     from workloads.cluster import local
     from workloads.taxi import io
@@ -118,22 +119,23 @@ def report(profile: str, repeats: int) -> str:
     lines += [f"all four   {sum(seconds.values()):.3f} s  {one_thread:>12,.0f} rows/s",
               f"baseline   pyarrow.csv.read_csv, {threads} threads: {baseline:,.0f} rows/s",
               f"ceiling    {threads} x all four / baseline = {ceiling:.3f}"
-              "  (taxi_load_vs_pyarrow with no scheduling cost; goal 0.7)", "", "## memory: the whole run in one process, no Dask",
+              f"  (taxi_load_vs_pyarrow with no scheduling cost; goal {FIGURES['taxi_load_vs_pyarrow'].goal})",
+              "", "## memory: the whole run in one process, no Dask",
               f"peak above start {memory['peak_above_start_bytes'] / 2**20:.0f} MiB, cleaned frame"
               f" {memory['cleaned_frame_bytes'] / 2**20:.1f} MiB: one process"
               f" {memory['peak_above_start_bytes'] / memory['cleaned_frame_bytes']:.2f}x  (taxi_peak_memory_vs_frame;"
-              " goal 3)"]
+              f" goal {FIGURES['taxi_peak_memory_vs_frame'].goal})"]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.taxi_limits", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", choices=("quick", "default"), default="quick")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from bench.registry import load_profiles
+
+    parser.add_argument("--profile", default="quick", choices=sorted(load_profiles()),
+                        help="the sizes of this profile's taxi files (default: quick)")
+    parser.add_argument("--repeats", type=int, default=5, metavar="N", help="best of N per step (default: 5)")
+
+
+def run(args: argparse.Namespace) -> int:
     print(report(args.profile, args.repeats))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Where the taxi ``train`` phase's time goes, against the single-process baseline.
 
-``python -m bench.taxi_train_parts [--profile quick|default] [--repeats N]`` runs the real
-taxi benchmark on the bench's local cluster and splits each run's ``train`` phase into:
+``dask-tkg bench train-parts [--profile quick|default] [--repeats N]`` runs the real taxi
+benchmark on the suite's local cluster and splits each run's ``train`` phase into:
 
 * ``matrix``: building ``DaskQuantileDMatrix`` on the client (XGBoost's packing tasks and
   their round trips, ``training.placed_matrix``);
@@ -25,7 +25,7 @@ import time
 from contextlib import closing
 from typing import Any
 
-from bench import cli, helper
+from bench import helper, registry
 from bench import taxi as bench_taxi
 
 
@@ -50,12 +50,14 @@ def _worker_timings() -> list[tuple[str, float]]:
     return timings
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.taxi_train_parts", description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="quick", choices=sorted(cli.load_profiles()))
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default="quick", choices=sorted(registry.load_profiles()),
+                        help="the sizes of this profile's taxi files (default: quick)")
+    parser.add_argument("--repeats", type=int, default=5, metavar="N",
+                        help="timed runs after the warm-up (default: 5)")
 
+
+def run(args: argparse.Namespace) -> int:
     from workloads.cluster import local
     from workloads.runs.results import PhaseTimer
     from workloads.cluster.session import ClusterSession
@@ -77,11 +79,11 @@ def main(argv: list[str] | None = None) -> None:
             import pandas as pd
 
             kept["frame"] = pd.concat(client.gather(placed.parts), ignore_index=True)
-        for run in range(args.repeats + 1):  # the first is the warm-up, printed but marked
+        for number in range(args.repeats + 1):  # the first is the warm-up, printed but marked
             timer = PhaseTimer()
             client_times.clear()
-            benchmark.run(client, config, timer, on_training_data=keep if run == 0 else None)
-            if run == 0:
+            benchmark.run(client, config, timer, on_training_data=keep if number == 0 else None)
+            if number == 0:
                 one.call(bench_taxi.single_load, frame=kept.pop("frame"), target=config.target)
             on_workers = dict(t for timings in client.run(_worker_timings).values() for t in timings)
             single = one.call(bench_taxi.single_steps, params=params, num_boost_round=config.xgboost.num_boost_round)
@@ -90,8 +92,9 @@ def main(argv: list[str] | None = None) -> None:
             parts["rest_of_dxgb_train"] = train - parts["matrix"] - on_workers["worker_matrix"] - on_workers["worker_train"]
             parts.update(single, single_total=sum(single.values()))
             parts["ratio"] = train / parts["single_total"]
-            print(json.dumps({"run": "warm-up" if run == 0 else run, **{k: round(v, 3) for k, v in parts.items()}}),
-                  flush=True)
+            print(json.dumps({"run": "warm-up" if number == 0 else number,
+                              **{k: round(v, 3) for k, v in parts.items()}}), flush=True)
+    return 0
 
 
 def _timed(name: str, function, into: list[tuple[str, float]]):
@@ -103,7 +106,3 @@ def _timed(name: str, function, into: list[tuple[str, float]]):
         finally:
             into.append((name, time.perf_counter() - started))
     return wrapper
-
-
-if __name__ == "__main__":
-    main()

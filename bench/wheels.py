@@ -1,11 +1,15 @@
-"""``python -m bench.wheels``: collect, on a machine with network access, the wheels that
-``bench/gpu.sh`` installs offline on a GPU machine that has torch, torchvision, numpy,
-pandas, pyarrow and PIL but no network: dask and distributed at this project's pinned
-versions with everything they need, tqdm, and nvImageCodec with its nvJPEG library
-(``nvidia-nvimgcodec-cu13[nvjpeg]``), for the GPU machine's Python and platform. torch,
-torchvision, xgboost and cuDF are never collected (far too large to carry; the machine
-brings its own torch). The folder also gets ``requirements.txt`` (what gpu.sh installs),
-and the total size is checked against what may travel with the run (``--max-mib``).
+"""Collect, on a machine with network access, the wheels that ``bench/gpu.sh`` installs
+offline on a GPU machine, and check that they fit what may travel with the run.
+
+The GPU machine has torch, torchvision, numpy, pandas, pyarrow and PIL but no network; the
+folder gets dask and distributed at this project's pinned versions with everything they
+need, tqdm, and nvImageCodec with its nvJPEG library (``nvidia-nvimgcodec-cu13[nvjpeg]``),
+for the GPU machine's Python and platform. torch, torchvision, xgboost and cuDF are never
+collected (far too large to carry; the machine brings its own torch). The folder also
+gets ``requirements.txt`` (what gpu.sh installs), and the total size is checked against
+what may travel with the run (``--max-mib``).
+Exit codes: 0 collected and within the limit, 1 over the limit or holding a wheel that
+must not travel, else pip's own exit code.
 """
 from __future__ import annotations
 
@@ -79,13 +83,14 @@ def check_folder(dest: Path, max_mib: float = MAX_MIB) -> list[str]:
     return problems
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.wheels", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dest", default=str(DEFAULT_DEST), help="wheels folder (default: bench/wheels)")
     parser.add_argument("--python-version", default="3.12", help="the GPU machine's Python (default: 3.12)")
     parser.add_argument("--max-mib", type=float, default=MAX_MIB, help=f"size limit (default: {MAX_MIB} MiB)")
     parser.add_argument("--dry-run", action="store_true", help="print the pip command, download nothing")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     dest = Path(args.dest)
     requirements = requirements_for_gpu()
     command = download_command(dest, requirements, args.python_version)
@@ -105,7 +110,3 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"bench.wheels: error: {problem}", file=sys.stderr)
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import cli
+from bench import registry, suite
 from workloads.taxi import rules
 
 pytestmark = pytest.mark.slow
@@ -34,9 +34,9 @@ def recorded(tmp_path_factory):
     """{figure name: its record} of one small run of the image baselines and the taxi figures."""
     root = tmp_path_factory.mktemp("bench")
     profiles = small_profiles()
-    ctx = cli.Context("quick", profiles["quick"], 1, root / "quick", echo=lambda text: None, profiles=profiles,
-                      data_root=root)
-    figures = cli.measure(ctx, IMAGES + TAXI)
+    ctx = registry.Context("quick", profiles["quick"], 1, root / "quick", echo=lambda text: None, profiles=profiles,
+                           data_root=root)
+    figures = suite.measure(ctx, IMAGES + TAXI)
     records = {figure.name: figure.as_dict() for figure in figures}
     for name, record in records.items():
         assert record["error"] is None, f"{name}: {record['error']}"
@@ -67,7 +67,7 @@ def test_tuned_loop_decodes_folds_and_allocates_as_the_workers(recorded):
     assert tuned["threads"] == len(dask["workers"]) * _one(dask["torch_threads"])
 
 
-def test_naive_loop_is_the_seed_notebook(recorded):
+def test_naive_loop_is_the_papers_notebook(recorded):
     sides = recorded["images_dask_vs_naive_loop"]["notes"]["sides"]
     naive = sides["naive"]
     assert naive["decoder"] == "pil" and naive["batchnorm_folded"] is False

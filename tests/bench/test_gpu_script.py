@@ -13,29 +13,35 @@ from pathlib import Path
 
 import pytest
 
-from bench import gpu, gpu_limits, wheels
+from bench import cli, wheels
+from bench.gpu import command as gpu
+from bench.gpu import limits as gpu_limits
 from tests.conftest import HAS_GPU
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "gpu.sh"
 
 
+def gpu_parser():
+    return cli.command_parser("gpu")[0]
+
+
 def test_arguments_and_defaults():
-    args = gpu.build_parser().parse_args([])
+    args = gpu_parser().parse_args([])
     assert args.precisions == ["bf16", "fp16"] and args.batches == [128, 256, 512]
     assert args.graphs == ["eager", "cudagraph", "compile"] and args.cpu_workers == [1, 2, 4, 8]
     assert args.cpu_threads == 2 and args.budget_s < 600  # the whole run must stay under 10 minutes
-    assert gpu.build_parser().parse_args(["--graphs", "compile,eager"]).graphs == ["eager", "compile"]
+    assert gpu_parser().parse_args(["--graphs", "compile,eager"]).graphs == ["eager", "compile"]
     for bad in (["--precisions", "fp8"], ["--batches", "0"], ["--graphs", "jit"]):
         with pytest.raises(SystemExit):
-            gpu.build_parser().parse_args(bad)
+            gpu_parser().parse_args(bad)
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the failure without a GPU")
 def test_self_check_names_what_is_missing_without_cuda(capsys):
     assert any("torch.cuda.is_available() is False" in p for p in gpu.self_check("cuda"))
     assert gpu.self_check("cpu") == []
-    assert gpu.main(["--output", "unused"]) == 2
+    assert cli.main(["gpu", "--output", "unused"]) == 2
     assert "bench.gpu: error: torch.cuda.is_available() is False" in capsys.readouterr().err
 
 
@@ -62,7 +68,7 @@ def test_shell_script_says_how_to_get_wheels_when_dask_is_missing(tmp_path):
     result = subprocess.run(["bash", str(SCRIPT), "--wheels", str(tmp_path / "none")], capture_output=True,
                             text=True, env=env, timeout=60)
     assert result.returncode == 2
-    assert "python -m bench.wheels --dest" in result.stderr
+    assert "dask-tkg bench wheels --dest" in result.stderr
 
 
 def make_wheel(folder: Path, name: str, version: str) -> Path:
@@ -139,7 +145,7 @@ def test_the_wheels_folder_is_held_to_the_size_that_travels(tmp_path):
 
 
 def test_wheels_dry_run_prints_and_downloads_nothing(tmp_path, capsys):
-    assert wheels.main(["--dest", str(tmp_path / "w"), "--dry-run"]) == 0
+    assert cli.main(["wheels", "--dest", str(tmp_path / "w"), "--dry-run"]) == 0
     assert "pip download" in capsys.readouterr().out and not (tmp_path / "w").exists()
 
 

@@ -1,4 +1,4 @@
-"""What the suite needed from the workloads: torchvision decoding (CPU, and the GPU path's
+"""What the suite needs from the workloads: torchvision decoding (CPU, and the GPU path's
 fallback without CUDA), the fp32 agreement metric, the warm-up batch, the fused cleanse."""
 from __future__ import annotations
 

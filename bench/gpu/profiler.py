@@ -1,8 +1,8 @@
 """What bounds the GPU pipeline when a goal is missed: the torch profiler over the same
 task code the Dask worker runs (``overlap.classify_files``: reads, decoder threads, the
 model), ``threads`` tasks at once, in this process. The summary names the top operators
-by device time and by host time, how busy the GPU was (kernel time / wall time) and how
-long the model thread waited for decoded batches; the full tables go to a text file."""
+by device time and by host time, how busy the GPU is (kernel time / wall time) and how
+long the model thread waits for decoded batches; the full tables go to a text file."""
 from __future__ import annotations
 
 import time
@@ -71,7 +71,8 @@ def _all_threads_config():
 
 
 def _device_key(events) -> str | None:
-    """The attribute that holds device time (renamed from ``self_cuda_time_total`` in torch 2.4+)."""
+    """The attribute that holds device time (``self_device_time_total`` in torch 2.4 and later,
+    ``self_cuda_time_total`` in older versions)."""
     for key in ("self_device_time_total", "self_cuda_time_total"):
         if events and hasattr(events[0], key):
             return key

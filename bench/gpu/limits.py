@@ -5,8 +5,9 @@ the same files as the Dask run:
   channels-last, autocast, the top-k back on the host) on a batch already decoded on the
   device, per precision, batch size and graph mode (:func:`model_sweep`);
 * decode-only per backend: decode + resize + crop + normalise of preloaded file bytes by
-  one decoder backend (the hardware engines, the CUDA cores, torchvision's nvJPEG), and by
-  every CPU core at once (one process per core) (:func:`decode_rates`);
+  one decoder backend (the hardware engines, the CUDA cores, torchvision's nvJPEG)
+  (:func:`backend_rate`), and by every CPU core at once (one process per core)
+  (:func:`cpu_cores_rate`);
 * decode-only as the pipeline runs it: reads, the worker's decoder chain and the
   prefetch threads, ``threads`` tasks at once as on the Dask worker, no model
   (:func:`pipeline_decode_rate`).

@@ -1,5 +1,5 @@
-"""The sections of ``python -m bench.gpu`` (see its docstring), each adding its figures to
-the run and saving the JSON; a section that does not fit the time budget or cannot run
+"""The sections of ``dask-tkg bench gpu`` (see :mod:`bench.gpu.command`), each adding its
+figures to the run and saving the JSON; a section that does not fit the time budget or cannot run
 (a backend this machine lacks) adds its figures with the reason as their ``error``."""
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import gpu_dask, gpu_limits
 from bench.figures import Figure, Goal, Measurement
-from bench.gpu import E2E_GOAL, LIMIT_GOAL, Run, skipped
-from bench.gpu_data import DataSize, make_dataset
-from bench.gpu_limits import ModelRate, Sweep
+from bench.gpu import cluster as gpu_cluster
+from bench.gpu import limits as gpu_limits
+from bench.gpu.data import DataSize, make_dataset
+from bench.gpu.limits import ModelRate, Sweep
+from bench.gpu.record import E2E_GOAL, LIMIT_GOAL, Run, skipped
 
 MODEL_SECTION_S = 12  # per graph mode: load + the rates (plus model_seconds each)
 COMPILE_S = 120
@@ -168,8 +169,8 @@ def measure_e2e(args, listing, dogs: Path, best: ModelRate, preload):
     batch = preload.repeat((best.batch + len(preload) - 1) // len(preload), 1, 1, 1)[:best.batch].contiguous()
     tasks = dataset.make_batches(list(listing.files), best.batch * args.task_batches)
     samples: dict[str, list[float]] = {"dask": [], "model": [], "decode": []}
-    with gpu_dask.GpuCluster(args.threads, args.device) as cluster:
-        config = gpu_dask.images_config(str(dogs), args.model, args.device, best.precision, best.batch,
+    with gpu_cluster.GpuCluster(args.threads, args.device) as cluster:
+        config = gpu_cluster.images_config(str(dogs), args.model, args.device, best.precision, best.batch,
                                         args.task_batches, best.graph, args.prefetch)
         warm = cluster.run(dataclasses.replace(config, limit=best.batch * args.task_batches * args.threads * 2))
         echo(f"end to end {best.precision} warm-up: {warm['images_per_second']:,.0f} img/s, "
@@ -201,14 +202,14 @@ def measure_e2e(args, listing, dogs: Path, best: ModelRate, preload):
 
 
 def profile(args, run: Run, listing, best: ModelRate, plugin) -> dict:
-    from bench import gpu_profile
+    from bench.gpu import profiler
     from workloads.images import dataset
 
     if not run.fits(20, "the profile"):
         return {"error": "skipped: time budget"}
     tasks = dataset.make_batches(list(listing.files), best.batch * args.task_batches)[:args.threads * 2]
     try:
-        summary = gpu_profile.profile_pipeline(plugin, listing.images_dir, tasks, best.batch, args.device,
+        summary = profiler.profile_pipeline(plugin, listing.images_dir, tasks, best.batch, args.device,
                                                args.prefetch, args.threads, best.precision,
                                                run.path.with_name(run.path.stem + f"-profile-{best.precision}.txt"))
     except Exception as exc:  # the figures stand without it
@@ -229,7 +230,7 @@ def figure9_section(args, run: Run, dogs: str) -> None:
         return
     model = args.model if args.device == "cpu" else "resnet50"
     try:
-        result = gpu_dask.cpu_scaling(dogs, model, counts, args.cpu_threads, args.cpu_images_per_worker,
+        result = gpu_cluster.cpu_scaling(dogs, model, counts, args.cpu_threads, args.cpu_images_per_worker,
                                       max(1, min(args.repeats, 2)), args.cpu_precision, args.cpu_batch, echo)
     except Exception as exc:
         logger.exception("figure 9 failed")

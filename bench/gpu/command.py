@@ -1,61 +1,56 @@
-"""``python -m bench.gpu`` (started by ``bench/gpu.sh``): every GPU measurement of the
-images pipeline in one run, on one NVIDIA GPU and its machine's CPU cores, written to one
-JSON (``docs/results/gpu-<UTC stamp>.json``, rewritten after each section, so a run cut
-short keeps what it measured).
+"""Every GPU measurement of the images pipeline in one run, on one NVIDIA GPU and its
+machine's CPU cores, written to one JSON (``<output>/gpu-<UTC stamp>.json``, rewritten
+after each section, so a run cut short keeps what it has measured).
 
 Sections, each within a time budget (``--budget-s``; a section that does not fit is
 recorded as skipped, never silently dropped):
 
-1. model-only (:mod:`bench.gpu_limits`): ResNet-50 in bf16 and fp16, channels-last,
+1. model-only (:mod:`bench.gpu.limits`): ResNet-50 in bf16 and fp16, channels-last,
    batch norm folded, per batch size and graph mode (eager, CUDA graphs; torch.compile
    last, as it costs minutes): the batch size and mode for the runs below are the fastest;
 2. decode-only per backend: the JPEG hardware engines, the CUDA cores (nvImageCodec),
    torchvision's nvJPEG, and every CPU core (one process each);
-3. end to end through Dask (:mod:`bench.gpu_dask`), one worker for the GPU, decoding
+3. end to end through Dask (:mod:`bench.gpu.cluster`), one worker for the GPU, decoding
    ahead of the model inside each task; alternated with the model-only rate and the
    pipeline's decode-only rate, so ``e2e / min(model-only, decode-only)`` is paired per
    repetition. Goals: >= 10,000 images/s and >= 0.8 of that limit;
 4. the paper's figure 9: the CPU path with 1, 2, 4, 8 workers x 2 threads, images/s
    against 1 worker's x n (goals >= 0.9 of linear at 2 and 4, >= 0.8 at 8);
 5. when an end-to-end goal is missed, the torch profiler over the worker's task code
-   (:mod:`bench.gpu_profile`): what bounds it, in the figure's notes.
+   (:mod:`bench.gpu.profiler`): what bounds it, in the figure's notes.
 
 ``--cpu-dry-run`` runs all of it on the CPU with a tiny model and tiny sizes (the GPU
 backends are then reported as not available): the script's flow is tested without a GPU.
 
 Exit codes: 0 measured (goals held or not), 1 a measurement failed, 2 the machine lacks
-something (the message says what), 3 with ``--check`` a goal was missed.
+something (the message says what), 3 with ``--check`` a goal is missed.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
-import os
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.figures import Figure, Goal, Measurement, render
+from bench import results
+from bench.figures import render
+from bench.gpu.record import Run
 
 logger = logging.getLogger("bench.gpu")
 
 PRECISIONS = ("bf16", "fp16")
 NEEDED = ("numpy", "PIL", "yaml", "tqdm", "cloudpickle", "dask", "distributed")
-E2E_GOAL, LIMIT_GOAL = 10_000, 0.8
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 DRY_RUN = {"model": "workloads.images.synthetic:colour_classifier", "precisions": ["bf16"], "batches": [4, 8],
            "graphs": ["eager"], "cpu_workers": [1, 2], "cpu_threads": 1, "cpu_images_per_worker": 8,
            "cpu_batch": 4, "repeats": 1, "threads": 2, "task_batches": 2, "model_seconds": 0.2,
            "decode_files": 24, "parts": 2, "breeds_per_part": 2, "images_per_breed": 6, "budget_s": 600}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--cpu-dry-run", action="store_true", help="the whole flow on the CPU, tiny model and sizes (no GPU)")
     add("--self-check", action="store_true", help="only check that this machine has what is needed")
@@ -80,11 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--images-per-breed", type=int, default=160, metavar="N", help="data: 16 x 8 x 160 = 20,480 files")
     add("--budget-s", type=float, default=420, metavar="S", help="seconds for the measurements (default: 420)")
     add("--data-dir", metavar="PATH", help="where the data is generated (default: a temporary folder)")
-    add("--output", metavar="DIR", default=str(RESULTS), help="results directory (default: docs/results)")
+    add("--output", metavar="DIR", default=str(results.DEFAULT_OUTPUT),
+        help=f"results directory (default: {results.DEFAULT_OUTPUT} in the current directory)")
     add("--profile", choices=("auto", "always", "never"), default="auto",
         help="torch profiler summary: when a goal is missed (auto), always, or never")
     add("--check", action="store_true", help="exit 3 when a goal is missed")
-    return parser
 
 
 def _precisions(text: str) -> list[str]:
@@ -138,67 +133,28 @@ def self_check(device: str = "cuda") -> list[str]:
     return problems
 
 
-@dataclass
-class Run:
-    """The figures measured so far, the run's facts, and the JSON they are written to."""
-
-    path: Path
-    facts: dict[str, Any]
-    deadline: float
-    figures: list[Figure] = field(default_factory=list)
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def fits(self, seconds: float, what: str) -> bool:
-        if self.left() >= seconds:
-            return True
-        print(f"bench.gpu: skipping {what}: about {seconds:.0f} s needed, {max(0.0, self.left()):.0f} s left",
-              flush=True)
-        return False
-
-    def add(self, *figures: Figure) -> None:
-        self.figures.extend(figures)
-        self.save()
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        records = [{**figure.as_dict(), "run": self.facts} for figure in self.figures]
-        partial = self.path.with_suffix(".json.partial")
-        partial.write_text(json.dumps(records, indent=1, default=str) + "\n", encoding="utf-8")
-        os.replace(partial, self.path)
-
-
-def skipped(name: str, title: str, goal: Goal, reason: str) -> Figure:
-    return Figure(name, title, goal, Measurement(name, "img/s"), None, error=reason)
+VERSIONS = ("torch", "torchvision", "dask", "distributed", "nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12",
+            "cupy-cuda13x", "numpy", "pillow")
 
 
 def run_facts(args: argparse.Namespace) -> dict[str, Any]:
-    from importlib.metadata import version
-
-    from workloads.observe import environment
+    """What the GPU figures are measured on (copied into every figure)."""
     from workloads.cluster import local
+    from workloads.observe import environment
 
-    versions = {}
-    for package in ("torch", "torchvision", "dask", "distributed", "nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12",
-                    "cupy-cuda13x", "numpy", "pillow"):
-        try:
-            versions[package] = version(package)
-        except Exception:
-            versions[package] = None
     gpu = "none (--cpu-dry-run)"
     if args.device == "cuda":
         import torch
 
         gpu = torch.cuda.get_device_name(0)
-    return {"suite": "gpu", "dry_run": args.device == "cpu", "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    return {"suite": "gpu", "dry_run": args.device == "cpu", "started_at": results.utc_now(),
             "host": platform.node(), "gpu": gpu, "cpu": environment.cpu_model(), "cores": environment.usable_cores(),
-            "tcmalloc": local.find_tcmalloc(), "python": platform.python_version(), "versions": versions,
+            "tcmalloc": local.find_tcmalloc(), "python": platform.python_version(),
+            "versions": results.package_versions(VERSIONS),
             "arguments": {k: v for k, v in vars(args).items() if k not in ("self_check", "check")}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
     args.device = "cuda"
     if args.cpu_dry_run:
         apply_dry_run(args)
@@ -215,26 +171,22 @@ def main(argv: list[str] | None = None) -> int:
           + "".join(f"\n  {name} not available: {why}" for name, why in found.reasons.items()), flush=True)
     if args.self_check:
         return 0
-    from bench import gpu_sections
+    from bench.gpu import sections
     from workloads.core.commands import setup_logging
 
     setup_logging()
 
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    run = Run(Path(args.output) / f"gpu-{stamp}.json", run_facts(args), time.monotonic() + args.budget_s)
-    run.facts["decoders"] = decoders.probe(args.device, found)
+    record = Run(Path(args.output) / f"gpu-{results.file_stamp()}.json", run_facts(args),
+                 time.monotonic() + args.budget_s)
+    record.facts["decoders"] = decoders.probe(args.device, found)
     try:
-        gpu_sections.measure_all(args, run)
+        sections.measure_all(args, record)
     except Exception:
         logger.exception("the GPU measurement failed")
-        run.save()
-        print(f"\npartial results written to {run.path}")
+        record.save()
+        print(f"\npartial results written to {record.path}")
         return 1
-    run.save()
-    print("\n" + render(run.figures))
-    print(f"\nwritten to {run.path}")
-    return 3 if args.check and any(f.holds is False for f in run.figures) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    record.save()
+    print("\n" + render(record.figures))
+    print(f"\nwritten to {record.path}")
+    return 3 if args.check and any(f.holds is False for f in record.figures) else 0
