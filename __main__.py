@@ -26,7 +26,7 @@ for notice in (support_notice(settings), runner_image_notice(settings)):
     if notice:
         pulumi.log.warn(notice)
 
-# --- 1-5 vSphere: VM classes, storage policies, content library, namespace, NFS share --
+# --- vSphere: VM classes, storage policies, content library, namespace, NFS share ------
 vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings.vsphere.password,
                         settings.vsphere.insecure)
 vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, user=vcenter.user,
@@ -34,7 +34,7 @@ vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, us
 platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(settings, vcenter),
                         pulumi.ResourceOptions(providers=[vcenter_provider]))
 
-# --- 6-7 the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ------
+# --- the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ----------
 supervisor = k8s.Provider("supervisor", kubeconfig=supervisor_kubeconfig(settings))
 cluster = TanzuCluster("tkc", TanzuClusterArgs(spec=settings.cluster, namespace=platform.namespace),
                        pulumi.ResourceOptions(provider=supervisor))
@@ -42,7 +42,7 @@ guest = k8s.Provider("guest", kubeconfig=cluster.kubeconfig)
 in_guest = pulumi.ResourceOptions(provider=guest)
 enforces_psp = settings.cluster.enforces_psp
 
-# --- 8-12 add-ons: pod security, GPU operator, RWX storage + claims, data Job ----------
+# --- add-ons: pod security, GPU operator, RWX storage + claims, data Job ---------------
 workspace = GuestNamespace("workspace", GuestNamespaceArgs(settings.storage.namespace, "restricted", enforces_psp),
                            in_guest)
 gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=settings.gpu_operator, enforces_psp=enforces_psp),
@@ -57,7 +57,7 @@ if settings.data.enabled:
         dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
         enforces_psp=enforces_psp, depends_on=(storage,)), in_guest),)
 
-# --- 13 Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) -----
+# --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
 dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
                    pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps))
 operator = settings.dask.operator if settings.dask.backend == "operator" else None

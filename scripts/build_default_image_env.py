@@ -29,7 +29,7 @@ linked: the test asserts that inside a pod.
 The environment lives at ``$DASK_TKG__CACHE/default-image-env/<key>/`` (``venv/``, ``links/``),
 ``<key>`` the hash of this script, the base interpreter's version, the constraints and the
 runner's site-packages path (the links point into it: each checkout has its own venv). Older
-keys are removed. A complete build is marked by ``.complete`` and reused (well under a second)
+keys are removed. A complete build is marked by ``.complete`` and reused
 while every link still resolves; a link left dangling (the checkout it pointed into was deleted)
 makes it rebuild, since a dangling ``*.dist-info`` link makes ``importlib.metadata`` fail with
 ``No package metadata was found`` inside the pods.

@@ -37,12 +37,12 @@
 #   6. `go build` of each binary in GOPATH mode;
 #   7. `apt-get download etcd-server` and take /usr/bin/etcd out of it.
 #
-# Clean build: about 7 minutes on 2 cores. A cached run only checks the stamp.
+# A cached run only checks the stamp.
 #
 # Usage: scripts/build_kube_apiserver.sh [--force]
 #   --force   rebuild even when the cache is complete
 # Environment:
-#   DASK_TKG__CACHE       cache root (default $HOME/.cache/dask-tkg; DASK_TKG_CACHE is the old name)
+#   DASK_TKG__CACHE       cache root (default $HOME/.cache/dask-tkg; DASK_TKG_CACHE: deprecated)
 #   KUBE_BUILD_KEEP_WORK  1 = keep the work directory and the Go build cache
 #                         (both are kept anyway after a failure, for a fast retry)
 set -euo pipefail
@@ -161,7 +161,7 @@ mkdir -p "$GOPATH_DIR/src/k8s.io"
 ln -s "$WORK/src" "$GOPATH_DIR/src/k8s.io/kubernetes"
 export GOPATH=$GOPATH_DIR GO111MODULE=off GOFLAGS= GOPROXY=off CGO_ENABLED=0
 # The Go build cache lives beside the work directory (not in it), so a build
-# that failed late is redone from cache in about a minute; removed on success.
+# that failed late is redone from the cache; removed on success.
 export GOCACHE=$KUBE_DIR/gocache GOTMPDIR=
 cd "$GOPATH_DIR/src/k8s.io/kubernetes"
 

@@ -1,4 +1,4 @@
-"""Fill the dataset volume in the layout the runner reads (architecture row 12).
+"""Fill the dataset volume in the layout the runner reads (the paper's data preparation).
 
 The cluster's data Job runs this file from a ConfigMap in a plain ``python`` image, so it
 is one file, standard library only, Python >= 3.8, importing nothing else from the

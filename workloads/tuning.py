@@ -1,20 +1,20 @@
 """The Dask workers' tuning environment: one source for the runner's local cluster
 (``workloads.cluster.local``) and the deployed workers (``components/dask``).
 
-Measured on torch inference and XGBoost (README, "Benchmarks"; ``workloads.md``, "CPU
-performance pitfalls"):
+For torch inference and XGBoost (the suite's results, docs/results/*.json:
+``images_dask_vs_naive_loop`` against untuned workers, ``taxi_peak_memory_vs_frame``):
 
-* ``MALLOC_TRIM_THRESHOLD_``: Dask's nanny sets it to 65536 for every worker; with it a torch
-  forward pass page-faults 2-3x more and ran up to 1.7x slower. It is unset (None).
+* ``MALLOC_TRIM_THRESHOLD_``: Dask's nanny sets it to 65536 for every worker (distributed.yaml,
+  ``nanny.pre-spawn-environ``); with it a torch forward pass page-faults more and runs slower.
+  It is unset (None).
 * threads: Dask starts worker processes with one BLAS/OpenMP thread, so torch and XGBoost
   would run on one core of a six-core worker: ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` /
   ``OPENBLAS_NUM_THREADS`` are set to the worker's thread count.
-* tcmalloc: where Debian's ``libtcmalloc-minimal4`` is installed it is preloaded
-  (ResNet-50 2.1 -> 1.6 s per batch of 32 on 2 cores), and pyarrow allocates from it too
+* tcmalloc: where Debian's ``libtcmalloc-minimal4`` is installed it is preloaded (torch's
+  forward passes allocate faster from it than from glibc's), and pyarrow allocates from it too
   (``ARROW_DEFAULT_MEMORY_POOL=system``, read by pyarrow when it loads): the memory the taxi
   reader's Arrow tables free is then reused for the pandas frames and XGBoost's buffers,
-  instead of staying in mimalloc's heap of its own (the taxi run's summed peak RSS at 2M
-  rows: 3.8-4.2x -> 3.2-3.5x the cleaned frame).
+  instead of staying in mimalloc's heap of its own, which lowers the taxi run's peak memory.
 
 Standard library only, and no Dask: the Pulumi program imports it too.
 """

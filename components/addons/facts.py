@@ -72,8 +72,7 @@ APIS_REMOVED_IN = (1, 25)
 # documentation for TKGS asks for the Ubuntu edition), so NFD labels it ubuntu / 20.04.
 NODE_OS_TAG = "ubuntu20.04"
 # A current Ubuntu VKr node: NFD labels it ubuntu / 22.04; the NVAIE guest-driver tags are
-# <driver>-ubuntu22.04 (../shared/reference/current-platform.md, "Driver", from NVIDIA's
-# NVAIE GPU-operator documentation).
+# <driver>-ubuntu22.04 (NVIDIA's NVAIE GPU-operator documentation).
 VKR_NODE_OS_TAG = "ubuntu22.04"
 NODE_OS_TAGS = {(1, 20): NODE_OS_TAG, (1, 21): NODE_OS_TAG, (1, 32): VKR_NODE_OS_TAG}  # minor -> Ubuntu node
 

@@ -18,7 +18,7 @@ NFS_PROVISIONER_KEYS_NOT_IN_VALUES_YAML: dict[str, str] = {}
 
 
 def licensing_uses_secret(spec: GpuOperatorSpec) -> bool:
-    """GPU operator 25.10 moved vGPU licensing from a ConfigMap to a Secret."""
+    """GPU operator 25.10 and later take the vGPU licensing files from a Secret, not a ConfigMap."""
     return spec.version_tuple >= (25, 10, 0)
 
 

@@ -1,4 +1,4 @@
-"""A generated Jupyter password (never the chart's ``dask`` or the seed's ``rapidsai``) and
+"""A generated Jupyter password (never the chart's ``dask`` or the paper's ``rapidsai``) and
 the hash the chart gets. The salt is generated once too, so the hash is stable and the
 release does not change on every ``pulumi up``."""
 from __future__ import annotations

@@ -81,8 +81,8 @@ def worker_tuning_env(threads: int, tcmalloc: bool, dask_version: str | None = N
     environ = tuning.worker_environ(threads, tuning.IMAGE_TCMALLOC if tcmalloc else None)
     fact = facts.nanny_environ_fact(dask_version) if dask_version else max(facts.NANNY_ENVIRON, key=lambda f: f.since)
     if not fact.none_unsets:
-        # Before pre-spawn-environ every value became a string ("None"), and the environment was
-        # applied in the already started worker process, where glibc no longer reads
+        # Under the older key every value becomes a string ("None"), and the environment is
+        # applied in the already started worker process, where glibc has already read
         # MALLOC_TRIM_THRESHOLD_: the variable is left out there.
         environ = {name: value for name, value in environ.items() if value is not None}
     env = [{"name": fact.variable, "value": repr(environ)}]

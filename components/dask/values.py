@@ -1,11 +1,11 @@
 """Pure builder of the Dask chart's values: scheduler, GPU workers, Jupyter.
 
-Decisions the seed got wrong, made here once:
+Decisions the paper's scripts got wrong, made here once:
 - one image (so one Dask version) for scheduler, workers and Jupyter;
 - node selection by the pool-role label, never by node names;
 - the chart's own Services stay ClusterIP: exposure is a separate, guarded Service
   (``exposure.py``), because the pinned chart cannot restrict a LoadBalancer's sources;
-- Jupyter's resources are always set explicitly (the seed's kept the chart default GPU);
+- Jupyter's resources are always set explicitly (the paper's scripts keep the chart's default GPU);
 - worker scratch on the node's local disk (emptyDir), never on the NFS share;
 - TLS material as files from a Kubernetes Secret, named by Dask's own config variables
   (mounted by the release's post-renderer, post_render.py);

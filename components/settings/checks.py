@@ -1,7 +1,7 @@
 """Cross-field rules: settings that are each valid but do not fit together.
 
 Every rule returns problems that name the key(s) involved and what would fit, so a bad
-combination fails at ``pulumi preview``, not 20 minutes into a cluster build.
+combination fails at ``pulumi preview``, not partway through a cluster build.
 """
 from __future__ import annotations
 

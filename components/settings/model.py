@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 # The label every worker pool carries; Dask pods select nodes by it (not by node names,
-# which the seed grepped for).
+# which the paper's scripts grep for).
 POOL_ROLE_LABEL = "dask-tkg.io/pool-role"
 POOL_ROLES = ("gpu", "cpu", "scheduler", "jupyter")
 

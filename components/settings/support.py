@@ -1,7 +1,7 @@
 """What of the configured platform is out of support today: said once at ``pulumi preview``,
 so a team deploying the paper's stack as published knows what it is running.
 
-Facts, each with its source (``../shared/reference/current-platform.md`` collects them):
+Facts, each with its source:
 
 * vSphere 7 left general support in October 2025 (Broadcom product lifecycle).
 * vSphere 8 lists the TKRs of Kubernetes 1.20 as not compatible (VMware docs GUID-B3122965),

@@ -1,5 +1,6 @@
 """vSAN storage-policy rules as SPBM capabilities (namespace ``VSAN``): the ids, the
-types SPBM expects, and what each allows. Facts from the SPBM API (see apis.md)."""
+types SPBM expects, and what each allows. Facts from the SPBM API (pyVmomi 9.1.1,
+``pbm.capability``)."""
 from __future__ import annotations
 
 import components.settings.records as records

@@ -1,4 +1,5 @@
-"""The vSphere layer: rows 1-5 of the reference architecture, as one component.
+"""The vSphere layer of the reference architecture (vSAN storage policies, VM classes, content
+library, Supervisor namespace, NFS share), as one component.
 
 Order (each step's outputs feed the next, so Pulumi knows the dependencies):
 vGPU pre-check -> VM classes, storage policies, content library -> Supervisor (and its

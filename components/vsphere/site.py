@@ -2,7 +2,7 @@
 
 These are invokes: they run at ``pulumi preview`` too, so a missing datacenter, cluster
 or vGPU profile stops the preview with the name of what is missing instead of failing
-twenty minutes into a cluster build.
+partway through a cluster build.
 """
 from __future__ import annotations
 

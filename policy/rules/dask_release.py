@@ -1,7 +1,7 @@
 """Rules on the Dask Helm release's values: one GPU per GPU worker, scheduler and CPU
 Jupyter off the GPU nodes, one pinned image, no well-known Jupyter password.
 
-The release is the ``dask`` chart (https://helm.dask.org), or the seed's ``rapidsai``
+The release is the ``dask`` chart (https://helm.dask.org), or the paper's ``rapidsai``
 wrapper chart, whose values carry the dask chart's under ``dask:``.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Jupyter server stores a password as ``argon2:<encoded hash>`` or ``<algorithm>:<salt>:<hex
 digest>`` (``hashlib.new(algorithm)`` over ``password + salt``); the dask chart's default
-is the sha1 form of ``dask`` and the seed's scripts used ``rapidsai``. A hash is checked by
+is the sha1 form of ``dask`` and the paper's scripts use ``rapidsai``. A hash is checked by
 verifying it against those passwords, the way Jupyter itself checks a login.
 """
 from __future__ import annotations

@@ -33,11 +33,10 @@ logger = logging.getLogger(__name__)
 
 ALLOCATORS = ("auto", "tcmalloc", "glibc")
 THREAD_VARIABLES = tuning.THREAD_VARIABLES
-# A nanny's restart of its worker (spawn, imports, registration) takes about 2 s on an idle
-# 2-core machine; with the default 15 s, a worker lost again within 15 s of an earlier loss,
-# or one whose restart is slow under load, was never replaced. 10 minutes covers a restart
-# under any load; a nanny that cannot restart its worker closes itself anyway
-# (distributed nanny.py: "nanny-instantiate-failed").
+# With the default 15 s, a worker lost again within 15 s of an earlier loss, or one whose
+# restart (spawn, imports, registration) is slow under load, is never replaced (module
+# docstring). 10 minutes covers a restart under any load; a nanny that cannot restart its
+# worker closes itself anyway (distributed nanny.py: "nanny-instantiate-failed").
 LOST_WORKER_TIMEOUT_S = 600
 LOST_WORKER_TIMEOUT_KEY = "distributed.deploy.lost-worker-timeout"
 

@@ -1,8 +1,8 @@
 """The project's settings in Dask's configuration (key ``tkg``, defaults in ``dask-tkg.yaml``).
 
 Every ``DASK_*`` environment variable is a Dask config key, so the project's variables live
-under ``DASK_TKG__*`` (``tkg.cache`` is ``DASK_TKG__CACHE``). The single-underscore names of
-earlier releases (``DASK_TKG_CACHE``, ...) still work, with a deprecation warning.
+under ``DASK_TKG__*`` (``tkg.cache`` is ``DASK_TKG__CACHE``). The deprecated single-underscore
+names (``DASK_TKG_CACHE``, ...) are still read, with a warning.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import yaml
 from workloads.tuning import dask_env_name
 
 _DEFAULTS = Path(__file__).with_name("dask-tkg.yaml")
-_DEPRECATED = {  # old environment variable -> the config key it set
+_DEPRECATED = {  # deprecated environment variable -> the config key it sets
     "DASK_TKG_CACHE": "tkg.cache",
     "DASK_TKG_OUTPUTS": "tkg.outputs",
     "DASK_TKG_DATA": "tkg.data",

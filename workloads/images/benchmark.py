@@ -45,7 +45,7 @@ class ImagesConfig:
     model: str = "resnet50"  # torchvision name or "module:factory"
     weights: str = "random"  # state-dict path as the workers see it, or "random"
     device: str = "cpu"  # cpu | cuda | auto (auto resolves on each worker)
-    preprocess: str = "imagenet"  # imagenet (256 -> 224, normalised) | seed (256 -> 250, raw)
+    preprocess: str = "imagenet"  # imagenet (256 -> 224, normalised) | seed (the paper's: 256 -> 250, raw)
     batch_size: int = 32  # images per task
     forward_batch: int = 32  # images per forward pass inside a task
     limit: int | None = None  # first N files of the sorted walk
@@ -104,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             " directory, then under the data root (default: random weights, seed 0)")
     group.add_argument("--preprocess", choices=tuple(dataset.RECIPES),
                        help="imagenet: Resize 256, CenterCrop 224, normalised (default);"
-                            " seed: the seed notebook's Resize 256, CenterCrop 250, no normalisation")
+                            " seed: the paper's notebook's Resize 256, CenterCrop 250, no normalisation")
     group.add_argument("--image-batch", type=int, metavar="N", help="images per task (default: profile)")
     group.add_argument("--forward-batch", type=int, metavar="N", help="images per forward pass (default: profile)")
     group.add_argument("--image-limit", type=int, metavar="N", help="classify only the first N files")

@@ -40,7 +40,7 @@ STD = (0.229, 0.224, 0.225)
 # name -> (resize, crop, normalise)
 RECIPES: dict[str, tuple[int, int, bool]] = {
     "imagenet": (256, 224, True),  # torchvision's ImageNet evaluation recipe
-    "seed": (256, 250, False),  # the seed notebook's: crop 250, no normalisation
+    "seed": (256, 250, False),  # the paper's notebook's: crop 250, no normalisation
 }
 
 _WNID = re.compile(r"^n\d{8}$")
@@ -143,7 +143,7 @@ def read_wnids_file(path: str | os.PathLike) -> dict[str, int]:
 
 
 def breed_of(folder: str) -> str:
-    """``n02085620-Chihuahua`` -> ``Chihuahua``; underscores become spaces (the seed's rule)."""
+    """``n02085620-Chihuahua`` -> ``Chihuahua``; underscores become spaces (the paper's rule)."""
     _, _, breed = folder.partition("-")
     return (breed or folder).replace("_", " ")
 

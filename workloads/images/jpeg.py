@@ -1,5 +1,5 @@
 """Decode and preprocess a batch with batched decoders (:mod:`workloads.images.decoders`):
-on the CPU (libjpeg-turbo through torchvision, about twice as fast as the PIL path) or on
+on the CPU (libjpeg-turbo through torchvision, faster than the PIL path) or on
 the worker's GPU (nvImageCodec on the JPEG hardware engines, then on the CUDA cores, then
 torchvision's nvJPEG, then the CPU: the first backend in that chain this worker has).
 
@@ -16,13 +16,12 @@ torchvision's rounding, antialiased bilinear, centre crop, ImageNet mean/std; pi
 values differ from PIL's by at most one grey level. Only files that start like a JPEG
 and end with its end-of-image marker are decoded here; the others (a PNG under a .jpg
 name, truncated, empty or non-image files) and any file every backend rejects (CMYK) take
-the PIL path (:func:`dataset.decode`), which converts or reports them exactly as before.
+the PIL path (:func:`dataset.decode`), which converts or reports them as ``--decode pil`` does.
 Grayscale JPEGs are decoded here and reported as converted from ``L``. On the CPU the
 decode runs on one torch thread: a worker's other threads are the model's. On the GPU,
 per-image work is Python- and launch-bound, so at most :data:`GPU_DECODE_SLOTS` of a
-worker's threads decode at once (measured on an H200: 16 threads decoding together
-reached 1,250-1,650 images/s, 4 threads 2,400), and images of one size are resized
-together, in one ``interpolate`` call per size.
+worker's threads decode at once (more threads decoding together decode fewer images a
+second), and images of one size are resized together, in one ``interpolate`` call per size.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The model, loaded once per worker by a worker plugin and shared by that worker's tasks.
 
-The seed rebuilt ResNet-50 inside every batch task; here :class:`ModelPlugin` builds it
-once in ``setup`` (off the worker's event loop), moves it to the worker's device, sets
-torch's thread count to the worker's share of cores (Dask starts workers with
+The paper's notebook builds ResNet-50 inside every batch task; here :class:`ModelPlugin`
+builds it once in ``setup`` (off the worker's event loop), moves it to the worker's device,
+sets torch's thread count to the worker's share of cores (Dask starts workers with
 ``OMP_NUM_THREADS=1``) and runs one warm-up forward pass, so that the timed phase sees a
 warm model. Forward passes on one worker are serialised by a lock: concurrent tasks
 decode and preprocess in parallel while the model uses all the worker's cores (or its
@@ -92,13 +92,14 @@ def fold_batchnorm(model) -> tuple[Any, bool]:
     convolution (the same outputs up to float rounding), and whether that was done.
 
     One pass over the activations instead of two: on CPUs with bf16 matrix units the
-    convolutions get fast enough that the separate batch-norm passes were a large part
-    of a ResNet-50's bf16 time (measured on 2 cores: bf16 vs fp32 2.47x unfolded,
-    2.8-2.9x folded; fp32 itself +5%). The folded model is ``torch.fx``'s trace of the
-    original: a model without batch norm, one whose pairs cannot be merged, or one fx
-    cannot trace (data-dependent control flow) is returned unchanged. A traced model runs
-    the recorded tensor operations only, so Python side effects inside ``forward`` are
-    gone from it: such a model wants ``--no-fold-batchnorm``."""
+    convolutions are fast enough that separate batch-norm passes are a large part of a
+    ResNet-50's bf16 time (without such units bf16 is slower than fp32 whatever the folding:
+    ``images_bf16_vs_fp32`` in docs/results/*.json, docs/results/profiles/bf16-resnet50-avx2.txt).
+    The folded model is ``torch.fx``'s trace of the original: a model without batch norm,
+    one whose pairs cannot be merged, or one fx cannot trace (data-dependent control flow)
+    is returned unchanged. A traced model runs the recorded tensor operations only, so
+    Python side effects inside ``forward`` are gone from it: such a model wants
+    ``--no-fold-batchnorm``."""
     from torch.fx.experimental.optimization import fuse
     from torch.nn.modules.batchnorm import _BatchNorm
 
@@ -167,7 +168,7 @@ class ModelPlugin(WorkerPlugin):
         if spec.precision == "fp16" and self.device != "cuda":
             raise ValueError("precision fp16 needs device cuda (use bf16 on CPU)")
         # the worker's share of cores: its nthreads, but never more than its CPU quota
-        # (the seed gave 8 threads to 6-CPU pods)
+        # (the paper's script gives 8 threads to 6-CPU pods)
         self.threads = spec.torch_threads or max(1, min(nthreads, usable_cores()))
         torch.set_num_threads(self.threads)
         model = build_model(spec.model, spec.weights, spec.seed)

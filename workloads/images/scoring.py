@@ -1,6 +1,6 @@
-"""Scoring: the seed's breed-substring rule, and exact top-1/top-5 by class index.
+"""Scoring: the paper's breed-substring rule, and exact top-1/top-5 by class index.
 
-* Seed rule (``correct``/``accuracy``): the true breed is the folder name after the wnid,
+* The paper's rule (``correct``/``accuracy``): the true breed is the folder name after the wnid,
   underscores as spaces; a prediction counts when the breed occurs, case-insensitively,
   as a substring of the top-1 class name (the labels file's full name where present,
   e.g. ``Maltese dog, Maltese terrier, Maltese``). Denominator: the images that decoded.
@@ -56,7 +56,7 @@ class Score:
 
 
 def seed_correct(breed: str, label: str) -> bool:
-    """The seed's rule: ``breed`` (underscores as spaces) is a substring of ``label``."""
+    """The paper's rule: ``breed`` (underscores as spaces) is a substring of ``label``."""
     return breed.replace("_", " ").lower() in label.lower()
 
 

@@ -2,7 +2,7 @@
 
 ``generate`` writes ``<dogs>/Images/<wnid>-<breed>/<wnid>_<n>.jpg`` for N breeds x M
 images, the breeds drawn from the real ImageNet dog classes (so folder names match
-torchvision's category names and the seed's substring scoring works), plus
+torchvision's category names and the paper's substring scoring works), plus
 ``imagenet1000_clsidx_to_labels.txt`` written from torchvision's category list. Each
 image is its class's colour (a fixed 5x5x5-grid colour per ImageNet dog class) with mild
 noise, so :func:`colour_classifier`, a three-input linear model with constructed weights,

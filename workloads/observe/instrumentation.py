@@ -85,8 +85,8 @@ def instrument(client: Any, results_dir: str | os.PathLike, run_id: str, *, inte
     performance_report : bool
         Whether to write Dask's HTML performance report.
     report_mode : str
-        Bokeh's resources mode for the report: ``"inline"`` (default: about 1.7 MB, opens
-        without a network) or ``"cdn"`` (small, loads Bokeh from the internet).
+        Bokeh's resources mode for the report: ``"inline"`` (default: Bokeh inside the
+        page, opens without a network) or ``"cdn"`` (small, loads Bokeh from the internet).
     report_timeout : float
         Seconds the scheduler may take to start or produce the report.
 

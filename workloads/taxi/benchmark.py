@@ -1,6 +1,6 @@
 """Benchmark 2: NYC-taxi fare regression with XGBoost on Dask (``--benchmark taxi``).
 
-The seed's six steps, each a timed phase, in the order they run (a lazy framework has to
+The paper's six steps, each a timed phase, in the order they run (a lazy framework has to
 read before it can cleanse, so the record lists ``load`` first):
 
 ``load``
@@ -27,7 +27,7 @@ read before it can cleanse, so the record lists ``load`` first):
     RMSE, MSE, MAE, MAPE (a fraction) and R^2 of the predictions, summed in float64.
 
 Every phase ends with its results in worker memory (waited on), so no phase's time
-hides in the next one. The seed's "convert the data format" half of cleansing (types,
+hides in the next one. The paper's "convert the data format" half of cleansing (types,
 datetimes, the Y/N flag) happens while parsing, in ``load``: typing once at parse time
 is what spares a second pass; ``cleanse`` is the rules and the features.
 

@@ -201,11 +201,10 @@ def _plan_csv(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
 
 def even_ranges(begin: int, end: int, most: int) -> list[tuple[int, int]]:
     """``[begin, end)`` cut into the fewest ranges of at most ``most`` bytes, of sizes
-    that differ by at most one byte. Cut every ``most`` bytes instead, a 14 MB file in
-    8 MiB blocks gave an 8.4 MB and a 5.8 MB partition; Dask assigns a group of at most
-    twice as many tasks as threads at once, without its queue (``Scheduler.is_rootish``,
-    distributed 2026.7.1), so in one measured load a worker got both files' large ones
-    and read for 0.164 s while the other was done after 0.097 s, and the load waited."""
+    that differ by at most one byte. Dask assigns a group of at most twice as many tasks as
+    threads at once, without its queue (``Scheduler.is_rootish``, distributed 2026.7.1), so
+    with one large and one small partition per file a worker may get the large ones, and
+    the load waits for it."""
     count = -(-(end - begin) // most)
     return [(begin + (end - begin) * k // count, begin + (end - begin) * (k + 1) // count) for k in range(count)]
 
@@ -376,7 +375,7 @@ def _parse_csv(path: str, begin: int, stop: int, columns: tuple[str, ...],
     with pa.PythonFile(_RangeStream(path, begin, stop), mode="r") as source:
         table = pacsv.read_csv(
             source,
-            # block by block: parsing a chunk as one block held ~3x its text at once
+            # block by block: parsed as one block, a chunk holds a multiple of its text at once
             read_options=pacsv.ReadOptions(column_names=list(columns), use_threads=False,
                                            block_size=PARSE_BLOCK),
             parse_options=pacsv.ParseOptions(invalid_row_handler=skip),

@@ -124,9 +124,8 @@ def label(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
     rule that drops the row. Works on pandas and cuDF partitions alike.
 
     A pandas partition is labelled on its columns' NumPy arrays (:func:`label_arrays`):
-    each pandas Series operation allocates an indexed Series and checks alignment, which
-    made labelling cost a third of the reader's parse time; the arrays give the same
-    labels (NaN and NaT compare False in both) at a fraction of that."""
+    each pandas Series operation allocates an indexed Series and checks alignment; the
+    arrays give the same labels (NaN and NaT compare False in both) without that cost."""
     import pandas as pd
 
     if isinstance(frame, pd.DataFrame):

@@ -38,7 +38,7 @@ MANIFEST = ".generated.json"  # beside the files: the parameters they were writt
 NOISE_SD = 1.0
 INVALID_FRACTION = 0.03
 SEED = 2017
-BATCH_ROWS = 500_000  # rows generated and written at a time (part of the seed's meaning)
+BATCH_ROWS = 500_000  # rows generated and written at a time (with SEED, it decides the rows)
 CENT_ROUNDING_VAR = 0.01 ** 2 / 12  # rounding a value to cents adds this variance
 
 INVALID_KINDS = (
