@@ -1,9 +1,10 @@
 """Result files: a JSON list of figure records, each with the facts of the run it came from.
 
-Every command that measures writes under ``--output`` (default ``results/bench`` in the
-current directory, beside the runner's ``results/``); the files quoted by the README are
-kept in ``docs/results/`` (``make bench`` writes there). A file is written whole or not at
-all (a ``.partial`` file renamed over it), so a run cut short never leaves half a list.
+The suite and ``gpu`` write under ``--output`` (default ``results/bench`` in the current
+directory, inside the ``results/`` the runner writes to and git ignores); the files the
+documentation quotes are committed in ``docs/results/`` (``make bench`` writes there). A
+file is written whole or not at all (a ``.partial`` file renamed over it), so a run cut
+short never leaves half a list.
 """
 from __future__ import annotations
 
