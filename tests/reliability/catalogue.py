@@ -1,15 +1,20 @@
-"""RELIABILITY.md's tables read as data, what each row's test must contain, and the parts
-of the document computed from the tables and from the measured figures.
+"""docs/reliability.md's tables read as data, what each row's test must contain, and the
+parts of the document computed from the tables and from the measured figures.
 
 The rows are written by hand, in any table (a new family of bad inputs is a new
 ``###`` table under "Bad inputs tried"); the summary, the bad-input counts and the table
 of measured figures are computed here::
 
-    python -m tests.reliability.catalogue            # rewrite the computed parts in place
-    python -m tests.reliability.catalogue --check    # exit 1 when they are out of date
+    python -m tests.reliability.catalogue                    # rewrite the computed parts in place
+    python -m tests.reliability.catalogue --check            # exit 1 when they are out of date
+    python -m tests.reliability.catalogue --record [FILE]    # take a measured run's figures first
 
-The figures come from ``test-artifacts/reliability-figures.json``, which the fault tests
-write (``conftest.record_figure``); without it the table of figures is left as it is.
+The figures the document quotes are the committed ``docs/results/reliability-figures.json``.
+The fault tests measure them again on every run into ``test-artifacts/reliability-figures.json``
+(``conftest.record_figure``, not committed); ``--record`` merges that file into the committed
+one: a figure the run measured replaces the committed value, a figure it did not measure keeps
+it. A row of the figures table whose value the file cannot give, and a row written by hand
+between the markers, is kept as the document has it: regenerating loses nothing.
 """
 from __future__ import annotations
 
@@ -22,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-DOC = REPO / "RELIABILITY.md"
-FIGURES = REPO / "test-artifacts" / "reliability-figures.json"
+DOC = REPO / "docs" / "reliability.md"
+DOC_NAME = DOC.relative_to(REPO).as_posix()
+FIGURES = REPO / "docs" / "results" / "reliability-figures.json"  # committed: what the document quotes
+MEASURED = REPO / "test-artifacts" / "reliability-figures.json"  # the last run of the fault tests
 BAD_INPUTS = "Bad inputs tried"
 REFERENCE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:\[([^\]]+)\])?`(?: \(case (\d+)\))?")
 # Placeholders in an expected message: <address>, ..., {rule: n}. The literal text
@@ -74,7 +81,7 @@ def rows(text: str | None = None) -> list[Row]:
         else:
             cells = _cells(line)
             if len(cells) != len(header):
-                raise ValueError(f"RELIABILITY.md:{number}: {len(cells)} cells under {len(header)} columns "
+                raise ValueError(f"{DOC_NAME}:{number}: {len(cells)} cells under {len(header)} columns "
                                  f"({', '.join(header)})")
             found.append(Row(section, table, dict(zip(header, cells)), number))
     return found
@@ -248,37 +255,68 @@ FIGURE_ROWS = [
     ("SIGTERM -> runner exited, record written",
      lambda f: _seconds(f["SIGTERM_process_ended_after_s"]),
      "tests/reliability/test_interrupts.py::test_a_signal_mid_run_ends_it_with_an_interrupted_record[SIGTERM]"),
-    ("scheduler SIGKILL -> runner exited, record written (before: 60 s, the client's reconnect wait)",
+    ("scheduler SIGKILL -> runner exited, record written (not after the client's 60 s reconnect wait)",
      lambda f: _seconds(f["scheduler_kill_process_ended_after_s"]),
      "tests/reliability/test_interrupts.py::test_a_lost_scheduler_fails_the_run_naming_it"),
 ]
 
 
-def figures_table(figures: dict) -> str:
-    lines = ["| figure | value | test |", "|---|---|---|"]
+FIGURES_BLOCK = ("<!-- figures: generated -->", "<!-- /figures -->")
+NOT_MEASURED = "not measured yet"
+
+
+def _block_rows(text: str) -> list[str]:
+    """The body rows of the document's figures table, as written."""
+    begin, end = FIGURES_BLOCK
+    if begin not in text or end not in text:
+        return []
+    block = text.split(begin, 1)[1].split(end, 1)[0]
+    return [line for line in block.splitlines() if line.startswith("|") and not re.match(r"^\|[\s|:-]+\|$", line)][1:]
+
+
+def _label(row: str) -> str:
+    return _cells(row)[0]
+
+
+def figures_table(figures: dict, text: str = "") -> str:
+    """The table of measured figures: each generated row from ``figures``; a row the file cannot
+    give keeps the document's own, and rows written by hand stay where they are."""
+    computed = {}
     for label, value, test in FIGURE_ROWS:
         try:
-            shown = value(figures)
-        except (KeyError, TypeError):
-            shown = "not measured in the last run"
-        lines.append(f"| {label} | {shown} | `{test}` |")
-    return "\n".join(lines)
+            computed[label] = f"| {label} | {value(figures)} | `{test}` |"
+        except (KeyError, TypeError, IndexError):
+            computed[label] = None
+    written = _block_rows(text)
+    kept = {_label(row): row for row in written}
+    rows = []
+    for row in written:  # the document's order, hand-written rows included
+        label = _label(row)
+        rows.append((computed.get(label) or row) if label in computed else row)
+    for label, value, test in FIGURE_ROWS:  # generated rows the document does not have yet
+        if label not in kept:
+            rows.append(computed[label] or f"| {label} | {NOT_MEASURED} | `{test}` |")
+    return "\n".join(["| figure | value | test |", "|---|---|---|", *rows])
 
 
 RECOVERY = "| recovery, seconds the fault added to the phase (warm undisturbed run vs disturbed) | "
 
 
 def _recovery_row(figures: dict | None, text: str) -> str:
-    """From the figures; without them, the row the document already has."""
-    if figures is None:
-        kept = re.search("^" + re.escape(RECOVERY) + ".*$", text, re.M)
-        return kept.group(0) if kept else RECOVERY + "not measured yet |"
+    """From the figures; without them (or without any recovery in them), the row the document
+    already has."""
+    kept = re.search("^" + re.escape(RECOVERY) + "(.*) \\|$", text, re.M)
+    written = dict(part.split(": ", 1) for part in kept.group(1).split("; ") if ": " in part) if kept else {}
     recoveries = []
     for key, what in (("images_kill", "images, worker killed"), ("taxi_kill", "taxi training, worker killed"),
                       ("taxi_read_errors", "taxi load, reads failing")):
-        if isinstance(figures.get(key), dict) and "recovery_s" in figures[key]:
+        if isinstance((figures or {}).get(key), dict) and "recovery_s" in figures[key]:
             recoveries.append(f"{what}: {_seconds(figures[key]['recovery_s'])}")
-    return RECOVERY + ("; ".join(recoveries) or "not measured in the last run") + " |"
+        elif what in written:  # not in the figures: as the document has it
+            recoveries.append(f"{what}: {written[what]}")
+    if recoveries:
+        return RECOVERY + "; ".join(recoveries) + " |"
+    return kept.group(0) if kept else RECOVERY + f"{NOT_MEASURED} |"
 
 
 def summary_table(all_rows: list[Row], figures: dict | None, text: str = "") -> str:
@@ -299,7 +337,7 @@ def _replace_block(text: str, begin: str, end: str, body: str) -> str:
     """``body`` between the marker comments ``begin`` and ``end``."""
     pattern = re.compile(re.escape(begin) + r"\n(?:.*?\n)?" + re.escape(end), re.S)
     if not pattern.search(text):
-        raise ValueError(f"RELIABILITY.md lacks the markers {begin} ... {end}")
+        raise ValueError(f"{DOC_NAME} lacks the markers {begin} ... {end}")
     return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)
 
 
@@ -311,24 +349,53 @@ def render(text: str, figures: dict | None) -> str:
                           f"{found['bad_inputs']} inputs in all, in {found['families']} families; "
                           f"{found['code_paths']} distinct by code path.")
     if figures is not None:
-        text = _replace_block(text, "<!-- figures: generated -->", "<!-- /figures -->", figures_table(figures))
+        text = _replace_block(text, *FIGURES_BLOCK, figures_table(figures, text))
     return text
+
+
+def merge(committed: dict, measured: dict) -> dict:
+    """The committed figures with a run's measured ones over them (a figure per top-level key)."""
+    return {**committed, **measured}
+
+
+def load_figures(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def write_figures(path: Path, figures: dict) -> None:
+    path.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _shown(path: Path) -> str:
+    path = path.resolve()
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.reliability.catalogue", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if RELIABILITY.md's computed parts are stale")
-    parser.add_argument("--figures", type=Path, default=FIGURES, help=f"default: {FIGURES.relative_to(REPO)}")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 if {DOC_NAME}'s computed parts are stale")
+    parser.add_argument("--figures", type=Path, default=FIGURES,
+                        help=f"the figures the document quotes (default: {FIGURES.relative_to(REPO)})")
+    parser.add_argument("--record", type=Path, nargs="?", const=MEASURED, metavar="FILE",
+                        help=f"merge a run's measured figures into --figures first (default: {MEASURED.relative_to(REPO)})")
     args = parser.parse_args(argv)
-    figures = json.loads(args.figures.read_text()) if args.figures.exists() else None
+    if args.record is not None:
+        if args.check:
+            parser.error("--record writes the figures file: run it without --check")
+        measured = load_figures(args.record)
+        if measured is None:
+            parser.error(f"{args.record} does not exist: run the fault tests first (pytest tests/reliability)")
+        write_figures(args.figures, merge(load_figures(args.figures) or {}, measured))
+        print(f"{_shown(args.figures)}: recorded {', '.join(sorted(measured))} from {_shown(args.record)}")
+    figures = load_figures(args.figures)
     text = DOC.read_text(encoding="utf-8")
     rendered = render(text, figures)
     if args.check:
         stale = rendered != text
-        print("RELIABILITY.md: " + ("computed parts out of date" if stale else "up to date"))
+        print(f"{DOC_NAME}: " + ("computed parts out of date" if stale else "up to date"))
         return int(stale)
     DOC.write_text(rendered, encoding="utf-8")
-    print(f"RELIABILITY.md rewritten ({'with' if figures else 'without'} {args.figures})")
+    print(f"{DOC_NAME} rewritten ({'with' if figures else 'without'} {_shown(args.figures)})")
     return 0
 
 

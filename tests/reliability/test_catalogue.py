@@ -1,7 +1,8 @@
-"""RELIABILITY.md keeps its promises: every row of its tables names a test that exists
+"""docs/reliability.md keeps its promises: every row of its tables names a test that exists
 (and, for a parametrized one, a parameter id or case the test defines) and that contains
 the row's expected message; the bad inputs are counted by code path; no row of "Data
-lost" says anything but 0; and the generated parts are those the tables give."""
+lost" says anything but 0; and the generated parts are those the tables and the committed
+figures file give, regenerated without losing a row."""
 from __future__ import annotations
 
 import re
@@ -23,7 +24,7 @@ def rows() -> list[catalogue.Row]:
 def test_every_row_names_a_test_that_exists(rows):
     checked = 0
     for row in rows:
-        assert row.tests, f"RELIABILITY.md:{row.line}: row {row.id} names no test"
+        assert row.tests, f"{catalogue.DOC_NAME}:{row.line}: row {row.id} names no test"
         for path, name, parameter, case in row.tests:
             text = (REPO / path).read_text(encoding="utf-8")
             assert re.search(rf"^(async )?def {name}\(", text, re.M), f"{path}::{name} does not exist"
@@ -42,7 +43,7 @@ def test_every_named_test_contains_the_rows_expected_message(rows):
     unasserted, quoting = [], 0
     for row in rows:
         quoting += bool(catalogue.message_fragments(catalogue.expected_message(row)))
-        unasserted += [f"RELIABILITY.md:{row.line}: {row.id}: {problem}" for problem in catalogue.missing_from_tests(row)]
+        unasserted += [f"{catalogue.DOC_NAME}:{row.line}: {row.id}: {problem}" for problem in catalogue.missing_from_tests(row)]
     assert not unasserted, "\n".join(unasserted)
     inputs = catalogue.bad_inputs(rows)
     assert sum(bool(catalogue.message_fragments(catalogue.expected_message(r))) for r in inputs) >= 0.9 * len(inputs)
@@ -86,17 +87,58 @@ def test_nothing_is_lost(rows):
 
 
 def test_the_generated_parts_are_up_to_date():
-    """The summary and counts as ``python -m tests.reliability.catalogue`` writes them
-    (the figures table depends on the last measured run and is not compared)."""
+    """The summary, the counts and the figures as ``python -m tests.reliability.catalogue`` writes
+    them from the tables and the committed figures file (what ``--check`` compares)."""
     text = DOC.read_text(encoding="utf-8")
     assert catalogue.render(text, None) == text, "run: python -m tests.reliability.catalogue"
+    figures = catalogue.load_figures(catalogue.FIGURES)
+    assert figures is not None, f"{catalogue.FIGURES.relative_to(REPO)} is committed with the document"
+    assert catalogue.render(text, figures) == text, "run: python -m tests.reliability.catalogue"
+    assert catalogue.main(["--check"]) == 0
 
+
+def test_the_document_quotes_the_committed_figures():
+    """Every number of the figures table is the committed file's, rounded as shown."""
+    figures = catalogue.load_figures(catalogue.FIGURES)
+    written = {catalogue._label(row): catalogue._cells(row)[1] for row in catalogue._block_rows(DOC.read_text())}
+    assert set(written) == {label for label, _, _ in catalogue.FIGURE_ROWS}
+    for label, value, _ in catalogue.FIGURE_ROWS:
+        assert written[label] == value(figures), label
+    assert catalogue.FIGURES.is_relative_to(REPO / "docs" / "results")
+
+
+def test_regenerating_loses_no_row():
+    """A figure the file lacks keeps the document's row, a row written by hand between the
+    markers stays in its place, and a second regeneration changes nothing."""
+    text = DOC.read_text(encoding="utf-8")
+    figures = catalogue.load_figures(catalogue.FIGURES)
+    hand = "| a figure kept by hand | 1.00 s | `tests/reliability/test_interrupts.py::test_a_lost_scheduler_fails_the_run_naming_it` |"
+    begin, end = catalogue.FIGURES_BLOCK
+    head, rest = text.split(begin + "\n", 1)
+    block, tail = rest.split(end, 1)
+    lines = block.splitlines()
+    with_hand = head + begin + "\n" + "\n".join([*lines[:3], hand, *lines[3:]]) + "\n" + end + tail
+    partial = {key: value for key, value in figures.items() if key != "taxi_kill"}
+    once = catalogue.render(with_hand, partial)
+    assert once == with_hand  # the taxi rows kept as written, the hand row in its place
+    assert catalogue.render(once, partial) == once
+    assert catalogue.render(with_hand, {}) == with_hand
+
+
+def test_record_takes_a_runs_figures_over_the_committed_ones():
+    """``--record``: what the run measured replaces the committed value, the rest is kept."""
+    committed = {"images_kill": {"recovery_s": 1.0}, "SIGINT_process_ended_after_s": 2.0}
+    assert catalogue.merge(committed, {"SIGINT_process_ended_after_s": 0.5}) == {
+        "images_kill": {"recovery_s": 1.0}, "SIGINT_process_ended_after_s": 0.5}
+    with pytest.raises(SystemExit) as refused:  # --record writes: never with --check
+        catalogue.main(["--record", "test-artifacts/reliability-figures.json", "--check"])
+    assert refused.value.code == 2
 
 def test_a_row_with_a_missing_column_is_named():
     """A row appended with the old four columns under the five of a bad-input table (no
     code path) is an error naming its line and the columns, not a row silently misread."""
     text = "## Bad inputs tried\n\n### X\n\n| # | bad input | expected | code path | test |\n|---|---|---|---|---|\n" \
            "| X1 | something | `message` | `tests/a.py::test_b` |\n"
-    with pytest.raises(ValueError, match=r"^RELIABILITY.md:7: 4 cells under 5 columns \(#, bad input, expected, "
+    with pytest.raises(ValueError, match=r"^docs/reliability.md:7: 4 cells under 5 columns \(#, bad input, expected, "
                                          r"code path, test\)$"):
         catalogue.rows(text)
