@@ -17,7 +17,7 @@ def load_model(state: dict[str, Any], spec: dict[str, Any], threads: int) -> dic
     from workloads.images import model
 
     plugin = model.ModelPlugin(model.ModelSpec(**spec))
-    plugin._load(threads)
+    plugin.load_model(threads)
     state["plugin"] = plugin
     return {"threads": plugin.threads, "batchnorm_folded": plugin.batchnorm_folded,
             "warmup_batch": plugin.spec.warmup_batch, "setup_seconds": plugin.setup_seconds, **process_facts()}

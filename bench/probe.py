@@ -120,7 +120,7 @@ def logit_agreement(images_dir: str, files: Sequence[str], recipe: str, spec: di
     from workloads.images import jpeg, model
 
     plugin = model.ModelPlugin(model.ModelSpec(**{**spec, "precision": "fp32", "warmup": False}))
-    plugin._load(threads)
+    plugin.load_model(threads)
     batch, kept, _, _ = jpeg.load_batch(images_dir, files, recipe, "cpu")
     batch = batch.contiguous(memory_format=torch.channels_last)
     broken = plugin.model

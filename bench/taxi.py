@@ -231,7 +231,7 @@ def planned_chunks(config) -> list:
 
 def ceiling_side(stack: ExitStack, config, chunks: list, threads: int, facts: dict[str, Any]) -> pairs.Side:
     """The load figure's ceiling without Dask: the load and cleanse tasks' own functions
-    (``benchmark._read``, ``benchmark._cleanse_partition``) chunk after chunk in ``threads``
+    (``benchmark.read_partition``, ``benchmark.cleanse_partition``) chunk after chunk in ``threads``
     plain one-thread processes started at once with the workers' environment, each on every
     ``threads``-th of the benchmark's chunks: the rows/s of that work on these cores with
     nothing scheduled, from the first start to the last finish."""
@@ -307,9 +307,9 @@ def load_cleanse_chunks(state: dict[str, Any], chunks: list, rule_settings: Any,
     started = time.perf_counter()
     rows = 0
     for chunk in chunks:
-        result = benchmark._read(chunk, "pandas")
+        result = benchmark.read_partition(chunk, "pandas")
         rows += len(result[0])
-        benchmark._cleanse_partition(result, selected, target)
+        benchmark.cleanse_partition(result, selected, target)
         del result
     return {"started": started, "finished": time.perf_counter(), "rows": rows}
 
@@ -372,7 +372,7 @@ def single_side(stack: ExitStack, dask: DaskSide, config, threads: int, facts: d
 
     environ = local.plan(1, "cpu", threads_per_worker=threads).environ
     one = stack.enter_context(closing(helper.Helper("single-xgboost", environ)))
-    params = benchmark._booster_params(config, threads)
+    params = benchmark.booster_params(config, threads)
 
     def run() -> float:
         if "single" not in facts:

@@ -88,7 +88,7 @@ def memory_reference(chunks: list, config: Any) -> dict[str, float]:
     test = pd.concat(halves[True], ignore_index=True)
     halves[True].clear()
     x_columns = list(features.FEATURES)
-    params = benchmark._booster_params(config, 0)
+    params = benchmark.booster_params(config, 0)
     matrix = xgboost.QuantileDMatrix(train[x_columns], train[config.target])
     booster = xgboost.train(params, matrix, num_boost_round=config.xgboost.num_boost_round)
     booster.inplace_predict(test[x_columns])

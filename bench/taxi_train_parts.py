@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     ctx, _, config = bench_taxi.prepared(args.profile)
     plan = local.plan(ctx.profile.get("workers"), "cpu")
     threads = plan.n_workers * plan.threads_per_worker
-    params = benchmark._booster_params(config, threads)
+    params = benchmark.booster_params(config, threads)
     client_times: list[tuple[str, float]] = []
     training.placed_matrix = _timed("matrix", training.placed_matrix, client_times)
     kept: dict[str, Any] = {}

@@ -61,7 +61,7 @@ def load_plugin(model: str, device: str, graph: str, warmup_batch: int, threads:
 
     plugin = ModelPlugin(ModelSpec(model=model, device=device, graph=graph, warmup_batch=warmup_batch,
                                    precision="fp32"))
-    plugin._load(threads)
+    plugin.load_model(threads)
     return plugin
 
 

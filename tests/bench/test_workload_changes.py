@@ -92,7 +92,7 @@ def test_warm_up_uses_the_forward_batch():
     seen = []
     original = plugin.predict
     plugin.predict = lambda batch, **kw: seen.append(len(batch)) or original(batch, **kw)
-    plugin._load(1)
+    plugin.load_model(1)
     assert seen == [3]
 
 
@@ -107,7 +107,7 @@ def test_fused_cleanse_keeps_the_rule_counts():
     frame.loc[0, s.FARE] = -1.0  # fare_not_positive
     selected = rules.select(rules.RULE_NAMES)
     labels = rules.label(frame, selected)
-    clean, counts = benchmark._cleanse_partition((frame, {}), selected, s.TOTAL)
+    clean, counts = benchmark.cleanse_partition((frame, {}), selected, s.TOTAL)
     assert counts == {i: int((labels == i).sum()) for i in range(len(selected) + 1) if (labels == i).any()}
     assert counts[rules.RULES.index(rules.select(["fare_not_positive"])[0]) + 1] == 1
     assert len(clean) == int((labels == rules.KEPT).sum()) == 2

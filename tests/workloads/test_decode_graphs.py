@@ -29,7 +29,7 @@ def test_cuda_graph_modes_need_cuda(graph):
 def test_the_plugin_refuses_cuda_graphs_on_the_cpu():
     plugin = ModelPlugin(ModelSpec(model="workloads.images.synthetic:colour_classifier", graph="cudagraph", warmup=False))
     with pytest.raises(ValueError, match="needs device cuda"):
-        plugin._load(1)
+        plugin.load_model(1)
 
 
 @pytest.mark.gpu

@@ -155,9 +155,9 @@ class ModelPlugin(WorkerPlugin):
         if self.only is not None and worker.address not in self.only:
             return
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self._load, worker.state.nthreads)
+        await loop.run_in_executor(None, self.load_model, worker.state.nthreads)
 
-    def _load(self, nthreads: int) -> None:
+    def load_model(self, nthreads: int) -> None:
         import torch
 
         start = time.perf_counter()

@@ -109,7 +109,7 @@ def run(client: Client, config: Config, timer: PhaseTimer,
     rank_threads = training.host_threads(client, ranks, place) if per_host else threads
     metrics["xgboost_ranks"] = len(ranks)
     metrics["xgboost_rank_nthread"] = rank_threads or "per worker"
-    params = _booster_params(config, rank_threads)
+    params = booster_params(config, rank_threads)
     with timer.phase("train"):
         booster, attempts = training.train(client, placed, params, config.target,
                                            config.xgboost.num_boost_round, place,
@@ -169,7 +169,7 @@ def _load(client: Client, config: Config, backend: str,
         submitted += [planned, manifest]
         plans: list[io.FilePlan] = planned.result()
         chunks = [chunk for plan in plans for chunk in plan.chunks]
-        results = client.map(_read, chunks, backend=backend, workers=place, pure=False)
+        results = client.map(read_partition, chunks, backend=backend, workers=place, pure=False)
         reports = client.map(_dict_of, results, workers=place, pure=False)
         submitted += results + reports
         progress.wait_for(reports, "reading taxi files")
@@ -201,7 +201,9 @@ def _cancelled_on_failure(client: Client) -> Iterator[list[Any]]:
         raise
 
 
-def _read(chunk: io.Chunk, backend: str) -> tuple[Any, dict[str, Any]]:
+def read_partition(chunk: io.Chunk, backend: str) -> tuple[Any, dict[str, Any]]:
+    """One chunk of a file as the backend's frame, with what the read found (file, rows,
+    problems) for the load phase's counts. Runs on a worker."""
     result = io.read_chunk(chunk)
     report = {"file": Path(chunk.path).name, "rows": result.table.num_rows,
               "problems": result.problems}
@@ -266,7 +268,7 @@ def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], t
     frees it as soon as its cleansed one exists, so the load's frame and the cleansed
     frame are never both whole in memory (its lineage stays: a lost cleansed partition
     is still recomputed from the file)."""
-    cleansed = client.map(_cleanse_partition, raw, selected=selected, target=target,
+    cleansed = client.map(cleanse_partition, raw, selected=selected, target=target,
                           workers=place, pure=False)
     raw.clear()
     frames = client.map(_frame_of, cleansed, workers=place, pure=False)
@@ -280,7 +282,7 @@ def _cleanse(client: Client, raw: list[Any], selected: tuple[rules.Rule, ...], t
     return training.Persisted(frames, meta), counts
 
 
-def _cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules.Rule, ...],
+def cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules.Rule, ...],
                        target: str) -> tuple[Any, dict[int, int]]:
     """A raw partition's model features (the rows every rule keeps) and its rows per
     label."""
@@ -306,7 +308,7 @@ def _worker_threads(client: Client, place: list[str] | None) -> int:
     return counts.pop() if len(counts) == 1 else 0
 
 
-def _booster_params(config: Config, threads: int) -> dict[str, Any]:
+def booster_params(config: Config, threads: int) -> dict[str, Any]:
     settings = config.xgboost
     params = {"tree_method": "hist", "device": config.device, "objective": settings.objective,
               "learning_rate": settings.learning_rate, "max_depth": settings.max_depth,
