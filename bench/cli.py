@@ -18,7 +18,7 @@ from workloads.core.commands import prog
 # name -> (module with add_arguments(parser) and run(args), one line of help)
 COMMANDS = {
     "compare": ("bench.compare", "the figure-by-figure change from result file A to B (measures nothing)"),
-    "table": ("bench.table", "the README's results table for these result files (measures nothing)"),
+    "table": ("bench.table", "docs/benchmarks.md's results table for these result files (measures nothing)"),
     "gpu": ("bench.gpu.command", "every GPU measurement of the images pipeline (what bench/gpu.sh runs)"),
     "taxi-limits": ("bench.taxi_limits", "what bounds the taxi figures, in one plain process without Dask"),
     "train-parts": ("bench.taxi_train_parts", "where the taxi train phase's time goes, against its baseline"),

@@ -1,6 +1,6 @@
-"""Print the README's results table for result files: one row per figure, one column per
-file, each cell ``value (low-high)`` with `` MISSED`` where the goal is missed (``-``: the
-figure is not in that file).
+"""Print the results table of docs/benchmarks.md for result files: one row per figure, one
+column per file, each cell ``value (low-high)`` with `` MISSED`` where the goal is missed
+(``-``: the figure is not in that file).
 Exit codes: 0 printed, 2 a file is not a result file (the message says which).
 """
 from __future__ import annotations

@@ -42,8 +42,8 @@ def support_notice(s: Settings) -> str | None:
     if not parts:
         return None
     return ("out of support today: " + "; ".join(parts) + ". The stack deploys them as configured (the paper's"
-            " platform as published); for the current platform see README, \"On vSphere 8 U3 / VMware Cloud"
-            " Foundation 9\".")
+            " platform as published); for the current platform see docs/deploy.md, \"The current defaults,"
+            " and why\".")
 
 
 def runner_versions() -> tuple[str, str]:

@@ -17,7 +17,9 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
+
+from tests.docs.generated import check_or_rewrite
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "benchmarks.md"
@@ -119,15 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if a table is not what its files give")
     args = parser.parse_args(argv)
     files = [Path(f).resolve().relative_to(REPO).as_posix() for f in args.files] if args.files else None
-    text = DOC.read_text(encoding="utf-8")
-    rendered = render(text, files)
-    if args.check:
-        stale = rendered != text
-        print(f"{DOC.relative_to(REPO)}: " + ("tables out of date" if stale else "up to date"))
-        return int(stale)
-    DOC.write_text(rendered, encoding="utf-8")
-    print(f"{DOC.relative_to(REPO)} rewritten from {', '.join(files or columns(rendered))}")
-    return 0
+    rendered = render(DOC.read_text(encoding="utf-8"), files)
+    return check_or_rewrite(DOC, rendered, args.check, "tables out of date",
+                            f"from {', '.join(files or columns(rendered))}")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,14 @@ on a VMware ClusterClass and no TanzuKubernetesCluster; the paper's stack keeps 
 TanzuKubernetesCluster."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from tests.program.graph import run_program
+
+REPO = Path(__file__).resolve().parents[2]
 
 VKR = "v1.32.3---vmware.1-fips-vkr.2"
 CURRENT = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "cluster.x-k8s.io/v1beta1", "tkr": VKR}
@@ -86,6 +91,8 @@ def test_the_papers_stack_says_once_what_is_out_of_support():
     for part in ("vSphere 7", "TKR v1.20.8---vmware.1-tkg.2", "GPU operator v1.9.1",
                  "policy/v1beta1 PodSecurityPolicy", "node.k8s.io/v1beta1 RuntimeClass"):
         assert part in notice, notice
+    doc, section = re.search(r'see (docs/[\w/]+\.md), "([^"]+)"', notice).groups()
+    assert f"\n## {section}\n" in (REPO / doc).read_text(encoding="utf-8"), notice
 
 
 def test_the_current_platform_cluster_is_not_called_out_of_support(graph):

@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.docs.generated import check_or_rewrite
+
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "reliability.md"
 DOC_NAME = DOC.relative_to(REPO).as_posix()
@@ -388,15 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         write_figures(args.figures, merge(load_figures(args.figures) or {}, measured))
         print(f"{_shown(args.figures)}: recorded {', '.join(sorted(measured))} from {_shown(args.record)}")
     figures = load_figures(args.figures)
-    text = DOC.read_text(encoding="utf-8")
-    rendered = render(text, figures)
-    if args.check:
-        stale = rendered != text
-        print(f"{DOC_NAME}: " + ("computed parts out of date" if stale else "up to date"))
-        return int(stale)
-    DOC.write_text(rendered, encoding="utf-8")
-    print(f"{DOC_NAME} rewritten ({'with' if figures else 'without'} {_shown(args.figures)})")
-    return 0
+    rendered = render(DOC.read_text(encoding="utf-8"), figures)
+    return check_or_rewrite(DOC, rendered, args.check, "computed parts out of date",
+                            f"({'with' if figures else 'without'} {_shown(args.figures)})")
 
 
 if __name__ == "__main__":
