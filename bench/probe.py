@@ -84,7 +84,7 @@ def save(path: str, name: str, seed: int, weight: np.ndarray, bias: np.ndarray) 
 
 def fitted_weights(client, listing, recipe: str, name: str, seed: int, path: Path) -> str:
     """The probe's state-dict path, fitted on every image of ``listing`` (cached at
-    ``path``: the data and the seed fix it)."""
+    ``path``: the data and the random seed fix it)."""
     if path.exists():
         return str(path)
     files = list(listing.files)

@@ -19,7 +19,7 @@ from workloads.taxi import synthetic as synth_taxi
 from .faults import FAULTS_ENV
 
 REPO = Path(__file__).resolve().parents[2]
-FIGURES = "reliability-figures.json"  # measured figures, in test-artifacts/, quoted by RELIABILITY.md
+FIGURES = "reliability-figures.json"  # measured figures, in test-artifacts/; catalogue --record quotes them
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +121,7 @@ def recovery_cost(calm: dict, hit: dict, phase: str) -> float:
 
 
 def record_figure(artifacts: Path, name: str, value) -> None:
-    """Keep a measured figure for RELIABILITY.md (merged into test-artifacts/FIGURES)."""
+    """Keep a measured figure for docs/reliability.md (merged into test-artifacts/FIGURES)."""
     path = artifacts / FIGURES
     figures = json.loads(path.read_text()) if path.exists() else {}
     figures[name] = value

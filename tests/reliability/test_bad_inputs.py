@@ -1,6 +1,6 @@
 """Bad input, each kind with the message it must produce, in four families: image files,
 taxi files, stack outputs and settings. Kinds already tested elsewhere are listed in
-RELIABILITY.md with their tests; these are the ones that were missing."""
+docs/reliability.md with their tests; these are the ones that were missing."""
 from __future__ import annotations
 
 import gzip
@@ -399,7 +399,7 @@ def test_setting_combination(kind):
 
 # ----------------------------------------------------------------------------- whole messages
 # The tests elsewhere that first covered these inputs match a fragment; these assert the
-# whole message RELIABILITY.md promises, with the path it names.
+# whole message docs/reliability.md promises, with the path it names.
 
 def test_a_missing_images_directory_is_named_with_the_layout_expected(tmp_path):
     missing = tmp_path / "dogs" / "Images"

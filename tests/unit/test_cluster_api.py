@@ -1,6 +1,6 @@
 """The workload cluster as a Cluster API Cluster on a VMware ClusterClass (vSphere 8 U3 /
 VCF 9): what the builder emits for each class generation, and the settings that must fail at
-preview naming their key (RELIABILITY.md, Settings, SV12-SV16)."""
+preview naming their key (docs/reliability.md, Settings, SV12-SV16)."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,5 @@
 """Settings of the vSphere layer that a real vCenter 7.0 U3 / vSphere 8 would refuse late:
-each fails at preview naming its key (RELIABILITY.md, Settings, SV1-SV11)."""
+each fails at preview naming its key (docs/reliability.md, Settings, SV1-SV11)."""
 from __future__ import annotations
 
 import pytest

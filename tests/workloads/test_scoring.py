@@ -1,4 +1,4 @@
-"""The seed's substring rule and exact top-1/top-5 by class index."""
+"""The paper's substring rule and exact top-1/top-5 by class index."""
 from __future__ import annotations
 
 from workloads.images import scoring
@@ -10,7 +10,7 @@ INDEX = {"n02085936": 1, "n02086240": 2, "n02085620": 4}
 def test_seed_rule_is_a_case_insensitive_substring_with_underscores_as_spaces():
     assert scoring.seed_correct("Maltese_dog", "Maltese dog, Maltese terrier, Maltese")
     assert scoring.seed_correct("shih-tzu", "Shih-Tzu")
-    assert scoring.seed_correct("terrier", "toy terrier")  # the seed's rule is that loose
+    assert scoring.seed_correct("terrier", "toy terrier")  # the paper's rule is that loose
     assert not scoring.seed_correct("toy_terrier", "Maltese dog, Maltese terrier, Maltese")
 
 
