@@ -1,7 +1,7 @@
 """The README stays a short entry point whose commands work, and the documents' links lead
 somewhere: the README is under 160 lines with no line over 150 characters; every command of
-its code blocks that starts with ``dask-tkg``, ``python -m`` or ``.venv/bin/`` answers
-``--help`` with exit 0; every relative link of README.md and docs/*.md names a file of the
+its code blocks that starts with ``dask-tkg``, ``python -m`` or ``.venv/bin/``, as written
+with ``--help`` added, exits 0; every relative link of README.md and docs/*.md names a file of the
 repository (and, with ``#anchor``, one of that file's headings)."""
 from __future__ import annotations
 
@@ -63,20 +63,17 @@ def readme_commands() -> list[str]:
 
 
 def help_argv(line: str) -> list[str] | None:
-    """The command's program and subcommands with ``--help``; None where the program is not
-    there (the launcher before ``make run``)."""
+    """The command as written, with ``--help`` at its end: argparse checks each option and
+    value before it (an unknown option, a bad choice, two options that exclude each other)
+    and stops at ``--help``. None where the program is not there (the launcher before
+    ``make run``)."""
     words = shlex.split(line, comments=True)
     if words[0] == "python" or (words[0].startswith(".venv/bin/python") and words[1:2] == ["-m"]):
         program = sys.executable if words[0] == "python" else str(REPO / words[0])
         assert words[1] == "-m" and len(words) > 2, line
-        return [program, "-m", words[2], "--help"] if Path(program).exists() else None
+        return [program, *words[1:], "--help"] if Path(program).exists() else None
     program = REPO / ".venv" / "bin" / "dask-tkg" if words[0] == "dask-tkg" else REPO / words[0]
-    subcommands = []
-    for word in words[1:]:
-        if not re.fullmatch(r"[a-z][a-z-]*", word):
-            break
-        subcommands.append(word)
-    return [str(program), *subcommands, "--help"] if program.exists() else None
+    return [str(program), *words[1:], "--help"] if program.exists() else None
 
 
 def test_the_readme_names_commands_to_check():
@@ -92,6 +89,9 @@ def test_every_readme_command_answers_help(line):
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"{shlex.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     assert "usage" in (done.stdout + done.stderr).lower(), f"{shlex.join(argv)} printed no usage"
+    # argparse leaves an unknown option for the end, after --help: the help must name each one
+    unknown = [word for word in argv[:-1] if word.startswith("--") and word.split("=")[0] not in done.stdout]
+    assert not unknown, f"{line}: {unknown} not among the options of {shlex.join(argv)}"
 
 
 def slug(heading: str) -> str:
