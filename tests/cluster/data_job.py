@@ -44,8 +44,8 @@ class Served:
 
 def _smoke_sources(stage: Path) -> list[str]:
     """The smoke datasets, by the benchmarks' generators, under ``stage``; the taxi months."""
-    from workloads.run import benchmark_profile
     from workloads.runs import benchmarks
+    from workloads.runs.sweep import benchmark_profile
     from workloads.taxi import synthetic as synth_taxi
 
     images = benchmarks.load("images")

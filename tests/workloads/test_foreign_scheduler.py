@@ -27,7 +27,7 @@ from workloads import run
 from workloads.cluster import preflight
 from workloads.cluster import endpoint as endpoints
 from workloads.observe import environment
-from workloads.runs import benchmarks, results
+from workloads.runs import benchmarks, results, sweep
 
 from .conftest import COLOUR_MODEL
 
@@ -120,7 +120,7 @@ def data_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("data")
     for name in benchmarks.BENCHMARKS:
         module = benchmarks.load(name)
-        module.generate(root, run.benchmark_profile(module, "smoke"))
+        module.generate(root, sweep.benchmark_profile(module, "smoke"))
     return root
 
 
