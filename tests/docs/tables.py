@@ -13,12 +13,13 @@ cost). The columns are the files the results table's header names.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Callable
 
+from bench.results import load
+from tests.docs import generated
 from tests.docs.generated import check_or_rewrite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,12 +72,8 @@ BOUND_ROWS: list[tuple[str, str, str, Callable[[dict[str, dict]], str]]] = [
 ]
 
 
-def _records(path: str) -> dict[str, dict]:
-    return {record["name"]: record for record in json.loads((REPO / path).read_text(encoding="utf-8"))}
-
-
 def bounds_table(paths: list[str]) -> str:
-    files = [_records(path) for path in paths]
+    files = [load(REPO / path) for path in paths]
     lines = ["| figure | bound | from | " + " | ".join(f"`{p}`" for p in paths) + " |",
              "|---|---|---|" + "---|" * len(paths)]
     for figure, what, where, cell in BOUND_ROWS:
@@ -91,10 +88,7 @@ def results_table(paths: list[str]) -> str:
 
 
 def block(text: str, markers: tuple[str, str]) -> str:
-    begin, end = markers
-    if begin not in text or end not in text:
-        raise ValueError(f"{DOC.relative_to(REPO)} lacks the markers {begin} ... {end}")
-    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+    return generated.block(text, markers, DOC)
 
 
 def columns(text: str) -> list[str]:
@@ -103,16 +97,10 @@ def columns(text: str) -> list[str]:
     return FILE_CELL.findall(header)
 
 
-def _replace(text: str, markers: tuple[str, str], body: str) -> str:
-    begin, end = markers
-    pattern = re.compile(re.escape(begin) + r"\n(?:.*?\n)?" + re.escape(end), re.S)
-    return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)
-
-
 def render(text: str, paths: list[str] | None = None) -> str:
     paths = paths or columns(text)
-    text = _replace(text, RESULTS, results_table(paths))
-    return _replace(text, BOUNDS, bounds_table(paths))
+    text = generated.replace_block(text, RESULTS, results_table(paths), DOC)
+    return generated.replace_block(text, BOUNDS, bounds_table(paths), DOC)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.docs.generated import check_or_rewrite
+from tests.docs.generated import check_or_rewrite, replace_block
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "reliability.md"
@@ -264,6 +264,8 @@ FIGURE_ROWS = [
 
 
 FIGURES_BLOCK = ("<!-- figures: generated -->", "<!-- /figures -->")
+SUMMARY_BLOCK = ("<!-- summary: generated -->", "<!-- /summary -->")
+BAD_INPUT_COUNTS_BLOCK = ("<!-- bad-input counts: generated -->", "<!-- /bad-input counts -->")
 NOT_MEASURED = "not measured yet"
 
 
@@ -335,23 +337,14 @@ def summary_table(all_rows: list[Row], figures: dict | None, text: str = "") -> 
     ])
 
 
-def _replace_block(text: str, begin: str, end: str, body: str) -> str:
-    """``body`` between the marker comments ``begin`` and ``end``."""
-    pattern = re.compile(re.escape(begin) + r"\n(?:.*?\n)?" + re.escape(end), re.S)
-    if not pattern.search(text):
-        raise ValueError(f"{DOC_NAME} lacks the markers {begin} ... {end}")
-    return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)
-
-
 def render(text: str, figures: dict | None) -> str:
     all_rows = rows(text)
     found = counts(all_rows)
-    text = _replace_block(text, "<!-- summary: generated -->", "<!-- /summary -->", summary_table(all_rows, figures, text))
-    text = _replace_block(text, "<!-- bad-input counts: generated -->", "<!-- /bad-input counts -->",
-                          f"{found['bad_inputs']} inputs in all, in {found['families']} families; "
-                          f"{found['code_paths']} distinct by code path.")
+    text = replace_block(text, SUMMARY_BLOCK, summary_table(all_rows, figures, text), DOC)
+    text = replace_block(text, BAD_INPUT_COUNTS_BLOCK, f"{found['bad_inputs']} inputs in all, in {found['families']}"
+                         f" families; {found['code_paths']} distinct by code path.", DOC)
     if figures is not None:
-        text = _replace_block(text, *FIGURES_BLOCK, figures_table(figures, text))
+        text = replace_block(text, FIGURES_BLOCK, figures_table(figures, text), DOC)
     return text
 
 
