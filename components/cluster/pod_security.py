@@ -6,8 +6,8 @@ binding to one of the two policies TKG ships (VMware, "Using Pod Security Polici
 Kubernetes Clusters"): ``psp:vmware-system-privileged`` for the namespaces NVIDIA's operator
 and the NFS provisioner need privileged (the paper bound every namespace to it by hand),
 ``psp:vmware-system-restricted`` (non-root, no escalation, every capability dropped, no host
-volumes) for the restricted ones (TKG ships no baseline policy). From 1.25 on, Pod Security Admission reads the namespace labels,
-which every namespace of the program carries there.
+volumes) for the restricted ones (TKG ships no baseline policy). From 1.25 on, Pod Security
+Admission reads the namespace labels, which every namespace of the program carries there.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def psp_cluster_role(level: str) -> str:
     """TKG's policy for a Pod Security level. TKG has no baseline policy, and its restricted one
     refuses what baseline allows (root, an ``nfs`` volume): only ``restricted`` gets it."""
     return PSP_CLUSTER_ROLES["restricted" if level == "restricted" else "privileged"]
+
 
 def psa_labels(level: str) -> dict[str, str]:
     return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "audit", "warn")}
