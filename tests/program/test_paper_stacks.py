@@ -20,9 +20,8 @@ def _differences(recorded: dict, now: dict) -> list[str]:
         changed = [field for field in before[k] if before[k][field] != after[k].get(field)]
         if changed:
             out.append(f"changed: {k} ({', '.join(changed)})")
-    for part in ("outputs", "warnings"):
-        if recorded[part] != now[part]:
-            out.append(f"changed: {part}")
+    if recorded["outputs"] != now["outputs"]:
+        out.append("changed: outputs")
     return out
 
 
