@@ -11,11 +11,13 @@ from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.addons.shared_storage import SharedStorage, SharedStorageArgs
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.cluster.providers.supervisor_releases import SupervisorReleases
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
 from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
 from components.dask.operator_cluster import DaskOperatorCluster, DaskOperatorClusterArgs
 from components.settings import load_settings
+from components.settings.model import CLUSTER_API
 from components.settings.operator import initial_workers
 from components.settings.support import runner_image_notice, support_notice
 from components.vsphere.access import VCenterAccess
@@ -31,11 +33,19 @@ vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings
                         settings.vsphere.insecure)
 vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, user=vcenter.user,
                                     password=vcenter.password, allow_unverified_ssl=vcenter.insecure)
+# vSphere 8/9 with a Cluster API Cluster: the Supervisor must serve the ClusterClass, the release and
+# its OS images; checked at preview, and nothing of the vSphere layer is built before it passes.
+supervisor_config = supervisor_kubeconfig(settings)
+serves_cluster: list[pulumi.Resource] = []
+if settings.cluster.api_version == CLUSTER_API and settings.vsphere.version >= 8:
+    serves_cluster.append(SupervisorReleases(
+        "supervisor-releases", kubeconfig=supervisor_config, spec=settings.cluster,
+        access_key="supervisorKubeconfig" if settings.supervisor.kubeconfig is not None else "supervisorServer"))
 platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(settings, vcenter),
-                        pulumi.ResourceOptions(providers=[vcenter_provider]))
+                        pulumi.ResourceOptions(providers=[vcenter_provider], depends_on=serves_cluster))
 
 # --- the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ----------
-supervisor = k8s.Provider("supervisor", kubeconfig=supervisor_kubeconfig(settings))
+supervisor = k8s.Provider("supervisor", kubeconfig=supervisor_config)
 cluster = TanzuCluster("tkc", TanzuClusterArgs(spec=settings.cluster, namespace=platform.namespace),
                        pulumi.ResourceOptions(provider=supervisor))
 guest = k8s.Provider("guest", kubeconfig=cluster.kubeconfig)

@@ -1,0 +1,273 @@
+"""Whether the Supervisor can serve the Cluster: checked at ``pulumi preview``, before anything is built.
+
+A ``cluster.x-k8s.io/v1beta1`` Cluster names a ClusterClass (``clusterClass``), a release
+(``tkr``, a VKr) and, on GPU pools, an OS image (Ubuntu). A Supervisor that lacks any of them
+(a vSphere 8 U3 Supervisor with TKG Service 3.0 has neither ``builtin-generic-v3.4.0`` nor a
+1.32 VKr) refuses the Cluster only after VM classes, storage policies, namespace and file share
+were created. ``SupervisorReleasesProvider.check`` reads the Supervisor's own objects with the
+Supervisor kubeconfig at preview (it changes nothing) and refuses, naming the setting.
+
+Upstream facts relied on (the CRD files are the pinned artifacts of scripts/artifacts.toml):
+
+- ClusterClass: ``cluster.x-k8s.io/v1beta1``, namespaced, plural ``clusterclasses``
+  (kubernetes-sigs/cluster-api v1.10.10, config/crd/bases/cluster.x-k8s.io_clusterclasses.yaml).
+- TanzuKubernetesRelease: ``run.tanzu.vmware.com/v1alpha3``, cluster-scoped, plural
+  ``tanzukubernetesreleases``; ``spec.osImages`` lists OSImage names; ``status.conditions``
+  with ``type``/``status``/``reason``/``message``, the printer columns reading ``Ready`` and
+  ``Compatible`` (vmware-tanzu/tanzu-framework@2bcc114e,
+  apis/run/config/crd/bases/run.tanzu.vmware.com_tanzukubernetesreleases.yaml). The object's
+  name is the release with ``+`` written ``---``, which ``tkr`` already is.
+- OSImage: ``run.tanzu.vmware.com/v1alpha3``, cluster-scoped, plural ``osimages``,
+  ``spec.os.name`` (``ubuntu``, ``photon``) and ``spec.os.version`` (same commit,
+  run.tanzu.vmware.com_osimages.yaml).
+
+The product does not depend on the ``kubernetes`` client package: the kubeconfig is parsed
+here and the API read with ``requests``.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import tempfile
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import pulumi
+import pulumi.dynamic as dyn
+import requests
+import yaml
+
+from components.cluster.cluster_classes import UNVERSIONED_CLASS
+from components.cluster.os_images import ANY, pool_os_needs
+from components.cluster.supervisor_access import _ContextAdapter
+from components.vsphere.providers.session import is_unknown
+
+CLUSTERCLASSES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/clusterclasses"
+RELEASES = "/apis/run.tanzu.vmware.com/v1alpha3/tanzukubernetesreleases"
+OSIMAGES = "/apis/run.tanzu.vmware.com/v1alpha3/osimages"
+SPEC_KEYS = ("cluster_class", "class_namespace", "tkr", "pools")
+TIMEOUT_S = 30.0
+
+
+class SupervisorReadError(RuntimeError):
+    """The Supervisor's API could not be read (not a missing object: that is a refusal)."""
+
+
+# --- the Supervisor's API, from a kubeconfig --------------------------------------------------
+
+def _named(doc: Mapping[str, Any], section: str, name: str) -> Mapping[str, Any]:
+    for entry in doc.get(section) or []:
+        if entry.get("name") == name:
+            return entry
+    raise SupervisorReadError(f"the Supervisor kubeconfig has no {section[:-1]} named {name!r}")
+
+
+def _context(cluster: Mapping[str, Any], user: Mapping[str, Any]) -> Optional[ssl.SSLContext]:
+    """The TLS context the kubeconfig asks for (``None``: no verification), with its client
+    certificate: ``requests``' ``verify=``/``cert=`` want files, a kubeconfig carries PEM data."""
+    if cluster.get("insecure-skip-tls-verify"):
+        return None
+    if cluster.get("certificate-authority-data"):
+        context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    else:
+        context = ssl.create_default_context(cafile=cluster.get("certificate-authority"))
+    if user.get("client-certificate-data") and user.get("client-key-data"):
+        _load_client_cert(context, user["client-certificate-data"], user["client-key-data"])
+    return context
+
+
+def _load_client_cert(context: ssl.SSLContext, cert_b64: str, key_b64: str) -> None:
+    """``load_cert_chain`` reads only files: write both PEMs to a private file for the call."""
+    fd, path = tempfile.mkstemp(suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as pem:
+            pem.write(base64.b64decode(cert_b64) + b"\n" + base64.b64decode(key_b64))
+        context.load_cert_chain(path)
+    finally:
+        os.unlink(path)
+
+
+def api_session(kubeconfig: str) -> tuple[str, requests.Session]:
+    """The current context's server URL and a session that authenticates as its user
+    (a bearer token, or a client certificate)."""
+    doc = yaml.safe_load(kubeconfig) or {}
+    context = _named(doc, "contexts", doc.get("current-context", ""))["context"]
+    cluster = _named(doc, "clusters", context["cluster"])["cluster"]
+    user = _named(doc, "users", context["user"]).get("user") or {}
+    session = requests.Session()
+    tls = _context(cluster, user)
+    if tls is None:
+        session.verify = False
+    else:
+        session.mount("https://", _ContextAdapter(tls))
+    if user.get("token"):
+        session.headers["Authorization"] = f"Bearer {user['token']}"
+    session.headers["Accept"] = "application/json"
+    return cluster["server"].rstrip("/"), session
+
+
+def get(http: requests.Session, server: str, path: str) -> Optional[dict]:
+    """One object or list (``None`` when the server answers 404)."""
+    try:
+        resp = http.get(server + path, timeout=TIMEOUT_S)
+    except requests.RequestException as exc:
+        raise SupervisorReadError(f"cannot reach the Supervisor at {server}: {exc}") from None
+    if resp.status_code == 404:
+        return None
+    if resp.status_code >= 400:
+        try:
+            message = resp.json().get("message", resp.text[:300])
+        except ValueError:
+            message = resp.text[:300]
+        raise SupervisorReadError(f"GET {server}{path} -> HTTP {resp.status_code}: {message}")
+    return resp.json()
+
+
+# --- what the Supervisor offers ---------------------------------------------------------------
+
+def condition(obj: Mapping[str, Any], kind: str) -> Optional[Mapping[str, Any]]:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return cond
+    return None
+
+
+def _usable(obj: Mapping[str, Any]) -> bool:
+    return all((condition(obj, kind) or {}).get("status") == "True" for kind in ("Ready", "Compatible"))
+
+
+def usable_releases(http, server: str) -> list[str]:
+    """The releases a Cluster can use now: Ready and Compatible."""
+    items = (get(http, server, RELEASES) or {}).get("items") or []
+    return sorted(item["metadata"]["name"] for item in items if _usable(item))
+
+
+def class_problems(http, server: str, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``clusterClass`` not served in ``clusterClassNamespace``.
+
+    ``tanzukubernetescluster`` is skipped: VKS publishes it into each vSphere Namespace, and
+    this program creates that namespace later in the same run, so nothing can be read yet."""
+    name, namespace = props["cluster_class"], props["class_namespace"]
+    if name == UNVERSIONED_CLASS:
+        return []
+    path = CLUSTERCLASSES.format(namespace=namespace)
+    if get(http, server, f"{path}/{name}") is not None:
+        return []
+    listed = get(http, server, path)
+    if listed is None:
+        held = "it serves no cluster.x-k8s.io/v1beta1 ClusterClass at all (is the vSphere Kubernetes Service 3.x?)"
+    else:
+        names = sorted(item["metadata"]["name"] for item in listed.get("items") or [])
+        held = f"namespace {namespace} has: {', '.join(names) or 'no ClusterClass'}"
+    return [("clusterClass", f"the Supervisor ({server}) does not serve ClusterClass {name} in namespace "
+                             f"{namespace} (GET {path}/{name} -> HTTP 404); {held}")]
+
+
+def _condition_text(obj: Mapping[str, Any], kind: str) -> Optional[str]:
+    cond = condition(obj, kind)
+    if cond is None:
+        return f"has no {kind} condition"
+    if cond.get("status") == "True":
+        return None
+    detail = "; ".join(part for part in (cond.get("reason"), cond.get("message")) if part)
+    return f"is not {kind} ({kind}={cond.get('status')}{': ' + detail if detail else ''})"
+
+
+def release_problems(http, server: str, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``tkr`` missing, not Ready or not Compatible; else what its OS images leave out."""
+    tkr = props["tkr"]
+    release = get(http, server, f"{RELEASES}/{tkr}")
+    if release is None:
+        why = f"is not on the Supervisor ({server}; GET {RELEASES}/{tkr} -> HTTP 404)"
+    else:
+        faults = [t for t in (_condition_text(release, k) for k in ("Ready", "Compatible")) if t]
+        if not faults:
+            return os_problems(http, server, props, release)
+        why = " and ".join(faults)
+    usable = usable_releases(http, server)
+    return [("tkr", f"TanzuKubernetesRelease {tkr} {why}; Ready and Compatible there: "
+                    f"{', '.join(usable) or 'none'}")]
+
+
+def release_images(http, server: str, release: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The release's OSImage objects (``spec.osImages``) that exist, by name."""
+    wanted = {ref.get("name") for ref in (release.get("spec") or {}).get("osImages") or []}
+    items = (get(http, server, OSIMAGES) or {}).get("items") or []
+    return {item["metadata"]["name"]: item for item in items if item["metadata"]["name"] in wanted}
+
+
+def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
+    def one(name, image):
+        os_ = (image.get("spec") or {}).get("os") or {}
+        return f"{os_.get('name')} {os_.get('version')} ({name})"
+    return ", ".join(one(name, image) for name, image in sorted(images.items())) or "no OS image"
+
+
+def os_problems(http, server: str, props: Mapping[str, Any], release: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Pools asking for an OS (GPU pools: Ubuntu) the release does not offer."""
+    images = release_images(http, server, release)
+    offered = {((image.get("spec") or {}).get("os") or {}).get("name") for image in images.values()}
+    problems = []
+    for pool in props["pools"]:
+        if (pool["os"] == ANY and images) or pool["os"] in offered:
+            continue
+        wants = "an OS image" if pool["os"] == ANY else f"an {pool['os']} OS image"
+        problems.append((pool["key"], f"node pool {pool['name']} (role {pool['role']}) needs {wants} of "
+                                      f"TanzuKubernetesRelease {props['tkr']}, which offers: {_describe(images)}"))
+    return problems
+
+
+def supervisor_problems(props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every reason the Supervisor cannot serve the Cluster, as (setting key, message)."""
+    server, http = api_session(props["kubeconfig"])
+    with http:
+        try:
+            return class_problems(http, server, props) + release_problems(http, server, props)
+        except SupervisorReadError as exc:
+            return [(props["access_key"], f"cannot check what the Supervisor serves: {exc}")]
+
+
+# --- the dynamic resource ---------------------------------------------------------------------
+
+class SupervisorReleasesProvider(dyn.ResourceProvider):
+    """A check-only resource: ``check`` reads the Supervisor at every preview and ``up``;
+    create and update only record what was checked (never the kubeconfig)."""
+
+    def check(self, olds, news):
+        if any(is_unknown(v) for v in news.values()):
+            return dyn.CheckResult(news, [])
+        return dyn.CheckResult(news, [dyn.CheckFailure(key, why) for key, why in supervisor_problems(news)])
+
+    def _outs(self, props) -> dict[str, Any]:
+        return {k: props.get(k) for k in SPEC_KEYS}
+
+    def create(self, props):
+        return dyn.CreateResult(f"{props['tkr']}:{props['cluster_class']}", self._outs(props))
+
+    def diff(self, id_, olds, news):
+        return dyn.DiffResult(changes=any(olds.get(k) != news.get(k) for k in SPEC_KEYS))
+
+    def update(self, id_, olds, news):
+        return dyn.UpdateResult(self._outs(news))
+
+
+def pools_input(spec) -> list[dict[str, str]]:
+    """Each node pool's setting key, name, role and the OS it asks for (``ANY``: any)."""
+    roles = {pool.name: pool.role for pool in spec.node_pools}
+    return [{"key": key, "name": name, "role": roles[name], "os": wants} for key, name, wants in pool_os_needs(spec)]
+
+
+class SupervisorReleases(dyn.Resource, module="cluster", name="SupervisorReleases"):
+    """The check that the Supervisor serves ``cluster_class`` and ``tkr`` (Ready, Compatible)
+    with the OS image each pool asks for. ``access_key`` is the setting that gave the
+    kubeconfig (``supervisorKubeconfig`` or ``supervisorServer``), named when it cannot read."""
+
+    tkr: pulumi.Output[str]
+
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *,
+                 kubeconfig: pulumi.Input[str], access_key: str, spec) -> None:
+        props = {"kubeconfig": kubeconfig, "access_key": access_key, "cluster_class": spec.cluster_class,
+                 "class_namespace": spec.class_namespace, "tkr": spec.tkr, "pools": pools_input(spec)}
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+        super().__init__(SupervisorReleasesProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))
