@@ -339,6 +339,7 @@ def _cluster(r: _Reader) -> ClusterSpec:
         pod_cidr=r.check("podCidr", values.cidr),
         service_cidr=r.check("serviceCidr", values.cidr),
         ready_timeout_minutes=r.at_least("clusterReadyTimeoutMinutes", 1),
+        gpu_pools_ready_timeout_minutes=r.at_least("gpuPoolsReadyTimeoutMinutes", 1),
         cluster_class=r.check("clusterClass", _cluster_class),
         class_namespace=r.check("clusterClassNamespace", values.rfc1123_label),
         pod_security_default=r.one_of("podSecurityDefault", "", "privileged", "baseline", "restricted"),

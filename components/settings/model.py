@@ -165,6 +165,8 @@ class ClusterSpec:
     cluster_class: str = "builtin-generic-v3.4.0"
     class_namespace: str = "vmware-system-vks-public"
     pod_security_default: str = ""
+    # cluster.x-k8s.io/v1beta1 only: how long `pulumi up` waits for the GPU pools' machines
+    gpu_pools_ready_timeout_minutes: int = 60
 
     def pools(self, role: str) -> tuple[NodePool, ...]:
         return tuple(p for p in self.node_pools if p.role == role)
