@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from components.cluster.os_images import library_os_names
 from components.settings.model import (
     ContentLibrarySpec,
     FileShareSpec,
@@ -50,13 +51,15 @@ class VSphereLayerArgs:
     tkr: str  # the release the cluster asks for: the Supervisor's TKR library must hold it
     control_plane_policy: str  # storage policy of the Supervisor's control plane (create mode)
     vcenter: VCenterAccess
+    release_os: tuple[str, ...] = ()  # OS images of tkr the node pools ask for (vSphere 8/9 check)
 
     @classmethod
     def from_settings(cls, s: Settings, vcenter: VCenterAccess) -> "VSphereLayerArgs":
         return cls(site=s.vsphere, supervisor=s.supervisor, vm_classes=s.vm_classes,
                    storage_policies=s.storage_policies, content_library=s.content_library,
                    namespace=s.namespace, file_share=s.file_share, tkr=s.cluster.tkr,
-                   control_plane_policy=s.cluster.control_plane.storage_class, vcenter=vcenter)
+                   control_plane_policy=s.cluster.control_plane.storage_class, vcenter=vcenter,
+                   release_os=tuple(library_os_names(s.cluster)))
 
 
 class VSphereLayer(pulumi.ComponentResource):
@@ -96,6 +99,7 @@ class VSphereLayer(pulumi.ComponentResource):
             control_plane_policy_id=self.policies.ids[args.control_plane_policy],
             tkr=args.tkr,
             vcenter=args.vcenter,
+            release_os=args.release_os,
         ), child)
         self.ns = Namespace(f"{name}-namespace", NamespaceArgs(
             spec=args.namespace,

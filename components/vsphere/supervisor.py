@@ -29,6 +29,7 @@ class SupervisorArgs:
     control_plane_policy_id: pulumi.Input[str]
     tkr: str
     vcenter: VCenterAccess
+    release_os: tuple[str, ...] = ()  # vSphere 8/9: OS images of tkr the library must hold (GPU pools' ubuntu)
 
 
 class Supervisor(pulumi.ComponentResource):
@@ -55,6 +56,7 @@ class Supervisor(pulumi.ComponentResource):
                 tkr=args.tkr,
                 library_id=args.content_library_id,
                 set_library=args.spec.set_tkr_library,
+                os_names=list(args.release_os),
                 **args.vcenter.inputs(),
             )
             # Namespaces wait for the check: a Supervisor without the release stops the deploy here.

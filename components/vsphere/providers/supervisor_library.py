@@ -127,13 +127,31 @@ def holds_tkr(names: list[str], tkr: str) -> bool:
     return any(name == tkr or name.endswith(f"-{tkr}") for name in names)
 
 
-def tkr_problem(http, base: str, library_id: str, tkr: str, where: str) -> Optional[str]:
+def holds_os_image(names: list[str], tkr: str, os_name: str) -> bool:
+    """Whether an item of release ``tkr`` is an ``os_name`` image: VKr items carry the OS as
+    one dash-separated word of their name (``ob-22757567-ubuntu-2204-amd64-vmi-k8s-v1.32.3---
+    vmware.1-fips-vkr.2``, ``...-photon-5-amd64-vmi-k8s-...``)."""
+    return any(holds_tkr([name], tkr) and os_name in name.removesuffix(tkr).split("-") for name in names)
+
+
+def os_image_problem(names: list[str], tkr: str, os_names: list[str], where: str) -> Optional[str]:
+    """Why the library's items of ``tkr`` lack an OS the node pools ask for (``None``: none lacking)."""
+    missing = [os_name for os_name in os_names if not holds_os_image(names, tkr, os_name)]
+    if not missing:
+        return None
+    held = sorted(n for n in names if holds_tkr([n], tkr))
+    return (f"{where} holds no {' or '.join(missing)} image of TKR {tkr}, which nodePools ask for (GPU pools run"
+            f" Ubuntu: NVIDIA ships no vGPU guest driver for Photon); of {tkr} it holds: {', '.join(held)}")
+
+
+def tkr_problem(http, base: str, library_id: str, tkr: str, where: str,
+                os_names: Optional[list[str]] = None) -> Optional[str]:
     """Why the library cannot serve ``tkr`` (``None`` when it can)."""
     if not library_id:
         return f"{where} is not set: the Supervisor has no TKR content library"
     names = library_item_names(http, base, library_id)
     if holds_tkr(names, tkr):
-        return None
+        return os_image_problem(names, tkr, list(os_names or []), f"{where} ({library_id})")
     held = sorted(n for n in names if "-k8s-v" in n or n.startswith("v") or RELEASE_MARK in n)
     return (f"{where} ({library_id}) does not hold TKR {tkr}; it holds: {', '.join(held) or 'no TKR'}"
             " (is the library subscribed to the TKR feed and synced?)")
@@ -146,6 +164,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
     """
 
     address_key = "cluster"
+    spec_keys = SPEC_KEYS
 
     def __init__(self, timeout_s: float = 600.0, poll_s: float = 10.0):
         super().__init__()
@@ -163,7 +182,8 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
     def _problem(self, http, conn, props, cluster: str) -> tuple[str, Optional[str]]:
         current = supervisor_library(http, conn.base_url, cluster)
         library = props.get("library_id") if props.get("set_library") else current
-        return current, tkr_problem(http, conn.base_url, library or "", props["tkr"], self._where(props))
+        return current, tkr_problem(http, conn.base_url, library or "", props["tkr"], self._where(props),
+                                    props.get("os_names"))
 
     def check(self, olds, news):
         failures = [dyn.CheckFailure(k, f"{k} is required") for k in (self.address_key, "tkr") if not news.get(k)]
@@ -194,7 +214,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
                 if time.monotonic() > deadline:
                     raise TkrLibraryError(problem)
                 time.sleep(self.poll_s)
-        outs = {k: props.get(k) for k in (*CONNECTION_KEYS, self.address_key, *SPEC_KEYS)}
+        outs = {k: props.get(k) for k in (*CONNECTION_KEYS, self.address_key, *self.spec_keys)}
         outs.update(cluster=cluster, supervisor_library=current, previous_library=previous)
         return outs
 
@@ -204,7 +224,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
 
     def diff(self, id_, olds, news):
         replaces = changed_keys(olds, news, [self.address_key])
-        changes = changed_keys(olds, news, SPEC_KEYS, lambda _k, v: v or None)
+        changes = changed_keys(olds, news, self.spec_keys, lambda _k, v: v or None)
         reconnect = changed_keys(olds, news, CONNECTION_KEYS)
         return dyn.DiffResult(changes=bool(replaces or changes or reconnect), replaces=replaces)
 
@@ -230,6 +250,8 @@ class SupervisorReleaseLibraryProvider(SupervisorTkrLibraryProvider):
     """The same check (and optional set) for a vSphere 8/9 Supervisor named by its id."""
 
     address_key = "supervisor"
+    # the OS names the release's items must include (components.cluster.os_images): GPU pools' Ubuntu
+    spec_keys = (*SPEC_KEYS, "os_names")
 
     def _cluster(self, http, conn, props) -> str:
         return supervisor_cluster(http, conn.base_url, props["supervisor"])
@@ -276,7 +298,8 @@ class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLi
 
 class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorReleaseLibrary"):
     """The Kubernetes-service library of a vSphere 8/9 Supervisor (``supervisor``: its id),
-    checked to hold the release ``tkr`` (a TKR or VKr) at preview and at ``pulumi up``.
+    checked to hold the release ``tkr`` (a TKR or VKr) at preview and at ``pulumi up``, with an
+    image of each OS in ``os_names`` (the node pools' asks: Ubuntu for GPU pools).
 
     The program creates no library here: the Supervisor already has one. With
     ``set_library`` the Supervisor is pointed at ``library_id`` (an existing library).
@@ -296,6 +319,7 @@ class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorR
         tkr: pulumi.Input[str],
         library_id: pulumi.Input[str] = "",
         set_library: pulumi.Input[bool] = False,
+        os_names: pulumi.Input[list[str]] = (),
         server: pulumi.Input[str],
         user: pulumi.Input[str],
         password: pulumi.Input[str],
@@ -305,4 +329,5 @@ class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorR
     ) -> None:
         props = _library_props({"supervisor": supervisor, "cluster": None}, tkr, library_id, set_library,
                                connection_inputs(server, user, password, insecure, ca_pem, port))
+        props["os_names"] = list(os_names) if isinstance(os_names, (list, tuple)) else os_names
         super().__init__(SupervisorReleaseLibraryProvider(), name, props, password_stays_secret(opts))
