@@ -1,0 +1,55 @@
+"""The vSphere 8/9 library check per OS, against the local fake of vCenter's REST API (with
+vcsim's certificate, as ``test_supervisor_release_library.py``).
+
+GPU pools ask for Ubuntu (``components.cluster.manifests.UBUNTU_ANNOTATION``), so the
+Supervisor's Kubernetes-service library must hold an item whose name carries both the
+release and ``ubuntu``: VKr items look like ``ob-22757567-ubuntu-2204-amd64-vmi-k8s-v1.32.3---
+vmware.1-fips-vkr.2`` and ``...-photon-5-amd64-vmi-k8s-...`` (build numbers made up). A
+library with only the Photon image passed before the check looked at the OS."""
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from components.vsphere.providers.supervisor_library import SupervisorReleaseLibraryProvider
+
+from .fakes import FakeNamespaceApi
+from .test_supervisor_release_library import CLUSTER, SUPERVISOR, VKR, props
+
+pytestmark = pytest.mark.vcsim
+
+PHOTON = f"ob-22757567-photon-5-amd64-vmi-k8s-{VKR}"
+UBUNTU = f"ob-22757567-ubuntu-2204-amd64-vmi-k8s-{VKR}"
+OLD_UBUNTU = "ob-24425287-ubuntu-2204-amd64-vmi-k8s-v1.31.4---vmware.1-fips-vkr.3"
+
+
+@pytest.fixture
+def api(vcsim):
+    with FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
+                          password="sv-" + secrets.token_urlsafe(10)) as fake:
+        fake.library_items = {"lib-photon": [PHOTON, OLD_UBUNTU], "lib-both": [PHOTON, UBUNTU]}
+        fake.supervisor_libraries = {CLUSTER: "lib-photon"}
+        fake.supervisor_topology = {SUPERVISOR: [{"zone": "zone-a", "clusters": [CLUSTER]}]}
+        yield fake
+
+
+@pytest.fixture
+def provider():
+    return SupervisorReleaseLibraryProvider(timeout_s=1, poll_s=0.01)
+
+
+def test_a_library_with_only_the_photon_image_of_the_release_fails_for_gpu_pools(api, vcsim, provider):
+    [failure] = provider.check({}, props(api, vcsim, os_names=["ubuntu"])).failures
+    assert failure.property == "tkr"
+    assert (f"the Supervisor's default_kubernetes_service_content_library (supervisor {SUPERVISOR}) (lib-photon)"
+            f" holds no ubuntu image of TKR {VKR}, which nodePools ask for") in failure.reason
+    assert f"of {VKR} it holds: {PHOTON}" in failure.reason  # the other release's Ubuntu image does not count
+    assert provider.check({}, props(api, vcsim)).failures == []  # no OS asked: the release alone (vSphere 7 rule)
+
+
+def test_the_ubuntu_image_of_the_release_passes(api, vcsim, provider):
+    api.supervisor_libraries[CLUSTER] = "lib-both"
+    assert provider.check({}, props(api, vcsim, os_names=["ubuntu"])).failures == []
+    assert provider.create(props(api, vcsim, os_names=["ubuntu"])).outs["os_names"] == ["ubuntu"]
+
