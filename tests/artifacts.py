@@ -25,6 +25,9 @@ TKC_CRD_V1ALPHA2 = "crds/run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha2.y
 CAPI_CLUSTER_CRD = "crds/capi-v1.10.10/cluster.x-k8s.io_clusters.yaml"
 CAPI_CLUSTERCLASS_CRD = "crds/capi-v1.10.10/cluster.x-k8s.io_clusterclasses.yaml"
 CAPI_MACHINEDEPLOYMENT_CRD = "crds/capi-v1.10.10/cluster.x-k8s.io_machinedeployments.yaml"
+# tanzu-framework@2bcc114e's TanzuKubernetesRelease and OSImage CRDs (what a Supervisor publishes its releases as)
+TKR_CRD = "crds/tanzu-framework/run.tanzu.vmware.com_tanzukubernetesreleases.yaml"
+OSIMAGE_CRD = "crds/tanzu-framework/run.tanzu.vmware.com_osimages.yaml"
 DASK_CHART = "charts/dask-2024.1.1.tgz"
 GPU_OPERATOR_CHART = "charts/gpu-operator-v1.9.1.tgz"  # the paper's
 GPU_OPERATOR_CHART_CURRENT = "charts/gpu-operator-v26.7.0.tgz"
