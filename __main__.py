@@ -46,7 +46,8 @@ platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(settings, vcen
 
 # --- the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ----------
 supervisor = k8s.Provider("supervisor", kubeconfig=supervisor_config)
-cluster = TanzuCluster("tkc", TanzuClusterArgs(spec=settings.cluster, namespace=platform.namespace),
+cluster = TanzuCluster("tkc", TanzuClusterArgs(spec=settings.cluster, namespace=platform.namespace,
+                                               supervisor_kubeconfig=supervisor_config),
                        pulumi.ResourceOptions(provider=supervisor))
 guest = k8s.Provider("guest", kubeconfig=cluster.kubeconfig)
 in_guest = pulumi.ResourceOptions(provider=guest)
@@ -56,7 +57,7 @@ enforces_psp = settings.cluster.enforces_psp
 workspace = GuestNamespace("workspace", GuestNamespaceArgs(settings.storage.namespace, "restricted", enforces_psp),
                            in_guest)
 gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=settings.gpu_operator, enforces_psp=enforces_psp),
-                           in_guest)
+                           pulumi.ResourceOptions(provider=guest, depends_on=[*cluster.ready_for_workloads]))
 storage = SharedStorage("storage", SharedStorageArgs(
     spec=settings.storage, namespace=workspace.name, nfs_server=platform.nfs_server, nfs_path=platform.nfs_path,
     file_share_policy=settings.file_share.policy, enforces_psp=enforces_psp), in_guest)
@@ -69,7 +70,8 @@ if settings.data.enabled:
 
 # --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
 dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
-                   pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps))
+                   pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps,
+                                                                      *cluster.ready_for_workloads))
 operator = settings.dask.operator if settings.dask.backend == "operator" else None
 if operator:
     dask = DaskOperatorCluster("dask", DaskOperatorClusterArgs(settings=settings, **dask_inputs), in_guest)

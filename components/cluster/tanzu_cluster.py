@@ -6,23 +6,33 @@ resource), then reads Secret ``<cluster>-kubeconfig`` from the Supervisor namesp
 ``value``: the TKG Service writes it for a TanzuKubernetesCluster, Cluster API for a
 Cluster); the kubeconfig stays a secret and feeds the guest-cluster provider built in
 ``__main__``.
+
+For a Cluster API Cluster it then waits for the GPU pools too (``GpuPoolsReady``): the
+Cluster's Ready condition does not wait for the workers' machines, and the GPU operator and
+Dask need the vGPU nodes. ``ready_for_workloads`` is what those depend on.
 """
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster.manifests import cluster_manifest, kubeconfig_secret_name
-from components.settings.model import ClusterSpec
+from components.cluster.providers.pool_readiness import GpuPoolsReady
+from components.settings.model import CLUSTER_API, ClusterSpec
 
 
 @dataclass(frozen=True)
 class TanzuClusterArgs:
     spec: ClusterSpec
     namespace: pulumi.Input[str]  # the Supervisor namespace, from the vSphere layer
+    # the kubeconfig of the Cluster's provider (secret): a Cluster API Cluster's GPU pools are read with it
+    supervisor_kubeconfig: pulumi.Input[str] | None = None
 
 
 class TanzuCluster(pulumi.ComponentResource):
@@ -54,4 +64,27 @@ class TanzuCluster(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(
             self.kubeconfig_secret.data.apply(lambda data: base64.b64decode(data["value"]).decode()))
         self.name = self.tkc.metadata.apply(lambda m: m["name"])
+        self.gpu_pools_ready = self._gpu_pools_ready(name, args, manifest)
+        self.ready_for_workloads = (self.gpu_pools_ready,) if self.gpu_pools_ready else ()
         self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})
+
+    def _gpu_pools_ready(self, name: str, args: TanzuClusterArgs, manifest: dict) -> GpuPoolsReady | None:
+        """The wait for the GPU pools of a Cluster API Cluster, created once the Cluster is Ready."""
+        spec = args.spec
+        if spec.api_version != CLUSTER_API or not spec.pools("gpu") or args.supervisor_kubeconfig is None:
+            return None
+        return GpuPoolsReady(
+            f"{name}-gpu-pools-ready", pulumi.ResourceOptions(parent=self, depends_on=[self.tkc]),
+            kubeconfig=args.supervisor_kubeconfig, namespace=args.namespace, cluster_name=self.name,
+            pools={p.name: p.replicas for p in spec.pools("gpu")}, revision=gpu_pools_revision(manifest, spec),
+            timeout_seconds=spec.gpu_pools_ready_timeout_minutes * 60)
+
+
+def gpu_pools_revision(manifest: dict[str, Any], spec: ClusterSpec) -> str:
+    """A digest of what decides the GPU pools' machines (the release, each GPU pool's
+    machineDeployment): when it changes, ``pulumi up`` waits for them again."""
+    topology = manifest["spec"]["topology"]
+    gpu = {p.name for p in spec.pools("gpu")}
+    pools = [d for d in topology["workers"]["machineDeployments"] if d["name"] in gpu]
+    text = json.dumps({"version": topology["version"], "pools": pools}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
