@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Regenerate the Dask pods' locked environment: components/dask/environment/worker-cu12.lock
+(the GPU pods') and worker-cpu.lock (its CPU flavour, for the tests), from worker.in and
+overrides.txt in the same folder.
+
+Two steps, neither downloads a wheel:
+
+1. resolve: ``uv pip compile`` for CPython 3.11 on manylinux_2_28 x86_64, wheels only, with
+   overrides.txt (torch 2.10.0 pins its CUDA 12.8 libraries exactly; RAPIDS 26.10 needs a newer
+   nvJitLink of the same major). uv reads each candidate's metadata from the index (PEP 658).
+   pip's resolver has no overrides, so it cannot resolve this spec (ResolutionImpossible).
+2. pick the files: ``pip install --dry-run --ignore-installed --no-deps --report -`` of the
+   resolved pins for the same target; the report names the one wheel pip would install there
+   and its sha256, which become the lock's ``--hash`` (one per package: the pods install
+   exactly these files).
+
+The CPU flavour is the same spec with the lines marked ``# gpu-only`` left out and a line
+marked ``# cpu: <requirement>`` replaced by that requirement.
+
+Usage: scripts/lock_worker_env.py [--index-url URL] [--flavour cu12|cpu] [--check]
+``--check`` resolves nothing: exit 1 when a lock's recorded spec digest is not the spec's
+(worker.in or overrides.txt changed since the lock was made). Needs ``uv`` (``pip install uv``)
+on PATH or in this interpreter's environment, and the index (PyPI) reachable.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ENV_DIR = REPO / "components" / "dask" / "environment"
+SPEC = ENV_DIR / "worker.in"
+OVERRIDES = ENV_DIR / "overrides.txt"
+FLAVOURS = ("cu12", "cpu")
+PYTHON_VERSION = "3.11"
+UV_PLATFORM = "x86_64-manylinux_2_28"
+# pip takes each accepted platform tag on its own: manylinux_2_28 and every older glibc's
+PIP_PLATFORMS = [f"manylinux_2_{m}_x86_64" for m in range(28, 4, -1)] + [
+    "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]
+DEFAULT_INDEX = "https://pypi.org/simple"
+_MARK = re.compile(r"#\s*(gpu-only|cpu:\s*(?P<cpu>\S.*))\s*$")
+
+
+def lock_path(flavour: str) -> Path:
+    return ENV_DIR / f"worker-{flavour}.lock"
+
+
+def flavour_spec(text: str, flavour: str) -> str:
+    """worker.in for ``flavour``: cu12 as written (marks dropped), cpu without the gpu-only lines."""
+    out = []
+    for line in text.splitlines():
+        mark = _MARK.search(line)
+        requirement = line[:mark.start()].rstrip() if mark else line
+        if mark and flavour == "cpu":
+            if mark.group("cpu") is None:
+                continue
+            requirement = mark.group("cpu").strip()
+        out.append(requirement)
+    return "\n".join(out) + "\n"
+
+
+def spec_digest(flavour: str) -> str:
+    """What a lock was made from: the flavour's spec and the overrides."""
+    text = flavour_spec(SPEC.read_text(), flavour) + "\0" + OVERRIDES.read_text()
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def recorded_digest(path: Path) -> str | None:
+    for line in path.read_text().splitlines() if path.exists() else ():
+        if line.startswith("# spec-sha256: "):
+            return line.split(": ", 1)[1].strip()
+    return None
+
+
+def _clean_env() -> dict[str, str]:
+    """No site pip or uv configuration (find-links, extra indexes, constraints) leaks in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def _uv() -> list[str]:
+    found = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    if not Path(found).exists():
+        sys.exit("uv is needed to resolve (pip install uv)")
+    return [found]
+
+
+def resolve(spec: str, index_url: str, workdir: Path) -> list[str]:
+    """``name==version`` of every package the spec needs on the target."""
+    (workdir / "spec.in").write_text(spec)
+    out = subprocess.run([*_uv(), "pip", "compile", "--quiet", "--no-config", "--no-header", "--no-annotate",
+                          "--index-url", index_url, "--python-platform", UV_PLATFORM, "--python-version",
+                          PYTHON_VERSION, "--only-binary", ":all:", "--override", str(OVERRIDES),
+                          str(workdir / "spec.in")],
+                         capture_output=True, text=True, env=_clean_env(), check=False)
+    if out.returncode != 0:
+        sys.exit(f"uv pip compile failed:\n{out.stderr}")
+    return [line.strip() for line in out.stdout.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def pick_files(pins: list[str], index_url: str, workdir: Path) -> list[dict]:
+    """For each pin, the wheel pip installs on the target: name, version, url, sha256."""
+    (workdir / "pins.txt").write_text("\n".join(pins) + "\n")
+    platforms = [arg for p in PIP_PLATFORMS for arg in ("--platform", p)]
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--quiet", "--dry-run",
+                          "--ignore-installed", "--no-deps", "--report", "-", "--index-url", index_url,
+                          "--only-binary=:all:", *platforms, "--python-version", PYTHON_VERSION,
+                          "--implementation", "cp", "-r", str(workdir / "pins.txt")],
+                         capture_output=True, text=True, env=_clean_env(), check=False)
+    if out.returncode != 0:
+        sys.exit(f"pip's dry run failed:\n{out.stderr}")
+    files = []
+    for item in json.loads(out.stdout)["install"]:
+        info = item["download_info"]
+        files.append({"name": item["metadata"]["name"], "version": item["metadata"]["version"],
+                      "url": info["url"], "sha256": info["archive_info"]["hashes"]["sha256"]})
+    return sorted(files, key=lambda f: re.sub(r"[-_.]+", "-", f["name"]).lower())
+
+
+def render(flavour: str, files: list[dict], index_url: str) -> str:
+    lines = [
+        f"# The Dask pods' environment, flavour {flavour}: CPython {PYTHON_VERSION}, manylinux_2_28 x86_64, wheels only.",
+        "# Generated by scripts/lock_worker_env.py from worker.in and overrides.txt: do not edit.",
+        f"# Install: pip install --require-hashes --no-deps --only-binary=:all: -r worker-{flavour}.lock",
+        f"# spec-sha256: {spec_digest(flavour)}",
+        f"# resolved-from: {index_url}",
+    ]
+    for f in files:
+        lines.append(f"{f['name']}=={f['version']} \\")
+        lines.append(f"    --hash=sha256:{f['sha256']}")
+        lines.append(f"    # {f['url'].rsplit('/', 1)[1]}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index-url", default=DEFAULT_INDEX)
+    parser.add_argument("--flavour", choices=FLAVOURS, action="append")
+    parser.add_argument("--check", action="store_true")
+    a = parser.parse_args(argv)
+    flavours = a.flavour or list(FLAVOURS)
+    if a.check:
+        stale = [f for f in flavours if recorded_digest(lock_path(f)) != spec_digest(f)]
+        for f in stale:
+            print(f"{lock_path(f).relative_to(REPO)} is not worker.in's lock: run scripts/lock_worker_env.py",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    for flavour in flavours:
+        with tempfile.TemporaryDirectory() as tmp:
+            pins = resolve(flavour_spec(SPEC.read_text(), flavour), a.index_url, Path(tmp))
+            files = pick_files(pins, a.index_url, Path(tmp))
+        lock_path(flavour).write_text(render(flavour, files, a.index_url))
+        print(f"{lock_path(flavour).relative_to(REPO)}: {len(files)} packages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
