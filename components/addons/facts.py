@@ -74,7 +74,8 @@ NODE_OS_TAG = "ubuntu20.04"
 # A current Ubuntu VKr node: NFD labels it ubuntu / 22.04; the NVAIE guest-driver tags are
 # <driver>-ubuntu22.04 (NVIDIA's NVAIE GPU-operator documentation).
 VKR_NODE_OS_TAG = "ubuntu22.04"
-NODE_OS_TAGS = {(1, 20): NODE_OS_TAG, (1, 21): NODE_OS_TAG, (1, 32): VKR_NODE_OS_TAG}  # minor -> Ubuntu node
+NODE_OS_TAGS = {(1, 20): NODE_OS_TAG, (1, 21): NODE_OS_TAG, (1, 32): VKR_NODE_OS_TAG,  # minor -> Ubuntu node
+                (1, 33): VKR_NODE_OS_TAG}  # GPU operator v26.7.0 is validated on VKS with Ubuntu 22.04 (support_matrix)
 
 
 def node_os_tag(kubernetes: tuple[int, ...]) -> str | None:

@@ -9,11 +9,12 @@ import ipaddress
 import re
 
 from components.addons import facts as addon_facts
+from components.addons import support_matrix
 from components.dask import chart as dask_chart
 import components.settings.schema as schema
 import components.settings.values as values
 from components.settings.errors import Problem
-from components.settings.model import TKC_V1ALPHA2, NodePool, Settings
+from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
@@ -33,7 +34,7 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, operator_checks, _class_variables):
+                 _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))
@@ -304,19 +305,34 @@ def _gpu_operator_apis(s: Settings) -> list[Problem]:
 
 
 def _driver_runs_the_images_cuda(s: Settings) -> list[Problem]:
-    """The guest driver must run the CUDA the Dask image is built for, or every GPU worker
-    fails at its first CUDA call (``addons/facts.py``: ``MIN_DRIVER_FOR_CUDA``, with its source)."""
+    """The guest driver must run what the Dask image is built for, or every GPU worker fails at
+    its first CUDA call: RAPIDS' own floor for the image's release and CUDA major where it is
+    known (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's minor-version floor
+    (``addons/facts.py``: ``MIN_DRIVER_FOR_CUDA``), each with its source."""
     from components.dask.facts import image_cuda_major  # dask's facts import settings' model
 
     cuda = image_cuda_major(s.dask.image)
     driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
-    needed = addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
+    rapids = support_matrix.image_rapids_release(s.dask.image)
+    needed = support_matrix.rapids_driver_floor(rapids, cuda) or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
     if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
         return []
-    oldest = ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(needed))
+    oldest = ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(needed)).removesuffix(".0.00")
+    who = f"RAPIDS {rapids} on CUDA {cuda}" if support_matrix.rapids_driver_floor(rapids, cuda) else f"CUDA {cuda}"
     return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run daskImage {s.dask.image}"
-                                         f" (CUDA {cuda} needs a driver >= {oldest}): use your hosts' vGPU"
+                                         f" ({who} needs a driver >= {oldest}): use your hosts' vGPU"
                                          f" release with a newer guest driver, or an image built for an older CUDA")]
+
+
+def _cni_applied(s: Settings) -> list[Problem]:
+    """A Cluster API Cluster carries no CNI: the Cluster this program declares has no field for
+    it (``components/cluster/manifests.py``), so VKS installs its default, Antrea, whatever
+    ``cni`` says; only a TanzuKubernetesCluster sets ``settings.network.cni``."""
+    if s.cluster.api_version != CLUSTER_API or s.cluster.cni == "antrea":
+        return []
+    return [Problem("cni", f"{s.cluster.cni} is not applied with clusterApi {CLUSTER_API}: the Cluster carries no"
+                           " CNI and VKS installs its default, Antrea; leave cni at antrea, or use clusterApi"
+                           " run.tanzu.vmware.com/v1alpha3, whose TanzuKubernetesCluster sets it")]
 
 
 def _file_share(s: Settings) -> list[Problem]:

@@ -13,7 +13,7 @@ from tests.program.graph import run_program
 
 REPO = Path(__file__).resolve().parents[2]
 
-VKR = "v1.32.3---vmware.1-fips-vkr.2"
+VKR = "v1.33.6---vmware.1-fips-vkr.2"
 CURRENT = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "cluster.x-k8s.io/v1beta1", "tkr": VKR}
 
 
@@ -115,6 +115,6 @@ def test_the_papers_stack_says_once_that_the_runner_cannot_drive_its_image():
 def test_the_gpu_operator_of_the_paper_is_refused_on_todays_kubernetes():
     g = run_program("dev", config={"gpuOperatorVersion": "v1.9.1", "licenseTokenInConfigMap": True})
     assert g.error is not None
-    for part in ("gpuOperatorVersion", "v1.9.1", "policy/v1beta1 PodSecurityPolicy", "Kubernetes 1.32",
-                 "tkr v1.32.3---vmware.1-fips-vkr.2", "v26.7.0"):
+    for part in ("gpuOperatorVersion", "v1.9.1", "policy/v1beta1 PodSecurityPolicy", "Kubernetes 1.33",
+                 f"tkr {VKR}", "v26.7.0"):
         assert part in g.error, g.error

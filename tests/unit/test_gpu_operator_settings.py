@@ -27,7 +27,7 @@ def test_the_papers_gpu_operator_is_refused_on_a_current_vkr():
     [problem] = error.problems
     assert problem.key == "gpuOperatorVersion" and "dask-tkg:gpuOperatorVersion" in str(error)
     assert ("GPU operator v1.9.1 uses policy/v1beta1 PodSecurityPolicy and node.k8s.io/v1beta1 RuntimeClass,"
-            " which Kubernetes 1.32 (tkr v1.32.3---vmware.1-fips-vkr.2) no longer serves") in problem.message
+            " which Kubernetes 1.33 (tkr v1.33.6---vmware.1-fips-vkr.2) no longer serves") in problem.message
     assert "set gpuOperatorVersion v26.7.0, or a tkr before 1.25" in problem.message
 
 
@@ -56,17 +56,27 @@ def test_a_bad_nvaie_release_names_the_key(version):
 
 
 def test_a_cuda_13_image_on_the_r535_driver_is_refused():
-    """The trap of today's defaults: RAPIDS publishes cuda13 images too, and PyPI's newer torch
-    is CUDA 13; the R535 driver NVIDIA's script installs runs neither."""
-    error = refused(daskImage="rapidsai/notebooks:26.10-cuda13-py3.11")
+    """RAPIDS publishes cuda13 images too, and PyPI's newer torch is CUDA 13; the R535 driver
+    of vGPU 16 (the earlier default, NVIDIA's install script's) runs neither."""
+    error = refused(daskImage="rapidsai/notebooks:26.10-cuda13-py3.11", vgpuDriverVersion="535.154.05")
     [problem] = error.problems
     assert problem.key == "vgpuDriverVersion" and "dask-tkg:vgpuDriverVersion" in str(error)
-    assert ("535.154.05 cannot run daskImage rapidsai/notebooks:26.10-cuda13-py3.11 (CUDA 13 needs a driver"
-            " >= 580.65.06)") in problem.message
+    assert ("535.154.05 cannot run daskImage rapidsai/notebooks:26.10-cuda13-py3.11 (RAPIDS 26.10 on CUDA 13"
+            " needs a driver >= 580)") in problem.message
+
+
+def test_a_driver_below_rapids_floor_is_refused_though_cuda_runs_on_it():
+    """CUDA 12's own floor is 525.60.13, but RAPIDS 26.10 states 535 for CUDA 12: a 530 driver
+    passes CUDA's floor and fails RAPIDS' (support_matrix.RAPIDS_DRIVER_FLOOR)."""
+    error = refused(daskImage="rapidsai/notebooks:26.10-cuda12-py3.11", vgpuDriverVersion="530.41.03")
+    [problem] = error.problems
+    assert problem.key == "vgpuDriverVersion"
+    assert ("530.41.03 cannot run daskImage rapidsai/notebooks:26.10-cuda12-py3.11 (RAPIDS 26.10 on CUDA 12"
+            " needs a driver >= 535)") in problem.message
 
 
 @pytest.mark.parametrize("image, driver", [
-    ("rapidsai/notebooks:26.10-cuda12-py3.11", "535.154.05"),  # today's defaults
+    ("rapidsai/notebooks:26.10-cuda12-py3.11", "535.154.05"),  # RAPIDS 26.10's CUDA 12 floor is 535
     ("rapidsai/notebooks:26.10-cuda13-py3.11", "580.65.06"),
     ("nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04", "470.63.01"),  # the paper's pair
     ("registry.example/dask-tkg/dask-runtime:1.0", "470.63.01"),  # no CUDA in the tag: not judged

@@ -66,8 +66,8 @@ def test_defaults_are_todays_platform():
     s = load(DictSource({k: v for k, v in SITE.items() if k not in PAPER_PLATFORM} | {"supervisorId": "domain-c8"},
                         PROVIDER))
     assert (s.vsphere.version, s.cluster.api_version) == (8, "cluster.x-k8s.io/v1beta1")
-    assert s.cluster.kubernetes_version[:2] == (1, 32) and s.cluster.cluster_class == "builtin-generic-v3.4.0"
-    assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "535.154.05")
+    assert s.cluster.kubernetes_version[:2] == (1, 33) and s.cluster.cluster_class == "builtin-generic-v3.4.0"
+    assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "580.65.06")
     assert (s.dask.backend, s.dask.operator.chart_version) == ("operator", "2026.3.0")
     assert (s.dask.image, s.dask.dask_version) == ("rapidsai/notebooks:26.10-cuda12-py3.11", "2026.7.1")
 

@@ -1,0 +1,164 @@
+"""What NVIDIA and VMware support, as data: each statement with the source it was read from.
+
+A default is a promise that its vendors support it with the others together, so the chain
+is kept here whole: the hosts' vGPU manager decides the guest driver's branch; the branch's
+life cycle and the pinned GPU operator's list decide whether that driver is supported; the
+driver decides which CUDA, and so which RAPIDS image, the workers can run; the Supervisor's
+VKS release decides which ClusterClass and VKr a Cluster can use, and the GPU operator's
+validated range decides which VKr it is supported on. ``components.settings.support`` warns
+at preview from these facts and ``components.settings.checks`` refuses what cannot run;
+``tests/unit/test_supported_defaults.py`` holds the stacks' defaults against them.
+"""
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VgpuBranch:
+    """One NVIDIA vGPU software release family: its guest drivers are R<branch>.xx."""
+
+    branch: int  # the driver branch, e.g. 580
+    vgpu: int  # the NVIDIA vGPU software release, e.g. 19
+    supported_until: str  # YYYY-MM: the last month of support
+    source: str
+
+    def supported_on(self, day: datetime.date) -> bool:
+        year, month = (int(part) for part in self.supported_until.split("-"))
+        return (day.year, day.month) <= (year, month)
+
+
+VGPU_BRANCHES: tuple[VgpuBranch, ...] = (
+    VgpuBranch(470, 13, "2024-07", "NVIDIA vGPU software lifecycle policy: a long-term support branch is supported"
+               " for 3 years; vGPU 13.0 (R470, Linux guest driver 470.63.01, the paper's NVAIE 1.1) was"
+               " released in July 2021"),
+    VgpuBranch(535, 16, "2026-07", "NVIDIA vGPU release notes and lifecycle (docs.nvidia.com/vgpu): vGPU 16 (R535)"
+               " reached end of life in July 2026; 535.154.05 is the vGPU 16.3 Linux guest driver"),
+    VgpuBranch(580, 19, "2028-07", "NVIDIA vGPU release notes and lifecycle (docs.nvidia.com/vgpu): vGPU 19 (R580)"
+               " is a long-term support branch, supported to July 2028"),
+)
+
+# The guest driver of the current defaults: vGPU 19.0's Linux guest driver. Source: "Virtual
+# GPU Software R580 for VMware vSphere Release Notes", 1.1 (docs.nvidia.com/vgpu/19.0/
+# grid-vgpu-release-notes-vmware-vsphere): vGPU 19.0, vGPU Manager 580.65.05, Linux driver
+# 580.65.06. The same notes: a guest driver works with a vGPU Manager of the same release, or
+# with one of the next branch (or next long-term branch): the hosts decide the guest driver.
+# NVIDIA AI Enterprise Infra 7.x uses the R580 branch (NVIDIA/cloud-native-docs at 187a4a5b,
+# gpu-operator/install-gpu-operator-nvaie.rst, "Installing GPU Operator Using the Data Center
+# Driver").
+CURRENT_GUEST_DRIVER = "580.65.06"
+
+
+@dataclass(frozen=True)
+class OperatorSupport:
+    """What one GPU operator release line lists and is validated on."""
+
+    versions: str  # the release line, e.g. "v26.7."
+    drivers: tuple[str, ...]  # the data-center drivers it lists (a vGPU guest driver of the same branch)
+    default_driver: str
+    vks_kubernetes: tuple[tuple[int, int], tuple[int, int]]  # validated on VKS, first and last minor
+    vks_os: str
+    source: str
+
+    def covers(self, version: str) -> bool:
+        return ("v" + version.lstrip("v")).startswith(self.versions)
+
+    @property
+    def branches(self) -> tuple[int, ...]:
+        return tuple(int(driver.split(".")[0]) for driver in self.drivers)
+
+
+GPU_OPERATORS: tuple[OperatorSupport, ...] = (
+    OperatorSupport(
+        versions="v26.7.",
+        drivers=("610.57.04", "595.91.07", "580.173.02", "535.309.01"),
+        default_driver="595.91.07",
+        vks_kubernetes=((1, 33), (1, 36)),
+        vks_os="Ubuntu 22.04",
+        source=("NVIDIA/cloud-native-docs at 187a4a5b ('Release docs 26.7.0'): gpu-operator/life-cycle-policy.rst"
+                " (NVIDIA GPU Driver for v26.7.0: 610.57.04, 595.91.07 (recommended, default), 580.173.02,"
+                " 535.309.01; 'Driver version could be different with NVIDIA vGPU, as it depends on the driver"
+                " version downloaded from the NVIDIA Licensing Portal': so a guest driver is held to the branch)"
+                " and gpu-operator/platform-support.rst (VMware vSphere Kubernetes Service (VKS), Ubuntu 22.04"
+                " LTS: 1.33---1.36)"),
+    ),
+)
+
+
+def operator_support(version: str) -> OperatorSupport | None:
+    return next((facts for facts in GPU_OPERATORS if facts.covers(version)), None)
+
+
+# The oldest driver each RAPIDS release runs on, per CUDA major: stricter than CUDA's own
+# minor-version floor (components.addons.facts.MIN_DRIVER_FOR_CUDA), which RAPIDS' kernels
+# need beyond. Sources: RAPIDS platform-support page for 26.10 ("CUDA 12 with driver 535 or
+# newer, CUDA 13 with driver 580 or newer"); RAPIDS 21.10 installation guide ("CUDA 11.0+ with
+# driver 450.80.02+").
+RAPIDS_DRIVER_FLOOR: dict[tuple[str, int], tuple[int, ...]] = {
+    ("26.10", 12): (535, 0, 0),
+    ("26.10", 13): (580, 0, 0),
+    ("21.10", 11): (450, 80, 2),
+}
+
+
+def rapids_driver_floor(rapids: str | None, cuda: int | None) -> tuple[int, ...] | None:
+    return RAPIDS_DRIVER_FLOOR.get((rapids, cuda)) if rapids and cuda else None
+
+
+@dataclass(frozen=True)
+class VkrRelease:
+    """A vSphere Kubernetes release and the first VKS release that ships it."""
+
+    name: str
+    vks: tuple[int, int]  # VKS major.minor
+    source: str
+
+    @property
+    def kubernetes(self) -> tuple[int, int]:
+        match = re.match(r"v(\d+)\.(\d+)\.", self.name)
+        return int(match.group(1)), int(match.group(2))
+
+
+_VKR_SOURCE = ("Portworx Enterprise support matrix, 'Supported Kubernetes Versions' (docs.portworx.com,"
+               " portworx-enterprise/support-matrix/supported-kubernetes-versions): VKS rows")
+VKRS: tuple[VkrRelease, ...] = (
+    VkrRelease("v1.32.10---vmware.1-fips-vkr.2", (3, 3), _VKR_SOURCE),
+    VkrRelease("v1.33.6---vmware.1-fips-vkr.2", (3, 4), _VKR_SOURCE + "; VMware's 24-month support of VKr 1.33"
+               " (announced June 2025, with VKS 3.5's announcement of the same for every VKr from 1.34)"),
+    VkrRelease("v1.34.2---vmware.2-vkr.2", (3, 5), _VKR_SOURCE),
+    VkrRelease("v1.35.2---vmware.1-vkr.3", (3, 6), _VKR_SOURCE),
+    VkrRelease("v1.36.1---vmware.4-vkr.5", (3, 7), _VKR_SOURCE),
+)
+
+
+def vkr(name: str) -> VkrRelease | None:
+    return next((release for release in VKRS if release.name == name), None)
+
+
+# A builtin-generic-v3.N.0 ClusterClass is published by VKS 3.N and later (current-platform
+# facts: "builtin-generic-v3.4.0 needs VKS 3.4+"; VMware publishes the classes in
+# vmware-system-vks-public).
+_BUILTIN_CLASS = re.compile(r"^builtin-generic-v(\d+)\.(\d+)\.\d+$")
+
+
+def class_needs_vks(cluster_class: str) -> tuple[int, int] | None:
+    match = _BUILTIN_CLASS.match(cluster_class)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def vgpu_branch(driver: str) -> VgpuBranch | None:
+    major = driver.split(".")[0]
+    return next((b for b in VGPU_BRANCHES if str(b.branch) == major), None) if major.isdigit() else None
+
+
+_RAPIDS_TAG = re.compile(r"^(\d{2}\.\d{2})-")
+
+
+def image_rapids_release(image: str) -> str | None:
+    """The RAPIDS release of a RAPIDS image, from its tag as RAPIDS and NGC name them
+    (``rapidsai/notebooks:26.10-cuda12-py3.11``, ``nvcr.io/nvidia/rapidsai/rapidsai:21.10-...``)."""
+    repository, _, tag = image.rpartition(":")
+    match = _RAPIDS_TAG.match(tag)
+    return match.group(1) if match and "rapidsai" in repository else None
