@@ -1,0 +1,181 @@
+"""The preview check of what a Supervisor serves, against a real kube-apiserver 1.20 holding the
+upstream CRDs and objects shaped like a VKS Supervisor's.
+
+CRDs (pinned artifacts, installed unchanged but for the one noted in ``release_crds``):
+Cluster API v1.10.10's ClusterClass (namespaced, ``cluster.x-k8s.io/v1beta1``) and
+tanzu-framework@2bcc114e's TanzuKubernetesRelease and OSImage (cluster-scoped,
+``run.tanzu.vmware.com/v1alpha3``: ``spec.osImages``, ``spec.os.name``, conditions
+``Ready``/``Compatible`` with ``reason``/``message``, set here through the status subresource
+as the Supervisor's TKR controller does). ``SupervisorReleasesProvider.check`` is run with a
+kubeconfig for this server, exactly as ``pulumi preview`` runs it.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+
+import pytest
+import yaml
+
+from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
+from tests import artifacts
+
+from .conftest import apply_manifest, install_crd, load_crd, patch_status
+
+pytestmark = pytest.mark.apiserver
+
+CLASS_NAMESPACE = "vmware-system-vks-public"
+CLASSES = ("builtin-generic-v3.1.0", "builtin-generic-v3.4.0")  # what this Supervisor publishes
+GOOD = "v1.32.3---vmware.1-fips-vkr.2"  # Ready, Compatible, Photon and Ubuntu images
+PHOTON_ONLY = "v1.31.4---vmware.1-fips-vkr.3"  # Ready, Compatible, only a Photon image
+NOT_READY = "v1.33.1---vmware.1-fips-vkr.1"
+NOT_COMPATIBLE = "v1.20.8---vmware.1-tkg.2"
+ABSENT = "v1.34.0---vmware.1-fips-vkr.1"
+# The Compatible condition a vSphere 8 Supervisor gives a 1.20 TKR (reason and message made up
+# in the style of tanzu-framework's TKR controller).
+INCOMPATIBLE = {"reason": "NotCompatibleWithSupervisor", "message": "TKR v1.20.8 is not supported by TKG Service 3.4"}
+NOT_READY_WHY = {"reason": "MissingOSImage", "message": "OSImage vmi-ubuntu-1331 is not yet available"}
+POOLS = [{"key": "nodePools[0]", "name": "gpu-worker", "role": "gpu", "os": "ubuntu"},
+         {"key": "nodePools[1]", "name": "cpu-worker", "role": "cpu", "os": ""}]
+
+
+def release_crds() -> list[dict]:
+    """The TKR and OSImage CRDs. The TKR CRD stores v1alpha1 and a Supervisor converts to it
+    through a webhook; the stand-in has none, so v1alpha3 is made the stored version here (its
+    schema, the one read, unchanged), else the v1alpha1 schema would prune ``spec.osImages``."""
+    tkr = load_crd(artifacts.TKR_CRD)
+    for version in tkr["spec"]["versions"]:
+        version["storage"] = version["name"] == "v1alpha3"
+    return [tkr, load_crd(artifacts.OSIMAGE_CRD)]
+
+
+def condition(kind: str, status: str, why: dict | None = None) -> dict:
+    return {"type": kind, "status": status, "lastTransitionTime": "2026-11-02T10:00:00Z", **(why or {})}
+
+
+def os_image(name: str, os_name: str, version: str, k8s: str) -> dict:
+    return {"apiVersion": "run.tanzu.vmware.com/v1alpha3", "kind": "OSImage", "metadata": {"name": name},
+            "spec": {"kubernetesVersion": k8s, "os": {"name": os_name, "version": version, "arch": "amd64",
+                                                       "type": "linux"},
+                     "image": {"type": "vmop", "ref": {"name": name}}}}
+
+
+def release(api, name: str, images: list[str], ready: dict, compatible: dict) -> None:
+    k8s = name.split("---")[0] + "+vmware.1"
+    obj = apply_manifest(api, {
+        "apiVersion": "run.tanzu.vmware.com/v1alpha3", "kind": "TanzuKubernetesRelease", "metadata": {"name": name},
+        "spec": {"version": name.replace("---", "+"), "kubernetes": {"version": k8s},
+                 "osImages": [{"name": image} for image in images]}})
+    patch_status(api, obj, {"conditions": [ready, compatible]})
+
+
+@pytest.fixture(scope="module")
+def supervisor(kube_apiserver, capi_crds):
+    """The Supervisor's objects: two builtin classes, five releases, their OS images."""
+    api = kube_apiserver.api_client
+    for crd in release_crds():
+        install_crd(api, crd)
+    apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLASS_NAMESPACE}},
+                   update_existing=True)
+    for name in CLASSES:
+        apply_manifest(api, {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "ClusterClass",
+                             "metadata": {"name": name, "namespace": CLASS_NAMESPACE}, "spec": {}},
+                       update_existing=True)
+    for name, os_name, version in (("vmi-photon-1323", "photon", "5"), ("vmi-ubuntu-1323", "ubuntu", "22.04"),
+                                   ("vmi-photon-1314", "photon", "5"), ("vmi-photon-1331", "photon", "5")):
+        apply_manifest(api, os_image(name, os_name, version, "v1.32.3+vmware.1"), update_existing=True)
+    ok = (condition("Ready", "True"), condition("Compatible", "True"))
+    release(api, GOOD, ["vmi-photon-1323", "vmi-ubuntu-1323"], *ok)
+    release(api, PHOTON_ONLY, ["vmi-photon-1314"], *ok)
+    release(api, NOT_READY, ["vmi-photon-1331", "vmi-ubuntu-1331"], condition("Ready", "False", NOT_READY_WHY), ok[1])
+    release(api, NOT_COMPATIBLE, [], ok[0], condition("Compatible", "False", INCOMPATIBLE))
+    return kube_apiserver
+
+
+def kubeconfig(server, token: str | None = None) -> str:
+    """A kubeconfig carrying the CA as data, as a Supervisor's service-account kubeconfig does."""
+    doc = yaml.safe_load(server.kubeconfig.read_text())
+    cluster = doc["clusters"][0]["cluster"]
+    cluster["certificate-authority-data"] = base64.b64encode(server.ca_file.read_bytes()).decode()
+    del cluster["certificate-authority"]
+    if token:
+        doc["users"][0]["user"]["token"] = token
+    return yaml.safe_dump(doc)
+
+
+def props(server, **overrides) -> dict:
+    values = {"kubeconfig": kubeconfig(server), "access_key": "supervisorKubeconfig",
+              "cluster_class": "builtin-generic-v3.4.0", "class_namespace": CLASS_NAMESPACE, "tkr": GOOD,
+              "pools": copy.deepcopy(POOLS)}
+    values.update(overrides)
+    return values
+
+
+def failures(server, **overrides) -> list[tuple[str, str]]:
+    result = SupervisorReleasesProvider().check({}, props(server, **overrides))
+    return [(f.property, f.reason) for f in result.failures]
+
+
+def test_a_supervisor_that_serves_the_class_the_release_and_its_images_passes(supervisor):
+    assert failures(supervisor) == []
+    # the kubeconfig the fixture writes names its CA by file: read that way too
+    assert failures(supervisor, kubeconfig=supervisor.kubeconfig.read_text()) == []
+
+
+def test_a_class_the_supervisor_does_not_serve_is_refused_naming_cluster_class(supervisor):
+    [(key, why)] = failures(supervisor, cluster_class="builtin-generic-v3.5.0")
+    assert key == "clusterClass"
+    assert (f"does not serve ClusterClass builtin-generic-v3.5.0 in namespace {CLASS_NAMESPACE} (GET "
+            f"/apis/cluster.x-k8s.io/v1beta1/namespaces/{CLASS_NAMESPACE}/clusterclasses/builtin-generic-v3.5.0"
+            " -> HTTP 404)") in why
+    assert f"namespace {CLASS_NAMESPACE} has: builtin-generic-v3.1.0, builtin-generic-v3.4.0" in why
+    [(_, other)] = failures(supervisor, class_namespace="vmware-system-tkg")
+    assert "namespace vmware-system-tkg has: no ClusterClass" in other
+
+
+def test_the_unversioned_class_is_not_looked_for(supervisor):
+    """``tanzukubernetescluster`` lives in each vSphere Namespace, created later by the program."""
+    assert failures(supervisor, cluster_class="tanzukubernetescluster") == []
+
+
+def test_a_missing_release_is_refused_listing_the_usable_ones(supervisor):
+    [(key, why)] = failures(supervisor, tkr=ABSENT)
+    assert key == "tkr"
+    assert f"TanzuKubernetesRelease {ABSENT} is not on the Supervisor" in why
+    assert f"/apis/run.tanzu.vmware.com/v1alpha3/tanzukubernetesreleases/{ABSENT} -> HTTP 404" in why
+    assert why.endswith(f"Ready and Compatible there: {PHOTON_ONLY}, {GOOD}")
+
+
+def test_a_release_not_compatible_is_refused_with_the_supervisors_reason(supervisor):
+    [(key, why)] = failures(supervisor, tkr=NOT_COMPATIBLE)
+    assert key == "tkr"
+    assert (f"TanzuKubernetesRelease {NOT_COMPATIBLE} is not Compatible (Compatible=False: "
+            "NotCompatibleWithSupervisor; TKR v1.20.8 is not supported by TKG Service 3.4)") in why
+    assert f"Ready and Compatible there: {PHOTON_ONLY}, {GOOD}" in why
+
+
+def test_a_release_not_ready_is_refused_with_the_supervisors_reason(supervisor):
+    [(key, why)] = failures(supervisor, tkr=NOT_READY)
+    assert key == "tkr"
+    assert (f"TanzuKubernetesRelease {NOT_READY} is not Ready (Ready=False: MissingOSImage; "
+            "OSImage vmi-ubuntu-1331 is not yet available)") in why
+
+
+def test_a_gpu_pool_on_a_release_without_ubuntu_is_refused_naming_the_pool(supervisor):
+    [(key, why)] = failures(supervisor, tkr=PHOTON_ONLY)
+    assert key == "nodePools[0]"
+    assert (f"node pool gpu-worker (role gpu) needs an ubuntu OS image of TanzuKubernetesRelease {PHOTON_ONLY},"
+            " which offers: photon 5 (vmi-photon-1314)") in why
+
+
+def test_every_refusal_is_reported_at_once(supervisor):
+    found = failures(supervisor, cluster_class="builtin-generic-v3.5.0", tkr=PHOTON_ONLY)
+    assert [key for key, _ in found] == ["clusterClass", "nodePools[0]"]
+
+
+def test_a_kubeconfig_that_may_not_read_names_the_setting_it_came_from(supervisor):
+    """bob has a token but no role: the API answers 403, which is no verdict on the Supervisor."""
+    [(key, why)] = failures(supervisor, kubeconfig=kubeconfig(supervisor, supervisor.users["bob"]),
+                            access_key="supervisorServer")
+    assert key == "supervisorServer"
+    assert "cannot check what the Supervisor serves" in why and "HTTP 403" in why
