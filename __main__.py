@@ -19,12 +19,12 @@ from components.dask.operator_cluster import DaskOperatorCluster, DaskOperatorCl
 from components.settings import load_settings
 from components.settings.model import CLUSTER_API
 from components.settings.operator import initial_workers
-from components.settings.support import runner_image_notice, support_notice
+from components.settings.support import runner_image_notice, support_notice, support_warnings
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 
 settings = load_settings()
-for notice in (support_notice(settings), runner_image_notice(settings)):
+for notice in (support_notice(settings), runner_image_notice(settings), *support_warnings(settings)):
     if notice:
         pulumi.log.warn(notice)
 

@@ -13,14 +13,16 @@ Facts, each with its source:
 """
 from __future__ import annotations
 
+import datetime
 import importlib.metadata
 import sys
 
 from components.addons import facts as addon_facts
+from components.addons import support_matrix
 from components.dask import facts as dask_facts
 import components.settings.schema as schema
 from components.settings.checks import MIN_V1ALPHA3_KUBERNETES
-from components.settings.model import Settings
+from components.settings.model import TKC_V1ALPHA2, Settings
 
 LAST_VSPHERE_OUT_OF_SUPPORT = 7
 FIRST_KUBERNETES_STILL_RUN = MIN_V1ALPHA3_KUBERNETES[:2]  # the TKRs vSphere 8 still runs
@@ -70,3 +72,51 @@ def runner_image_notice(s: Settings, runner: tuple[str, str] | None = None) -> s
             f" daskImageDaskVersion {schema.default('daskImageDaskVersion')} and extraPipPackages"
             f" \"{schema.default('extraPipPackages')}\" (the current platform's defaults, Pulumi.yaml), or build"
             " images/dask-runtime.")
+
+
+def support_warnings(s: Settings, today: datetime.date | None = None) -> list[str]:
+    """What NVIDIA does not support in the GPU settings, each naming the settings involved.
+
+    Warnings, not refusals: the hosts' vGPU manager decides the guest driver, so a site on an
+    older vGPU release must be able to deploy its matching driver; it is told, at preview, that
+    the pairing is out of support (``components.addons.support_matrix``, with the sources)."""
+    if not s.gpu_nodes:
+        return []
+    day = today or datetime.date.today()
+    return [w for w in (_driver_branch_warning(s, day), _driver_listed_warning(s), _vkr_range_warning(s)) if w]
+
+
+def _driver_branch_warning(s: Settings, day: datetime.date) -> str | None:
+    driver = s.gpu_operator.driver_version
+    branch = support_matrix.vgpu_branch(driver)
+    if branch is None or branch.supported_on(day):
+        return None
+    current = support_matrix.vgpu_branch(support_matrix.CURRENT_GUEST_DRIVER)
+    return (f"vgpuDriverVersion {driver} is a vGPU {branch.vgpu} guest driver (R{branch.branch}), whose support"
+            f" ended in {branch.supported_until} ({branch.source}). The hosts' vGPU manager decides the guest"
+            f" driver: upgrade the hosts to a supported vGPU release, e.g. vGPU {current.vgpu} (R{current.branch},"
+            f" supported to {current.supported_until}), and set vgpuDriverVersion to its guest driver"
+            f" ({support_matrix.CURRENT_GUEST_DRIVER} for vGPU {current.vgpu}.0)")
+
+
+def _driver_listed_warning(s: Settings) -> str | None:
+    op = s.gpu_operator
+    listed = support_matrix.operator_support(op.version)
+    major = op.driver_version.split(".")[0]
+    if listed is None or not major.isdigit() or int(major) in listed.branches:
+        return None
+    return (f"vgpuDriverVersion {op.driver_version} (R{major}) is not on a driver branch gpuOperatorVersion"
+            f" {op.version} lists (R{', R'.join(map(str, listed.branches))}: {', '.join(listed.drivers)};"
+            f" {listed.source})")
+
+
+def _vkr_range_warning(s: Settings) -> str | None:
+    listed = support_matrix.operator_support(s.gpu_operator.version)
+    if listed is None or s.cluster.api_version == TKC_V1ALPHA2 or not s.cluster.kubernetes_version:
+        return None
+    (low, high), minor = listed.vks_kubernetes, tuple(s.cluster.kubernetes_version[:2])
+    if low <= minor <= high:
+        return None
+    return (f"tkr {s.cluster.tkr} (Kubernetes {minor[0]}.{minor[1]}) is outside the range gpuOperatorVersion"
+            f" {s.gpu_operator.version} is validated on with VKS, {low[0]}.{low[1]}-{high[0]}.{high[1]}"
+            f" ({listed.vks_os}; {listed.source})")

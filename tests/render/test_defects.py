@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.addons import facts as addon_facts
+from components.addons import support_matrix
 from components.dask import facts as dask_facts
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.values import cpu_millis, quantity_bytes
@@ -22,11 +23,11 @@ from tests.render.stacks import stack_settings
 REPO = Path(__file__).resolve().parents[2]
 # NVAIE 1.1's vGPU guest driver for Ubuntu 20.04 nodes: the tag the paper's scripts pulled
 # (nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04, NVAIE 1.1 documentation); and the
-# driver NVIDIA's gpu-operator-nvaie.sh (v26.7.0) installs by default on an Ubuntu 22.04 node
-# (its VGPU_DRIVER_VERSION 535.154.05; the tag in NVIDIA's NVAIE GPU-operator documentation,
-# ../shared/reference/current-platform.md "Driver").
+# current default on an Ubuntu 22.04 node in the form NVIDIA's NVAIE GPU-operator documentation
+# gives (<driver>-ubuntu22.04, ../shared/reference/current-platform.md "Driver"), with vGPU
+# 19.0's guest driver (components/addons/support_matrix.py CURRENT_GUEST_DRIVER).
 PUBLISHED_DRIVER_IMAGES = {"nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04",
-                           "nvcr.io/nvaie/vgpu-guest-driver:535.154.05-ubuntu22.04"}
+                           f"nvcr.io/nvaie/vgpu-guest-driver:{support_matrix.CURRENT_GUEST_DRIVER}-ubuntu22.04"}
 
 
 def rendered(variant: str, chart: str, **config) -> Rendered:

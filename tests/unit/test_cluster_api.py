@@ -109,6 +109,8 @@ def test_vsphere_9_previews():
     ({"podSecurityDefault": "strict"}, "podSecurityDefault", "must be one of"),
     ({"tkcApiVersion": "run.tanzu.vmware.com/v1alpha2"}, "tkcApiVersion", "is renamed clusterApi"),
     ({"vsphereVersion": 9, "supervisorId": ""}, "supervisorId", "is required on vSphere 9"),
+    ({"cni": "calico"}, "cni", "calico is not applied with clusterApi cluster.x-k8s.io/v1beta1: the Cluster"
+                               " carries no CNI and VKS installs its default, Antrea"),
 ])
 def test_a_bad_cluster_api_setting_fails_at_preview_naming_the_key(overrides, key, words):
     message = problems_of(**overrides)

@@ -70,7 +70,7 @@ def test_a_driver_below_rapids_floor_is_refused_though_cuda_runs_on_it():
     passes CUDA's floor and fails RAPIDS' (support_matrix.RAPIDS_DRIVER_FLOOR)."""
     error = refused(daskImage="rapidsai/notebooks:26.10-cuda12-py3.11", vgpuDriverVersion="530.41.03")
     [problem] = error.problems
-    assert problem.key == "vgpuDriverVersion"
+    assert problem.key == "vgpuDriverVersion" and "dask-tkg:vgpuDriverVersion" in str(error)
     assert ("530.41.03 cannot run daskImage rapidsai/notebooks:26.10-cuda12-py3.11 (RAPIDS 26.10 on CUDA 12"
             " needs a driver >= 535)") in problem.message
 
