@@ -47,6 +47,7 @@ STAND_IN_MODULES = {
     "tests/operator/test_controller.py": ("artifacts",),
     "tests/apiserver/test_tkc_crd.py": ("artifacts",),
     "tests/apiserver/test_capi_cluster.py": ("artifacts",),
+    "tests/apiserver/test_gpu_pools_ready.py": ("artifacts",),
     "tests/apiserver/test_supervisor_releases.py": ("artifacts",),
     "tests/prepare/test_nginx.py": ("nginx",),
     "tests/report/test_browser.py": ("browser",),

@@ -121,7 +121,8 @@ def read_pools(session, target: ApiTarget, namespace: str, cluster: str,
 def _timeout_message(namespace: str, cluster: str, timeout_s: float, states: list[PoolState],
                      last_error: str) -> str:
     pending = [s for s in states if not s.ready] if states else []
-    lines = [f"the GPU pools of Cluster {namespace}/{cluster} were not ready after {timeout_s / 60:g} min"
+    after = f"{timeout_s / 60:g} min" if timeout_s % 60 == 0 else f"{timeout_s:g} s"
+    lines = [f"the GPU pools of Cluster {namespace}/{cluster} were not ready after {after}"
              f" ({TIMEOUT_SETTING}):", *(f"  {s.describe()}" for s in pending)]
     if last_error:
         lines.append(f"  the last read of the Supervisor failed: {last_error}")
