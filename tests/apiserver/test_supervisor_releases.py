@@ -20,7 +20,7 @@ import yaml
 from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
 from tests import artifacts
 
-from .conftest import apply_manifest, install_crd, load_crd, patch_status
+from .conftest import apply_manifest, delete_object, install_crd, load_crd, patch_status
 
 pytestmark = pytest.mark.apiserver
 
@@ -179,3 +179,33 @@ def test_a_kubeconfig_that_may_not_read_names_the_setting_it_came_from(superviso
                             access_key="supervisorServer")
     assert key == "supervisorServer"
     assert "cannot check what the Supervisor serves" in why and "HTTP 403" in why
+
+
+def test_the_programs_check_refuses_then_passes_through_the_sdk_host(supervisor):
+    """The dev stack's resource as ``pulumi preview``/``up`` run it: its serialized provider in the
+    SDK's own dynamic-provider host (a fresh interpreter), only the kubeconfig replaced by this
+    server's and ``tkr`` set to a release this Supervisor publishes only midway (then removes)."""
+    from tests.program.graph import run_program
+    from tests.program.provider_host import ProviderHost
+
+    graph = run_program("dev")
+    [check] = graph.of_type("dynamic/cluster:SupervisorReleases")
+    tkr = "v1.33.9---vmware.1-fips-vkr.9"
+    news = {**check.inputs, "kubeconfig": kubeconfig(supervisor), "tkr": tkr}
+    with ProviderHost() as host:
+        _, refused = host.check(check.urn, {}, news)
+        assert [key for key, _ in refused] == ["tkr"]
+        assert f"TanzuKubernetesRelease {tkr} is not on the Supervisor" in refused[0][1]
+
+        ok = (condition("Ready", "True"), condition("Compatible", "True"))
+        release(supervisor.api_client, tkr, ["vmi-photon-1323", "vmi-ubuntu-1323"], *ok)
+        try:
+            checked, passed = host.check(check.urn, {}, news)
+        finally:  # the other tests list the Supervisor's usable releases
+            delete_object(supervisor.api_client, "run.tanzu.vmware.com/v1alpha3", "TanzuKubernetesRelease", tkr)
+        assert passed == []
+        id_, outs = host.create(check.urn, checked)
+        assert "kubeconfig" not in outs and outs["tkr"] == tkr
+        # a fresh login token (a new kubeconfig) is no change; another release is
+        assert not host.diff(id_, check.urn, outs, {**news, "kubeconfig": kubeconfig(supervisor, "other")}).changes
+        assert host.diff(id_, check.urn, outs, {**news, "tkr": GOOD}).changes
