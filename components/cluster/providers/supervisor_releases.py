@@ -127,6 +127,7 @@ def get(http: requests.Session, server: str, path: str) -> Optional[dict]:
 # --- what the Supervisor offers ---------------------------------------------------------------
 
 def condition(obj: Mapping[str, Any], kind: str) -> Optional[Mapping[str, Any]]:
+    """The status condition ``kind`` (Cluster API's Condition shape, which the TKR CRD uses)."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:
             return cond
@@ -198,6 +199,7 @@ def release_images(http, server: str, release: Mapping[str, Any]) -> dict[str, M
 
 
 def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
+    """``photon 5 (vmi-...), ubuntu 22.04 (vmi-...)``: what a pool could have asked for instead."""
     def one(name, image):
         os_ = (image.get("spec") or {}).get("os") or {}
         return f"{os_.get('name')} {os_.get('version')} ({name})"
@@ -225,7 +227,9 @@ def supervisor_problems(props: Mapping[str, Any]) -> list[tuple[str, str]]:
         try:
             return class_problems(http, server, props) + release_problems(http, server, props)
         except SupervisorReadError as exc:
-            return [(props["access_key"], f"cannot check what the Supervisor serves: {exc}")]
+            return [(props["access_key"], f"cannot check what the Supervisor serves: {exc} (its user must be"
+                                          " able to read ClusterClasses in clusterClassNamespace and the"
+                                          " cluster-scoped TanzuKubernetesReleases and OSImages)")]
 
 
 # --- the dynamic resource ---------------------------------------------------------------------
@@ -254,8 +258,8 @@ class SupervisorReleasesProvider(dyn.ResourceProvider):
 
 def pools_input(spec) -> list[dict[str, str]]:
     """Each node pool's setting key, name, role and the OS it asks for (``ANY``: any)."""
-    roles = {pool.name: pool.role for pool in spec.node_pools}
-    return [{"key": key, "name": name, "role": roles[name], "os": wants} for key, name, wants in pool_os_needs(spec)]
+    return [{"key": key, "name": name, "role": pool.role, "os": wants}
+            for pool, (key, name, wants) in zip(spec.node_pools, pool_os_needs(spec))]
 
 
 class SupervisorReleases(dyn.Resource, module="cluster", name="SupervisorReleases"):
