@@ -143,7 +143,10 @@ def get_json(session: requests.Session, target: ApiTarget, path: str, params: di
     if response.status_code >= 400:
         raise KubeApiError(f"GET {url}: HTTP {response.status_code} {response.reason}: {_message(response)}",
                            response.status_code)
-    return response.json()
+    try:
+        return response.json()
+    except ValueError:
+        raise KubeApiError(f"GET {url}: the answer is not JSON: {response.text[:200]!r}") from None
 
 
 def _message(response: requests.Response) -> str:
