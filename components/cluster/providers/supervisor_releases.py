@@ -21,26 +21,21 @@ Upstream facts relied on (the CRD files are the pinned artifacts of scripts/arti
   ``spec.os.name`` (``ubuntu``, ``photon``) and ``spec.os.version`` (same commit,
   run.tanzu.vmware.com_osimages.yaml).
 
-The product does not depend on the ``kubernetes`` client package: the kubeconfig is parsed
-here and the API read with ``requests``.
+The product does not depend on the ``kubernetes`` client package: ``kube_api`` parses the
+kubeconfig and reads the API with ``requests``.
 """
 from __future__ import annotations
 
-import base64
-import os
-import ssl
-import tempfile
 from collections.abc import Mapping
 from typing import Any, Optional
 
 import pulumi
 import pulumi.dynamic as dyn
 import requests
-import yaml
 
 from components.cluster.cluster_classes import UNVERSIONED_CLASS
 from components.cluster.os_images import ANY, pool_os_needs
-from components.cluster.supervisor_access import _ContextAdapter
+from components.cluster.providers import kube_api
 from components.vsphere.providers.session import is_unknown
 
 CLUSTERCLASSES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/clusterclasses"
@@ -54,74 +49,16 @@ class SupervisorReadError(RuntimeError):
     """The Supervisor's API could not be read (not a missing object: that is a refusal)."""
 
 
-# --- the Supervisor's API, from a kubeconfig --------------------------------------------------
+# --- the Supervisor's API, from a kubeconfig (components.cluster.providers.kube_api) ------------
 
-def _named(doc: Mapping[str, Any], section: str, name: str) -> Mapping[str, Any]:
-    for entry in doc.get(section) or []:
-        if entry.get("name") == name:
-            return entry
-    raise SupervisorReadError(f"the Supervisor kubeconfig has no {section[:-1]} named {name!r}")
-
-
-def _context(cluster: Mapping[str, Any], user: Mapping[str, Any]) -> Optional[ssl.SSLContext]:
-    """The TLS context the kubeconfig asks for (``None``: no verification), with its client
-    certificate: ``requests``' ``verify=``/``cert=`` want files, a kubeconfig carries PEM data."""
-    if cluster.get("insecure-skip-tls-verify"):
-        return None
-    if cluster.get("certificate-authority-data"):
-        context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
-    else:
-        context = ssl.create_default_context(cafile=cluster.get("certificate-authority"))
-    if user.get("client-certificate-data") and user.get("client-key-data"):
-        _load_client_cert(context, user["client-certificate-data"], user["client-key-data"])
-    return context
-
-
-def _load_client_cert(context: ssl.SSLContext, cert_b64: str, key_b64: str) -> None:
-    """``load_cert_chain`` reads only files: write both PEMs to a private file for the call."""
-    fd, path = tempfile.mkstemp(suffix=".pem")
-    try:
-        with os.fdopen(fd, "wb") as pem:
-            pem.write(base64.b64decode(cert_b64) + b"\n" + base64.b64decode(key_b64))
-        context.load_cert_chain(path)
-    finally:
-        os.unlink(path)
-
-
-def api_session(kubeconfig: str) -> tuple[str, requests.Session]:
-    """The current context's server URL and a session that authenticates as its user
-    (a bearer token, or a client certificate)."""
-    doc = yaml.safe_load(kubeconfig) or {}
-    context = _named(doc, "contexts", doc.get("current-context", ""))["context"]
-    cluster = _named(doc, "clusters", context["cluster"])["cluster"]
-    user = _named(doc, "users", context["user"]).get("user") or {}
-    session = requests.Session()
-    tls = _context(cluster, user)
-    if tls is None:
-        session.verify = False
-    else:
-        session.mount("https://", _ContextAdapter(tls))
-    if user.get("token"):
-        session.headers["Authorization"] = f"Bearer {user['token']}"
-    session.headers["Accept"] = "application/json"
-    return cluster["server"].rstrip("/"), session
-
-
-def get(http: requests.Session, server: str, path: str) -> Optional[dict]:
+def get(http: requests.Session, target: kube_api.ApiTarget, path: str) -> Optional[dict]:
     """One object or list (``None`` when the server answers 404)."""
     try:
-        resp = http.get(server + path, timeout=TIMEOUT_S)
-    except requests.RequestException as exc:
-        raise SupervisorReadError(f"cannot reach the Supervisor at {server}: {exc}") from None
-    if resp.status_code == 404:
-        return None
-    if resp.status_code >= 400:
-        try:
-            message = resp.json().get("message", resp.text[:300])
-        except ValueError:
-            message = resp.text[:300]
-        raise SupervisorReadError(f"GET {server}{path} -> HTTP {resp.status_code}: {message}")
-    return resp.json()
+        return kube_api.get_json(http, target, path, timeout=TIMEOUT_S)
+    except kube_api.KubeApiError as exc:
+        if exc.status == 404:
+            return None
+        raise SupervisorReadError(str(exc)) from None
 
 
 # --- what the Supervisor offers ---------------------------------------------------------------
@@ -138,13 +75,13 @@ def _usable(obj: Mapping[str, Any]) -> bool:
     return all((condition(obj, kind) or {}).get("status") == "True" for kind in ("Ready", "Compatible"))
 
 
-def usable_releases(http, server: str) -> list[str]:
+def usable_releases(http, target: kube_api.ApiTarget) -> list[str]:
     """The releases a Cluster can use now: Ready and Compatible."""
-    items = (get(http, server, RELEASES) or {}).get("items") or []
+    items = (get(http, target, RELEASES) or {}).get("items") or []
     return sorted(item["metadata"]["name"] for item in items if _usable(item))
 
 
-def class_problems(http, server: str, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+def class_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``clusterClass`` not served in ``clusterClassNamespace``.
 
     ``tanzukubernetescluster`` is skipped: VKS publishes it into each vSphere Namespace, and
@@ -153,15 +90,15 @@ def class_problems(http, server: str, props: Mapping[str, Any]) -> list[tuple[st
     if name == UNVERSIONED_CLASS:
         return []
     path = CLUSTERCLASSES.format(namespace=namespace)
-    if get(http, server, f"{path}/{name}") is not None:
+    if get(http, target, f"{path}/{name}") is not None:
         return []
-    listed = get(http, server, path)
+    listed = get(http, target, path)
     if listed is None:
         held = "it serves no cluster.x-k8s.io/v1beta1 ClusterClass at all (is the vSphere Kubernetes Service 3.x?)"
     else:
         names = sorted(item["metadata"]["name"] for item in listed.get("items") or [])
         held = f"namespace {namespace} has: {', '.join(names) or 'no ClusterClass'}"
-    return [("clusterClass", f"the Supervisor ({server}) does not serve ClusterClass {name} in namespace "
+    return [("clusterClass", f"the Supervisor ({target.server}) does not serve ClusterClass {name} in namespace "
                              f"{namespace} (GET {path}/{name} -> HTTP 404); {held}")]
 
 
@@ -175,26 +112,26 @@ def _condition_text(obj: Mapping[str, Any], kind: str) -> Optional[str]:
     return f"is not {kind} ({kind}={cond.get('status')}{': ' + detail if detail else ''})"
 
 
-def release_problems(http, server: str, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+def release_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``tkr`` missing, not Ready or not Compatible; else what its OS images leave out."""
     tkr = props["tkr"]
-    release = get(http, server, f"{RELEASES}/{tkr}")
+    release = get(http, target, f"{RELEASES}/{tkr}")
     if release is None:
-        why = f"is not on the Supervisor ({server}; GET {RELEASES}/{tkr} -> HTTP 404)"
+        why = f"is not on the Supervisor ({target.server}; GET {RELEASES}/{tkr} -> HTTP 404)"
     else:
         faults = [t for t in (_condition_text(release, k) for k in ("Ready", "Compatible")) if t]
         if not faults:
-            return os_problems(http, server, props, release)
+            return os_problems(http, target, props, release)
         why = " and ".join(faults)
-    usable = usable_releases(http, server)
+    usable = usable_releases(http, target)
     return [("tkr", f"TanzuKubernetesRelease {tkr} {why}; Ready and Compatible there: "
                     f"{', '.join(usable) or 'none'}")]
 
 
-def release_images(http, server: str, release: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def release_images(http, target: kube_api.ApiTarget, release: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The release's OSImage objects (``spec.osImages``) that exist, by name."""
     wanted = {ref.get("name") for ref in (release.get("spec") or {}).get("osImages") or []}
-    items = (get(http, server, OSIMAGES) or {}).get("items") or []
+    items = (get(http, target, OSIMAGES) or {}).get("items") or []
     return {item["metadata"]["name"]: item for item in items if item["metadata"]["name"] in wanted}
 
 
@@ -206,9 +143,9 @@ def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
     return ", ".join(one(name, image) for name, image in sorted(images.items())) or "no OS image"
 
 
-def os_problems(http, server: str, props: Mapping[str, Any], release: Mapping[str, Any]) -> list[tuple[str, str]]:
+def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any], release: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Pools asking for an OS (GPU pools: Ubuntu) the release does not offer."""
-    images = release_images(http, server, release)
+    images = release_images(http, target, release)
     offered = {((image.get("spec") or {}).get("os") or {}).get("name") for image in images.values()}
     problems = []
     for pool in props["pools"]:
@@ -222,14 +159,14 @@ def os_problems(http, server: str, props: Mapping[str, Any], release: Mapping[st
 
 def supervisor_problems(props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every reason the Supervisor cannot serve the Cluster, as (setting key, message)."""
-    server, http = api_session(props["kubeconfig"])
-    with http:
-        try:
-            return class_problems(http, server, props) + release_problems(http, server, props)
-        except SupervisorReadError as exc:
-            return [(props["access_key"], f"cannot check what the Supervisor serves: {exc} (its user must be"
-                                          " able to read ClusterClasses in clusterClassNamespace and the"
-                                          " cluster-scoped TanzuKubernetesReleases and OSImages)")]
+    try:
+        target = kube_api.parse_kubeconfig(props["kubeconfig"])
+        with kube_api.api_session(target) as http:
+            return class_problems(http, target, props) + release_problems(http, target, props)
+    except (SupervisorReadError, kube_api.KubeconfigError) as exc:
+        return [(props["access_key"], f"cannot check what the Supervisor serves: {exc} (its user must be"
+                                      " able to read ClusterClasses in clusterClassNamespace and the"
+                                      " cluster-scoped TanzuKubernetesReleases and OSImages)")]
 
 
 # --- the dynamic resource ---------------------------------------------------------------------
