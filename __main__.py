@@ -8,12 +8,14 @@ import pulumi_vsphere as vsphere
 
 from workloads import contract
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
+from components.addons.environment_job import EnvironmentJob, EnvironmentJobArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.addons.shared_storage import SharedStorage, SharedStorageArgs
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.cluster.providers.supervisor_releases import SupervisorReleases
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
+from components.dask import prepared_env
 from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
 from components.dask.operator_cluster import DaskOperatorCluster, DaskOperatorClusterArgs
 from components.settings import load_settings
@@ -67,6 +69,14 @@ if settings.data.enabled:
         data=settings.data, image=settings.data.image, namespace=workspace.name,
         dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
         enforces_psp=enforces_psp, depends_on=(storage,)), in_guest),)
+# the Dask pods' locked environment, prepared once per lock change on the pip-cache claim
+environment_inputs: dict = {}
+if settings.dask.environment == "prepared":
+    environment = EnvironmentJob("environment", EnvironmentJobArgs(
+        image=settings.dask.image, namespace=workspace.name, claim=storage.pip_cache_claim,
+        package_index_url=settings.dask.package_index_url, lock=prepared_env.lock_text(),
+        enforces_psp=enforces_psp, depends_on=(storage,)), in_guest)
+    environment_inputs = dict(environment_job=environment, environment_subdir=environment.subdir)
 
 # --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
 dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
@@ -74,7 +84,7 @@ dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim
                                                                       *cluster.ready_for_workloads))
 operator = settings.dask.operator if settings.dask.backend == "operator" else None
 if operator:
-    dask = DaskOperatorCluster("dask", DaskOperatorClusterArgs(settings=settings, **dask_inputs), in_guest)
+    dask = DaskOperatorCluster("dask", DaskOperatorClusterArgs(settings=settings, **dask_inputs, **environment_inputs), in_guest)
 else:
     dask = DaskRelease("dask", DaskReleaseArgs(
         dask=settings.dask, placement=DaskPlacement.from_settings(settings),

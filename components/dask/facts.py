@@ -98,6 +98,22 @@ IMAGES: tuple[ImageFacts, ...] = (
                            "cupy", "jupyterlab", "dask_labextension"}),
         cuda_major=12,
     ),
+    # The current platform's default with workerEnvironment=prepared: only the interpreter; every
+    # package comes from the prepared environment (components/dask/prepared_env.py), whose venv
+    # is made by this image's python. RAPIDS' pip wheels carry their CUDA libraries (the lock's
+    # nvidia-*-cu12) and need only the driver, which the GPU operator's container toolkit mounts.
+    ImageFacts(
+        repository="python",
+        tag_prefix="3.11.14-slim-bookworm",
+        source=("docker-library/python 3.11/slim-bookworm/Dockerfile (FROM debian:bookworm-slim; CPython 3.11.14"
+                " built into /usr/local, ENV PATH /usr/local/bin:$PATH; no ENTRYPOINT; CMD [\"python3\"]; no USER:"
+                " root, so the pods run as RUN_AS); glibc 2.36 (Debian 12), above the lock's manylinux_2_28"),
+        entrypoint=(),
+        cmd=("python3",),
+        dask_version=None,  # the prepared environment's (daskImageDaskVersion, checked against the lock)
+        has_jupyter=False,  # the prepared environment's
+        python="3.11",
+    ),
 )
 
 # The user the pods run as when the image's own is root (the paper's) or unknown: not root

@@ -37,6 +37,14 @@ class DaskOperatorClusterArgs:
     dataset_claim: pulumi.Input[str]
     pip_cache_claim: pulumi.Input[str]
     depends_on: tuple[pulumi.Resource, ...] = ()
+    # workerEnvironment=prepared: the Job that prepares the environment (the pods start after
+    # it) and its directory on the pip-cache claim (components/dask/prepared_env.py)
+    environment_job: pulumi.Resource | None = None
+    environment_subdir: str | None = None
+
+    @property
+    def environment_steps(self) -> list[pulumi.Resource]:
+        return [self.environment_job] if self.environment_job is not None else []
 
 
 def selector(s: Settings, role: str) -> dict[str, str]:
@@ -119,11 +127,11 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                 dask=s.dask, name=CLUSTER_NAME, namespace=ns,
                 scheduler_selector=selector(s, "scheduler"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 cpu_worker_selector={POOL_ROLE_LABEL: "cpu"},
-                claims=podspec.Claims(dataset, pip_cache, s.storage.dataset_mount),
+                claims=podspec.Claims(dataset, pip_cache, s.storage.dataset_mount, args.environment_subdir),
                 initial_workers=initial_workers(s), tls_secret=tls_secret, enforces_psp=s.cluster.enforces_psp)
 
         built = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim).apply(inputs)
-        after = [self.operator, *args.depends_on, *([self.tls] if self.tls else [])]
+        after = [self.operator, *args.depends_on, *args.environment_steps, *([self.tls] if self.tls else [])]
         # A changed pod template replaces the cluster: the controller copies it into the worker
         # Deployments only when it creates them. A changed replica count is a plain update.
         self.cluster = self._custom(f"{name}-cluster", "DaskCluster", built.apply(operator_spec.dask_cluster),
@@ -167,7 +175,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                 jupyter_selector=selector(s, "jupyter"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 dataset_claim=dataset, pip_cache_claim=pip_cache, dataset_mount=s.storage.dataset_mount,
                 jupyter_password_hash=password_hash, tls_secret=tls_secret,
-                enforces_psp=s.cluster.enforces_psp)))
+                enforces_psp=s.cluster.enforces_psp, environment=args.environment_subdir)))
 
         values = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim,
                                    self.password.hash).apply(build)
@@ -175,7 +183,8 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             f"{name}-jupyter-release", name=JUPYTER_RELEASE, chart=chart.CHART, version=d.chart_version,
             namespace=args.namespace, repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
             values=values, postrender=str(post_render.LAUNCHER), timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else [])]))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.environment_steps,
+                                                                 *([self.tls] if self.tls else [])]))
         self.jupyter_url = self.namespace.apply(
             lambda ns: f"http://{JUPYTER_RELEASE}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context
-from components.dask import podspec
+from components.dask import podspec, prepared_env
 from components.settings.model import DaskSpec, OperatorSpec
 
 API_VERSION = "kubernetes.dask.org/v1"
@@ -112,7 +112,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
     if inputs.tls_secret:
         args += ["--protocol", "tls"]
     env = [{"name": "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES", "value": repr(SCHEDULER_HTTP_ROUTES)},
-           *podspec.scheduler_env(inputs.tls_secret)]
+           *podspec.scheduler_env(inputs.tls_secret), *podspec.environment_env(d)]
     container = {
         "name": "scheduler", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
         "resources": _quantities(podspec.resources(d.scheduler.cpu, d.scheduler.memory)),
@@ -121,6 +121,10 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
         "readinessProbe": {**_health_probe(0, 1), "timeoutSeconds": 300},
         "livenessProbe": _health_probe(15, 20),
     }
+    volumes = None
+    if inputs.claims.environment:  # the prepared environment only: the scheduler reads no data
+        volumes = [prepared_env.pod_volume(inputs.claims.pip_cache_claim)]
+        container["volumeMounts"] = [prepared_env.pod_mount(inputs.claims.environment)]
     service = {
         "type": "ClusterIP",  # exposure is a separate, guarded Service (exposure.py), as for Helm
         "selector": {CLUSTER_LABEL: inputs.name, COMPONENT_LABEL: "scheduler"},
@@ -128,7 +132,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
                   {"name": "http-dashboard", "protocol": "TCP", "port": DASHBOARD_PORT,
                    "targetPort": "http-dashboard"}],
     }
-    return {"spec": _pod(inputs, "scheduler", container, None, inputs.scheduler_selector), "service": service}
+    return {"spec": _pod(inputs, "scheduler", container, volumes, inputs.scheduler_selector), "service": service}
 
 
 def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int, memory: str,

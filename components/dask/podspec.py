@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.cluster.pod_hardening import pod_security_context, run_as
-from components.dask import facts
+from components.dask import facts, prepared_env
 from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
 from workloads import tuning
@@ -71,6 +71,9 @@ class Claims:
     dataset_claim: str
     pip_cache_claim: str
     dataset_mount: str
+    # workerEnvironment=prepared: the prepared environment's directory on the pip-cache claim
+    # (prepared_env.subdir), mounted read-only instead of pip's cache; None: the image as it is
+    environment: str | None = None
 
 
 def worker_tuning_env(threads: int, tcmalloc: bool, dask_version: str | None = None) -> list[dict[str, str]]:
@@ -97,9 +100,14 @@ def worker_env(dask: DaskSpec) -> list[dict[str, str]]:
     """Scratch directory, tuning and extra packages of a GPU worker (without TLS)."""
     env = [NO_BACKGROUND_JUPYTER, {"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
            *worker_tuning_env(dask.workers.threads, dask.workers.tcmalloc, dask.dask_version)]
-    if dask.extra_pip_packages:
+    if dask.extra_pip_packages and dask.environment != "prepared":
         env.append({"name": "EXTRA_PIP_PACKAGES", "value": dask.extra_pip_packages})
-    return env + user_env(dask.image)
+    return env + environment_env(dask) + user_env(dask.image)
+
+
+def environment_env(dask: DaskSpec) -> list[dict[str, str]]:
+    """With workerEnvironment=prepared, the prepared environment first on PATH (every pod)."""
+    return prepared_env.pod_env() if dask.environment == "prepared" else []
 
 
 def user_env(image: str) -> list[dict[str, str]]:
@@ -167,14 +175,14 @@ def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
     """Volumes and mounts: dataset and pip cache on the shared claims (the cache where the
     image's user keeps it, ``facts.pip_cache_mount``); worker scratch on the node's local
     disk (emptyDir), never on the NFS share."""
-    volumes = [
-        {"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim}},
-        {"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim}},
-    ]
-    volume_mounts = [
-        {"name": "dataset", "mountPath": claims.dataset_mount},
-        {"name": "pip-cache", "mountPath": facts.pip_cache_mount(image)},
-    ]
+    volumes = [{"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim}}]
+    volume_mounts = [{"name": "dataset", "mountPath": claims.dataset_mount}]
+    if claims.environment:  # the prepared environment, read-only; nothing installs at start
+        volumes.append(prepared_env.pod_volume(claims.pip_cache_claim))
+        volume_mounts.append(prepared_env.pod_mount(claims.environment))
+    else:
+        volumes.append({"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim}})
+        volume_mounts.append({"name": "pip-cache", "mountPath": facts.pip_cache_mount(image)})
     if scratch:
         volumes.append({"name": "scratch", "emptyDir": {}})
         volume_mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})

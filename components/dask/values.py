@@ -48,6 +48,7 @@ class DaskValuesInputs:
     jupyter_password_hash: str = field(repr=False)
     tls_secret: str | None = None
     enforces_psp: bool = False  # the cluster admits pods by PodSecurityPolicy (up to 1.24)
+    environment: str | None = None  # the prepared environment's directory (podspec.Claims.environment)
 
 
 def image_parts(image: str) -> tuple[str, str]:
@@ -71,7 +72,7 @@ def dashboard_url(release: str, namespace: str) -> str:
 
 
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
-    claims = podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount)
+    claims = podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount, inputs.environment)
     return podspec.mounts(claims, scratch, inputs.dask.image)
 
 def _pod_security(inputs: DaskValuesInputs) -> dict[str, Any]:
@@ -150,7 +151,8 @@ def _jupyter(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         "servicePort": chart.JUPYTER_PORT,
         "password": inputs.jupyter_password_hash,
         "passwordHint": "see the jupyterPassword stack output (pulumi stack output --show-secrets)",
-        "env": [NO_BACKGROUND_JUPYTER, *podspec.user_env(d.image), *_tls_env("jupyter", inputs.tls_secret)],
+        "env": [NO_BACKGROUND_JUPYTER, *podspec.environment_env(d), *podspec.user_env(d.image),
+                *_tls_env("jupyter", inputs.tls_secret)],
         "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace)),
         "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
         "mounts": _claims(inputs, scratch=False),

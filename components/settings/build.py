@@ -13,6 +13,7 @@ from components.cluster import cluster_classes
 import components.settings.checks as checks
 import components.settings.records as records
 import components.settings.values as values
+from components.settings.worker_environment import read_worker_environment
 from components.settings.operator import read_operator
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
@@ -392,6 +393,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         allow_public_lb=r("allowPublicLoadBalancer"),
         backend=r("daskBackend"),
         operator=read_operator(r, max(gpu_nodes - (1 if jupyter_takes_gpu else 0), 0)),
+        **read_worker_environment(r),
     )
 
 

@@ -18,6 +18,7 @@ from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Setti
 from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
+from components.settings.worker_environment import worker_environment_checks
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
 MIN_VGPU_KUBERNETES = (1, 20, 8)
@@ -34,7 +35,8 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
-                 _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables):
+                 _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables,
+                 worker_environment_checks):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))

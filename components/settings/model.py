@@ -272,6 +272,10 @@ class DaskSpec:
     allow_public_lb: bool
     backend: str = "helm"  # helm | operator
     operator: OperatorSpec | None = None  # set when backend == "operator"
+    # Where the pods' packages come from: "prepared" (the locked environment on the shared claim,
+    # operator backend only: components/dask/prepared_env.py) or "image" (the image as it is)
+    environment: str = "image"
+    package_index_url: str = "https://pypi.org/simple"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The defaults, on a cluster that holds nothing of this project: the current stack ``dev``
-(Pulumi.dev.yaml: the Dask Kubernetes operator backend, RAPIDS 26.10's published
-``rapidsai/notebooks:26.10-cuda12-py3.11`` with ``extraPipPackages`` torch + torchvision) on
-the real Kubernetes 1.20 node, with the runner from the host driving both benchmarks.
+(Pulumi.dev.yaml: the Dask Kubernetes operator backend, the pinned CPython 3.11 image
+``python:3.11.14-slim-bookworm`` and workerEnvironment=prepared: every package from the locked
+environment on the pip-cache claim, mounted read-only at /opt/dask-env) on the real Kubernetes
+1.20 node, with the runner from the host driving both benchmarks.
 
 The other real-cluster tests mount the project's own virtual environment into the pods, so the
 project is importable there and the runner's shipping of its code (workloads/cluster/preflight.py,
@@ -22,17 +23,19 @@ What runs, and how it differs from the defaults' deployment:
   ClusterIP and the pods a ``hostAliases`` entry mapping the program's scheduler name
   (``dask-scheduler.rapidsai.svc.cluster.local``, what the workers dial and the TLS
   certificate names) to it;
-- the image's Python environment: scripts/build_default_image_env.py's stand-in (make test
-  builds it), mounted read-only from the node: the runner's base interpreter (Python 3.11), a
-  venv with exactly the image's dask and distributed 2026.7.1 plus pandas, pyarrow, numpy and
-  xgboost 3.2.0 (its CPU build), and torch/torchvision as what EXTRA_PIP_PACKAGES installs.
-  Their torch is the runner's 2.14.1 (symbolic links into the runner's site-packages, mounted
-  read-only), not the image's 2.10.0: the CUDA 12 wheels of 2.10.0 are ~4 GB and this
-  machine's disk is shared; the workers load the model themselves, so their torch need not
-  equal the client's. The image's entrypoint (``pip install $EXTRA_PIP_PACKAGES``) is not run:
-  there is no registry to install from; the environment already holds its result;
-- the pods run as the program sets them to, the image's user rapids (uid 1001, gid 1000, which
-  the stand-in's rootfs holds, scripts/build_images.py), with HOME=/home/rapids;
+- the prepared environment: the pods keep the program's read-only mount of the claim's
+  environment directory (empty here) and its PATH, but PATH names scripts/build_default_image_env.py's
+  stand-in first (make test builds it), mounted read-only from the node. The program's
+  environment Job, which fills that directory from a package index, runs on this node in
+  tests/cluster/test_prepared_environment.py (with the lock's CPU flavour); here the stand-in
+  holds what the GPU lock's torch gives the images benchmark. The stand-in is: the runner's
+  base interpreter (Python 3.11), a venv with exactly the lock's dask and distributed 2026.7.1
+  plus pandas, pyarrow, numpy and xgboost 3.2.0 (its CPU build, as the CPU flavour), and
+  torch/torchvision from symbolic links into the runner's site-packages (mounted read-only):
+  the runner's 2.14.1, not the lock's 2.10.0, whose CUDA 12 wheels are ~4 GB on a shared
+  disk; the workers load the model themselves, so their torch need not equal the client's;
+- the pods run as the program sets them to: the image runs as root, so RUN_AS (uid and gid
+  1000, components/dask/facts.py) with its own home on an emptyDir, HOME=/home/dask;
 - PodSecurityPolicy: the dev stack targets Kubernetes 1.32 (no PSP), this node is 1.20 with
   PSP admission, so the namespace's service accounts are bound to the stand-in's policy
   (tests/cluster/kube.py: TKG's restricted one, plus the read-only host mounts and the
@@ -78,7 +81,7 @@ ENV_SCRIPT = REPO / "scripts" / "build_default_image_env.py"
 STACK = "dev"
 WORKERS = 2
 SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
-IMAGE_HOME = "/home/rapids"  # components/dask/facts.py, rapidsai/notebooks
+IMAGE_HOME = "/home/dask"  # components/dask/facts.py: RUN_AS_HOME (python:3.11 runs as root)
 RUNNER_TIMEOUT_S = 300
 
 
@@ -99,7 +102,7 @@ def dev_stack() -> DeclaredStack:
     releases = {r.inputs.get("name"): r.inputs for r in graph.of_type("Release")}
     settings = stack_settings(STACK)
     stack = DeclaredStack(STACK, settings, objects, releases, dict(graph.outputs))
-    assert stack.outputs["daskBackend"] == "operator" and stack.outputs["daskImage"].startswith("rapidsai/notebooks:")
+    assert stack.outputs["daskBackend"] == "operator" and stack.outputs["daskImage"].startswith("python:3.11.")
     return stack
 
 

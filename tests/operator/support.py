@@ -16,9 +16,10 @@ from tests.artifacts import DASK_OPERATOR_CHART, artifact_path
 from tests.unit.test_settings import settings
 
 MODERN_IMAGE = "registry.example/dask-tkg/dask-runtime:2026.7.1"
-# The operator needs an image Dask >= 2022.10.0: the project's runtime image.
+# The operator needs an image Dask >= 2022.10.0: the project's runtime image, which holds every
+# package itself (workerEnvironment=image: no prepared environment on the paper's driver).
 OPERATOR = {"daskBackend": "operator", "daskImage": MODERN_IMAGE, "daskImageDaskVersion": "2026.7.1",
-            "extraPipPackages": ""}
+            "extraPipPackages": "", "workerEnvironment": "image"}
 NAMESPACE = "rapidsai"
 
 

@@ -24,7 +24,8 @@ def test_operator_settings_resolve_to_one_gpu_worker_per_free_gpu_node():
 
 
 def test_the_papers_image_is_refused_with_the_operator_saying_why():
-    error = problems(daskBackend="operator")  # daskImageDaskVersion defaults to the paper's 2021.09.1
+    # daskImageDaskVersion defaults to the paper's 2021.09.1; the image way (its own packages)
+    error = problems(daskBackend="operator", workerEnvironment="image")
     [problem] = error.problems
     assert problem.key == "daskImageDaskVersion"
     text = str(error)

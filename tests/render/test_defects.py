@@ -14,6 +14,7 @@ import pytest
 from components.addons import facts as addon_facts
 from components.addons import support_matrix
 from components.dask import facts as dask_facts
+from components.dask import prepared_env
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.values import cpu_millis, quantity_bytes
 from tests.render.helm import Rendered
@@ -145,15 +146,18 @@ def test_no_pod_starts_an_unauthenticated_jupyterlab(variant):
 def test_the_worker_tuning_uses_the_key_the_images_dask_reads(variant):
     worker = containers(rendered(variant, "dask").named("Deployment", "dask-worker"))[0]
     facts = image_facts_of(worker)
-    fact = dask_facts.nanny_environ_fact(facts.dask_version)
+    version = facts.dask_version
+    if version is None and any(e["name"] == "VIRTUAL_ENV" for e in worker.get("env", [])):
+        version = prepared_env.pins(prepared_env.lock_text())["distributed"]  # the prepared environment's Dask
+    fact = dask_facts.nanny_environ_fact(version)
     env = env_of(worker)
     nanny = {name for name in env if name.startswith("DASK_DISTRIBUTED__NANNY__")}
-    assert nanny == {fact.variable}, (f"{variant}: Dask {facts.dask_version} reads {fact.key} ({fact.source});"
+    assert nanny == {fact.variable}, (f"{variant}: Dask {version} reads {fact.key} ({fact.source});"
                                       f" the worker sets {sorted(nanny)}")
     environ = ast.literal_eval(env[fact.variable])
     threads = worker["args"][worker["args"].index("--nthreads") + 1]
     assert {environ[name] for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")} == {threads}
-    assert fact.none_unsets or None not in environ.values(), f"Dask {facts.dask_version} would set 'None'"
+    assert fact.none_unsets or None not in environ.values(), f"Dask {version} would set 'None'"
 
 
 # --- 6. placement, with a rollout's extra pod --------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.dask import facts as dask_facts
+from components.dask import prepared_env
 from components.settings.support import runner_image_notice
 from tests.render.stacks import stack_settings
 from tests.requirements import pins
@@ -26,6 +27,13 @@ README_PYTHON = "3.11"  # the README's set-up: a fresh machine with Python 3.11
 # What a pip requirement brings that the benchmarks import: torchvision's METADATA (0.25.0)
 # asks for numpy, torch and pillow (imported as PIL).
 PIP_MODULES = {"torch": {"torch"}, "torchvision": {"torchvision", "torch", "PIL", "numpy"}}
+# Distributions of the prepared environment's lock whose import name is not their name
+LOCK_MODULES = {"pillow": "PIL", "xgboost-cpu": "xgboost"}
+
+
+def prepared_modules() -> set[str]:
+    """What the prepared environment (workerEnvironment=prepared) lets the pods import."""
+    return {LOCK_MODULES.get(name, name.replace("-", "_")) for name in prepared_env.pins(prepared_env.lock_text())}
 
 
 def pinned(name: str) -> str:
@@ -54,14 +62,18 @@ def image_of(stack: str) -> tuple[dask_facts.ImageFacts, object]:
 def test_the_default_image_runs_the_runners_python_and_dask(stack):
     facts, settings = image_of(stack)
     assert facts.python == README_PYTHON == f"{sys.version_info.major}.{sys.version_info.minor}"
-    assert facts.dask_version == pinned("dask") == pinned("distributed") == settings.dask.dask_version
+    dask = facts.dask_version
+    if settings.dask.environment == "prepared":  # the image is the interpreter; Dask is the lock's
+        dask = prepared_env.pins(prepared_env.lock_text())["distributed"]
+    assert dask == pinned("dask") == pinned("distributed") == settings.dask.dask_version
 
 
 @pytest.mark.parametrize("stack", CURRENT_STACKS)
 def test_the_default_image_has_every_module_the_benchmarks_import(stack):
     facts, settings = image_of(stack)
     needed = set(images_benchmark.REQUIRED_PACKAGES) | set(taxi_benchmark.REQUIRED_PACKAGES)
-    missing = needed - facts.modules - pip_modules(settings.dask.extra_pip_packages)
+    held = prepared_modules() if settings.dask.environment == "prepared" else facts.modules
+    missing = needed - held - pip_modules(settings.dask.extra_pip_packages)
     assert missing == set(), f"{stack}: {settings.dask.image} with EXTRA_PIP_PACKAGES lacks {sorted(missing)}"
 
 

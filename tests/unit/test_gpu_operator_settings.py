@@ -13,7 +13,9 @@ TODAY = {**TODAY_SITE, "supervisorId": "domain-c8"}
 
 
 def load_today(**overrides):
-    return load(DictSource({**TODAY, **overrides}, PROVIDER))
+    # the image's CUDA is judged: the image way (a prepared environment brings its own CUDA
+    # libraries: tests/program/test_worker_environment.py)
+    return load(DictSource({**TODAY, "workerEnvironment": "image", **overrides}, PROVIDER))
 
 
 def refused(**overrides) -> SettingsError:

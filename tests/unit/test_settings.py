@@ -69,7 +69,8 @@ def test_defaults_are_todays_platform():
     assert s.cluster.kubernetes_version[:2] == (1, 33) and s.cluster.cluster_class == "builtin-generic-v3.4.0"
     assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "580.65.06")
     assert (s.dask.backend, s.dask.operator.chart_version) == ("operator", "2026.3.0")
-    assert (s.dask.image, s.dask.dask_version) == ("rapidsai/notebooks:26.10-cuda12-py3.11", "2026.7.1")
+    assert (s.dask.image, s.dask.dask_version) == ("python:3.11.14-slim-bookworm", "2026.7.1")
+    assert (s.dask.environment, s.dask.extra_pip_packages) == ("prepared", "")
 
 
 def test_defaults_are_the_papers_topology():

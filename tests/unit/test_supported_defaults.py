@@ -13,6 +13,7 @@ import pytest
 from components.addons import facts as addon_facts
 from components.addons import support_matrix
 from components.dask.facts import image_cuda_major
+from components.dask import prepared_env
 from components.settings.support import support_warnings
 from tests.render.stacks import stack_settings
 
@@ -47,8 +48,10 @@ def test_the_vkr_is_inside_the_operators_range_and_served_with_the_class(stack):
 @pytest.mark.parametrize("stack", CURRENT_STACKS)
 def test_the_driver_runs_the_images_cuda_by_rapids_floor(stack):
     s = stack_settings(stack, {})
-    cuda = image_cuda_major(s.dask.image)
-    floor = support_matrix.rapids_driver_floor(support_matrix.image_rapids_release(s.dask.image), cuda)
+    cuda, rapids = image_cuda_major(s.dask.image), support_matrix.image_rapids_release(s.dask.image)
+    if s.dask.environment == "prepared":  # the CUDA libraries are the prepared environment's
+        cuda, rapids = prepared_env.CUDA_MAJOR, prepared_env.rapids_release(prepared_env.lock_text())
+    floor = support_matrix.rapids_driver_floor(rapids, cuda)
     assert cuda is not None and floor is not None, f"{s.dask.image}: its CUDA and RAPIDS floor are not recorded"
     assert addon_facts.driver_version_tuple(s.gpu_operator.driver_version) >= floor
     assert addon_facts.driver_version_tuple(s.gpu_operator.driver_version) >= addon_facts.MIN_DRIVER_FOR_CUDA[cuda]

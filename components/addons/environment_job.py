@@ -1,0 +1,116 @@
+"""The environment Job (``workerEnvironment=prepared``): installs the Dask pods' locked
+environment once per lock change onto the pip-cache claim, where scheduler, workers and
+Jupyter mount it read-only (components/dask/prepared_env.py says what and where).
+
+Why the pip-cache claim and not a claim of its own: it is the stack's RWX claim for Python
+packages already (sized by ``pipCachePvcSize``, on every stack), the pods no longer mount pip's
+cache with a prepared environment, and the Job keeps pip's wheel cache beside the
+environments (``pip/``), so a lock change downloads only the wheels that changed. The paper's
+stacks declare the same objects as before.
+
+The Job runs the Dask image itself, so the venv's base interpreter is the one the pods run,
+at the pods' path (a venv's scripts name it absolutely). It is unprivileged and hardened as
+the data Job, as the Dask pods' user (so the files are theirs, read-only to them through the
+mount). The lock reaches it in a ConfigMap; a changed lock is a new directory, a new ConfigMap
+content and a new Job (its pod template is immutable), and ``pulumi up`` waits for it before
+the DaskCluster and Jupyter: their pods start from a complete environment. The old directory
+stays until removed by hand (docs/dask.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
+from components.dask import facts, prepared_env
+
+JOB_NAME = "dask-environment"
+CONFIG_MAP = f"{JOB_NAME}-lock"
+
+
+@dataclass(frozen=True)
+class EnvironmentJobArgs:
+    image: str  # the Dask image
+    namespace: pulumi.Input[str]
+    claim: pulumi.Input[str]  # the pip-cache claim
+    package_index_url: str
+    lock: str  # the lock's text (prepared_env.lock_text())
+    enforces_psp: bool = False
+    depends_on: tuple[pulumi.Resource, ...] = ()
+
+
+def job_spec(args: EnvironmentJobArgs, claim: str) -> dict:
+    """The Job's spec: an init container makes the environment's directory through the whole
+    claim, the main one fills it through the subPath the pods mount."""
+    subdir = prepared_env.subdir(args.lock)
+    whole_claim = {"name": "claim", "mountPath": prepared_env.CLAIM_MOUNT}
+    user = facts.pod_user(args.image)
+    return {
+        "backoffLimit": 4,
+        "template": {
+            "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
+            "spec": hardened_pod({
+                "restartPolicy": "Never",
+                "initContainers": [{
+                    "name": "directory", "image": args.image, "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", prepared_env.INIT_SCRIPT],
+                    "env": [{"name": "ENV_SUBDIR", "value": subdir}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                  "limits": {"cpu": "500m", "memory": "256Mi"}},
+                    "volumeMounts": [whole_claim],
+                }],
+                "containers": [{
+                    "name": "prepare", "image": args.image, "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", prepared_env.JOB_SCRIPT],
+                    "env": [{"name": "PACKAGE_INDEX_URL", "value": args.package_index_url},
+                            {"name": "PLAIN_HTTP_HOST", "value": prepared_env.plain_http_host(args.package_index_url)},
+                            {"name": "LOCK_SHA256", "value": prepared_env.lock_digest(args.lock)},
+                            {"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                  "limits": {"cpu": "4", "memory": "4Gi"}},
+                    "volumeMounts": [
+                        {"name": "claim", "mountPath": prepared_env.ENV_MOUNT, "subPath": subdir},
+                        whole_claim,
+                        {"name": "lock", "mountPath": prepared_env.LOCK_MOUNT, "readOnly": True},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                    ],
+                }],
+                "volumes": [
+                    {"name": "claim", "persistentVolumeClaim": {"claimName": claim}},
+                    {"name": "lock", "configMap": {"name": CONFIG_MAP}},
+                    {"name": "tmp", "emptyDir": {}},
+                ],
+            }, {**run_as(user.uid, user.gid), **pod_security_context(args.enforces_psp)}),
+        },
+    }
+
+
+class EnvironmentJob(pulumi.ComponentResource):
+    job_name: pulumi.Output[str]
+    subdir: str
+
+    def __init__(self, name: str, args: EnvironmentJobArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:addons:EnvironmentJob", name, None, opts)
+        self.subdir = prepared_env.subdir(args.lock)
+        lock = k8s.core.v1.ConfigMap(
+            f"{name}-lock",
+            metadata={"name": CONFIG_MAP, "namespace": args.namespace,
+                      "labels": {"app.kubernetes.io/part-of": "dask-tkg"}},
+            data={prepared_env.LOCK_KEY: args.lock},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
+        self.job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata={"name": JOB_NAME, "namespace": args.namespace,
+                      "labels": {"app.kubernetes.io/part-of": "dask-tkg",
+                                 "dask-tkg.io/environment": prepared_env.lock_digest(args.lock)[:16]}},
+            spec=pulumi.Output.from_input(args.claim).apply(lambda claim: job_spec(args, claim)),
+            # Awaited (no skipAwait): the Dask pods depend on a complete environment. A changed
+            # lock changes the pod template, which a Job cannot update: it is replaced.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[lock, *args.depends_on], delete_before_replace=True,
+                                        custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m")),
+        )
+        self.job_name = self.job.metadata.apply(lambda m: m["name"])
+        self.register_outputs({"job_name": self.job_name})

@@ -1,0 +1,75 @@
+"""Where the Dask pods' packages come from: ``workerEnvironment`` (``prepared``: the locked
+environment on the shared claim, components/dask/prepared_env.py; ``image``: the image as it
+is plus ``extraPipPackages`` at each start, the paper's way) and ``packageIndexUrl``.
+
+The prepared environment is the operator backend's: the Helm backend (the paper's stacks)
+always runs the image as it is, whatever ``workerEnvironment`` says.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+from urllib.parse import urlparse
+
+from components.addons import facts as addon_facts
+from components.addons import support_matrix
+from components.dask import prepared_env
+from components.settings.errors import Problem
+from components.settings.model import Settings
+
+ENVIRONMENTS = ("prepared", "image")
+
+
+def _index_url(value: str) -> str:
+    parsed = urlparse(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError("must be an http(s) URL of a package index's simple API (https://pypi.org/simple)")
+    return value.rstrip("/")
+
+
+def read_worker_environment(r: Callable[..., Any]) -> dict[str, Any]:
+    """The DaskSpec fields: ``environment`` (prepared only with daskBackend=operator) and
+    ``package_index_url``. ``r`` is the settings reader (``build._Reader``)."""
+    chosen = r.one_of("workerEnvironment", *ENVIRONMENTS)
+    index = r.check("packageIndexUrl", _index_url)
+    backend = r("daskBackend")
+    environment = "prepared" if chosen == "prepared" and backend == "operator" else "image"
+    return {"environment": environment, "package_index_url": index or "https://pypi.org/simple"}
+
+
+def worker_environment_checks(s: Settings) -> list[Problem]:
+    """A prepared environment holds every package: none is installed at start, and the
+    image's Dask is the lock's; its CUDA libraries (one major) need a driver that runs them."""
+    d = s.dask
+    if d.environment != "prepared":
+        return []
+    out = []
+    if d.extra_pip_packages.strip():
+        out.append(Problem("extraPipPackages", f"is set ({d.extra_pip_packages!r}) with workerEnvironment=prepared:"
+                                               " the pods install nothing at start, every package comes from"
+                                               f" {prepared_env.lock_path().name} (components/dask/environment/worker.in)."
+                                               " Add the packages to worker.in and run scripts/lock_worker_env.py,"
+                                               " or set workerEnvironment=image"))
+    locked = prepared_env.pins(prepared_env.lock_text()).get("distributed")
+    if locked and d.dask_version != locked:
+        out.append(Problem("daskImageDaskVersion", f"{d.dask_version} is not the Dask of the prepared environment"
+                                                   f" ({locked}, {prepared_env.lock_path().name}) that the pods run with"
+                                                   f" workerEnvironment=prepared: set daskImageDaskVersion {locked}"))
+    out.extend(_driver_runs_the_environment(s))
+    return out
+
+
+def _driver_runs_the_environment(s: Settings) -> list[Problem]:
+    """The guest driver must run the environment's CUDA libraries: RAPIDS' floor for the lock's
+    release and CUDA major (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's own
+    (``addons/facts.py``: ``MIN_DRIVER_FOR_CUDA``). The image's CUDA is not judged: it has none."""
+    cuda, rapids = prepared_env.CUDA_MAJOR, prepared_env.rapids_release(prepared_env.lock_text())
+    driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
+    needed = support_matrix.rapids_driver_floor(rapids, cuda) or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
+    if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
+        return []
+    oldest = ".".join(str(n) for n in needed).removesuffix(".0.0")
+    return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run the prepared environment"
+                                         f" (workerEnvironment=prepared: RAPIDS {rapids} on CUDA {cuda},"
+                                         f" {prepared_env.lock_path().name}; needs a driver >= {oldest}): use your"
+                                         " hosts' vGPU release with a newer guest driver, or workerEnvironment=image"
+                                         " with an image built for an older CUDA")]

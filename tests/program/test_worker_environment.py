@@ -1,0 +1,204 @@
+"""The current platform's Dask pods run from the prepared environment (workerEnvironment=prepared,
+docs/dask.md "The Python environment"), under Pulumi's mocks for the dev and full stacks:
+
+- no Dask pod (scheduler, GPU and CPU workers, Jupyter) installs anything at start: no
+  EXTRA_PIP_PACKAGES, no pip or conda in its command or arguments, no pip-cache mount;
+- each mounts the environment's directory of the pip-cache claim read-only at the fixed path,
+  with its bin/ first on PATH, and the DaskCluster and Jupyter wait for the environment Job;
+- the Job installs the lock (from its ConfigMap) with hashes required, from packageIndexUrl,
+  hardened and unprivileged, in the Dask image;
+- the lock: a hash on every requirement, one CUDA major among its CUDA libraries, the
+  runner's Dask; the CPU flavour is the same spec without the GPU packages;
+- refusals at preview: extraPipPackages with workerEnvironment=prepared (naming both keys), a
+  Dask version other than the lock's.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.program.graph import run_program
+
+REPO = Path(__file__).resolve().parents[2]
+STACKS = ("dev", "full")
+ENV_MOUNT = "/opt/dask-env"  # components/dask/prepared_env.py
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def graph(request):
+    g = run_program(request.param)
+    assert g.error is None, g.traceback
+    return g
+
+
+def dask_containers(g) -> list[tuple[str, dict, list[dict]]]:
+    """(pod, container, pod volumes) of every Dask pod: the DaskCluster's and worker groups'
+    pods and the Jupyter release's values (its pod's container as the chart renders it)."""
+    found = []
+    for resource in [*g.of_type("DaskCluster"), *g.of_type("DaskWorkerGroup")]:
+        spec = resource.manifest()["spec"]
+        for role in ("scheduler", "worker"):
+            if role in spec:
+                pod = spec[role]["spec"]
+                found += [(f"{resource.name}/{role}", c, pod.get("volumes", [])) for c in pod["containers"]]
+    for release in g.of_type("Release"):
+        jupyter = (release.inputs.get("values") or {}).get("jupyter") or {}
+        if jupyter.get("enabled"):
+            mounts = jupyter.get("mounts", {})
+            found.append(("jupyter", {"env": jupyter.get("env", []), "args": jupyter.get("args", []),
+                                      "volumeMounts": mounts.get("volumeMounts", [])}, mounts.get("volumes", [])))
+    return found
+
+
+def test_no_dask_pod_installs_anything_at_start(graph):
+    pods = dask_containers(graph)
+    assert {name.rsplit("/", 1)[-1] for name, _, _ in pods} >= {"scheduler", "worker", "jupyter"}
+    for name, container, volumes in pods:
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        assert "EXTRA_PIP_PACKAGES" not in env, name
+        words = [*container.get("command", []), *container.get("args", [])]
+        assert not any(re.search(r"\b(pip|pip3|conda|mamba|uv)\b", w) for w in words), (name, words)
+        assert not any(v["name"] == "pip-cache" for v in volumes), name
+
+
+def test_every_dask_pod_runs_from_the_environment_read_only(graph):
+    job_subdir = graph.named("environment-job").manifest()["spec"]["template"]["spec"]["containers"][0][
+        "volumeMounts"][0]["subPath"]
+    claim = next(r.manifest() for r in graph.of_type("PersistentVolumeClaim")
+                 if r.manifest()["metadata"]["labels"].get("dask-tkg.io/data") == "pip-cache")["metadata"]["name"]
+    for name, container, volumes in dask_containers(graph):
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == ENV_MOUNT]
+        assert mount["readOnly"] is True and mount["subPath"] == job_subdir, (name, mount)
+        (volume,) = [v for v in volumes if v["name"] == mount["name"]]
+        assert volume["persistentVolumeClaim"] == {"claimName": claim, "readOnly": True}, name
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        assert env["PATH"].split(":")[0] == f"{ENV_MOUNT}/bin", (name, env.get("PATH"))
+
+
+def test_the_dask_pods_wait_for_the_environment_job(graph):
+    job = graph.named("environment-job")
+    for resource in [*graph.of_type("DaskCluster"), *graph.of_type("DaskWorkerGroup"),
+                     *[r for r in graph.of_type("Release") if (r.inputs.get("values") or {}).get("jupyter")]]:
+        assert graph.depends_on(resource, job), resource.name
+    # awaited: pulumi up creates the pods only once the environment is complete
+    assert "pulumi.com/skipAwait" not in (job.manifest()["metadata"].get("annotations") or {})
+
+
+def test_the_job_installs_the_lock_with_hashes_from_the_index_in_the_dask_image(graph):
+    from components.dask import prepared_env
+
+    job = graph.named("environment-job").manifest()
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    script = container["command"][-1]
+    for part in ("python -m venv", "--require-hashes", "--no-deps", "--only-binary=:all:",
+                 '--index-url "$PACKAGE_INDEX_URL"', prepared_env.MARKER):
+        assert part in script, part
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PACKAGE_INDEX_URL"] == "https://pypi.org/simple"
+    lock = graph.named("environment-lock").manifest()["data"][prepared_env.LOCK_KEY]
+    assert lock == prepared_env.lock_text() and env["LOCK_SHA256"] == prepared_env.lock_digest(lock)
+    images = {c["image"] for c in [*pod["containers"], *pod["initContainers"]]}
+    cluster = graph.of_type("DaskCluster")[0].manifest()
+    assert images == {cluster["spec"]["worker"]["spec"]["containers"][0]["image"]}
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["automountServiceAccountToken"] is False
+    for c in [*pod["containers"], *pod["initContainers"]]:
+        assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert container["volumeMounts"][0] == {"name": "claim", "mountPath": prepared_env.ENV_MOUNT,
+                                            "subPath": prepared_env.subdir(lock)}
+
+
+def test_the_default_image_is_a_pinned_cpython_311_with_recorded_facts(graph):
+    from components.dask import facts
+
+    image = graph.outputs["daskImage"]
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", image), image
+    found = facts.image_facts(image)
+    assert found is not None and found.python == "3.11" and found.user is None
+    assert graph.outputs["daskVersion"] == "2026.7.1"
+    assert not [w for w in graph.warnings if "cannot drive" in w]  # the runner's preflight accepts them
+
+
+def test_the_lock_has_a_hash_on_every_line_and_one_cuda_major():
+    from components.dask import prepared_env
+
+    text = prepared_env.lock_text()
+    blocks = prepared_env.requirement_blocks(text)
+    assert len(blocks) > 100 and prepared_env.unhashed(text) == []
+    assert all(len(re.findall(r"--hash=sha256:[0-9a-f]{64}", b)) == 1 for b in blocks)  # one file each
+    pins = prepared_env.pins(text)
+    nvidia = [n for n in pins if n.startswith("nvidia-") and n != "nvidia-ml-py"]
+    assert nvidia and {re.search(r"-cu(\d+)$", n).group(1) for n in nvidia} == {"12"}, nvidia
+    assert prepared_env.cuda_majors(text) == {12}
+    assert not any(n.startswith(("nvidia-", "cuda-")) and "cu13" in n for n in pins)
+    for name, version in {"dask": "2026.7.1", "distributed": "2026.7.1", "xgboost": "3.2.0", "torch": "2.10.0",
+                          "torchvision": "0.25.0", "cudf-cu12": "26.10", "dask-cudf-cu12": "26.10",
+                          "dask-cuda": "26.10"}.items():
+        assert pins[name].startswith(version), (name, pins[name])
+    assert {"jupyterlab", "dask-labextension", "pandas", "pyarrow", "numpy"} <= set(pins)
+    # every file a CPython 3.11 or pure wheel for x86_64 Linux
+    files = re.findall(r"#\s(\S+\.whl)$", text, re.M)
+    assert len(files) == len(blocks)
+    assert [f for f in files if not installs_on_cpython_311_x86_64(f)] == []
+
+
+def installs_on_cpython_311_x86_64(filename: str) -> bool:
+    from packaging.utils import parse_wheel_filename
+
+    *_, tags = parse_wheel_filename(filename)
+    return any(tag.interpreter in ("cp311", "py3", "py311", "cp3") or tag.abi == "abi3" and int(tag.interpreter[3:] or 0) <= 11
+               for tag in tags) and any(tag.platform == "any" or re.fullmatch(
+                   r"(manylinux_2_\d+|manylinux2014|manylinux2010|manylinux1|linux)_x86_64", tag.platform) for tag in tags)
+
+
+def test_the_cpu_flavour_is_the_spec_without_the_gpu_packages():
+    from components.dask import prepared_env
+
+    gpu = prepared_env.pins(prepared_env.lock_text())
+    cpu_text = prepared_env.lock_text("cpu")
+    cpu = prepared_env.pins(cpu_text)
+    assert prepared_env.unhashed(cpu_text) == [] and prepared_env.cuda_majors(cpu_text) == set()
+    assert not any(n.startswith(("nvidia-", "cuda-", "cupy")) or n.endswith("-cu12") for n in cpu), sorted(cpu)
+    assert "torch" not in cpu and "torchvision" not in cpu and "dask-cuda" not in cpu and "xgboost" not in cpu
+    assert cpu["xgboost-cpu"] == gpu["xgboost"] == "3.2.0"
+    for name in ("dask", "distributed", "pandas", "numpy", "pyarrow", "jupyterlab", "dask-labextension"):
+        assert cpu[name] == gpu[name], name
+
+
+def test_the_locks_are_worker_ins():
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "lock_worker_env.py"), "--check"],
+                         capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_extra_pip_packages_with_the_prepared_environment_is_refused_naming_both_keys():
+    g = run_program("dev", config={"extraPipPackages": "torch==2.10.0"})
+    assert g.error is not None
+    assert "extraPipPackages" in g.error and "workerEnvironment=prepared" in g.error, g.error
+
+
+def test_a_dask_version_other_than_the_locks_is_refused():
+    g = run_program("dev", config={"daskImageDaskVersion": "2026.6.0"})
+    assert g.error is not None and "daskImageDaskVersion" in g.error and "2026.7.1" in g.error, g.error
+
+
+def test_the_image_way_stays_available_and_declares_no_job():
+    g = run_program("dev", config={"workerEnvironment": "image", "daskImage": "rapidsai/notebooks:26.10-cuda12-py3.11",
+                                   "extraPipPackages": "torch==2.10.0 torchvision==0.25.0"})
+    assert g.error is None, g.traceback
+    assert not [r for r in g.of_type("Job") if r.name.startswith("environment")]
+    worker = g.of_type("DaskCluster")[0].manifest()["spec"]["worker"]["spec"]
+    env = {e["name"]: e.get("value") for e in worker["containers"][0]["env"]}
+    assert env["EXTRA_PIP_PACKAGES"] == "torch==2.10.0 torchvision==0.25.0"
+    assert any(v["name"] == "pip-cache" for v in worker["volumes"])
+
+
+def test_a_bad_worker_environment_or_index_is_refused_naming_the_key():
+    g = run_program("dev", config={"workerEnvironment": "conda"})
+    assert g.error is not None and "workerEnvironment" in g.error and "prepared, image" in g.error, g.error
+    g = run_program("dev", config={"packageIndexUrl": "pypi.org/simple"})
+    assert g.error is not None and "packageIndexUrl" in g.error, g.error
