@@ -10,7 +10,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export DASK_TKG__CACHE ?= $(HOME)/.cache/dask-tkg
 
-.PHONY: run test system-packages stand-ins default-image-env bench clean-venv
+.PHONY: run test system-packages stand-ins default-image-env worker-wheels bench clean-venv
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) scripts/install_system_packages.py --for Makefile
@@ -41,7 +41,12 @@ stand-ins: system-packages
 default-image-env: $(VENV)/.test-installed
 	$(PY) scripts/build_default_image_env.py
 
-test: system-packages $(VENV)/.test-installed stand-ins default-image-env
+# the prepared environment's CPU wheels for tests/cluster/test_prepared_environment.py's package
+# index (pip download --require-hashes of components/dask/environment/worker-cpu.lock, into the cache)
+worker-wheels: $(VENV)/.test-installed
+	$(PY) scripts/fetch_worker_wheels.py
+
+test: system-packages $(VENV)/.test-installed stand-ins default-image-env worker-wheels
 	$(PY) -m pytest $(ARGS)
 
 bench: $(VENV)/.installed

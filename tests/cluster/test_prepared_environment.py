@@ -341,7 +341,8 @@ def test_measure_the_paper_way_and_record(prepared):
         worker_args = " ".join(f"'{a}'" for a in container["args"]).replace("'$(DASK_WORKER_NAME)'", "\"$DASK_WORKER_NAME\"")
         container["command"] = ["sh", "-c", (
             f"python -m venv /tmp/env && /tmp/env/bin/python -m pip install --quiet --disable-pip-version-check"
-            f" --index-url {prepared.index.url} {' '.join(repr(p) for p in packages)}"
+            f" --index-url {prepared.index.url} --trusted-host {prepared_env.plain_http_host(prepared.index.url)}"
+            f" {' '.join(repr(p) for p in packages)}"
             f" && PATH=/tmp/env/bin:$PATH exec {worker_args}")]
         container["args"] = []
         _env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}"})
