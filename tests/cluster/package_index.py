@@ -17,6 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
+# What PyPI answers (pypi.org/simple pages and files.pythonhosted.org files), so that pip's HTTP
+# cache (the pip-cache claim of the image way) keeps what it would keep from PyPI
+PAGE_CACHE = "max-age=600, public"
+FILE_CACHE = "max-age=365000000, immutable, public"
+
+
 def normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -67,13 +73,14 @@ class PackageIndex:
                 path = self.path.split("?", 1)[0].split("#", 1)[0]
                 if path.startswith("/simple/") and not path.endswith("/"):
                     path += "/"
-                body, status, kind = pages.get(path), 200, "text/html"
+                body, status, kind, cache = pages.get(path), 200, "text/html", PAGE_CACHE
                 if body is None and path.startswith("/files/") and path[7:] in allowed:
-                    body, kind = (wheels / path[7:]).read_bytes(), "application/octet-stream"
+                    body, kind, cache = (wheels / path[7:]).read_bytes(), "application/octet-stream", FILE_CACHE
                 if body is None:
-                    body, status = b"not here\n", 404
+                    body, status, cache = b"not here\n", 404, "no-store"
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
+                self.send_header("Cache-Control", cache)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -17,7 +17,11 @@ MARKERS = ("<!-- worker-start -->", "<!-- /worker-start -->")
 
 
 def _mb(value: int | None) -> str:
-    return "-" if value is None else f"{value / 1e6:,.1f} MB"
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0 bytes"
+    return f"{value / 1e6:,.1f} MB" if value >= 1e6 else f"{value / 1e3:,.1f} kB"
 
 
 def _s(value: float | None) -> str:
@@ -41,7 +45,7 @@ def table(record: dict) -> str:
     if p.get("job_rerun_seconds") is not None:
         rows.append(f"| the Job again, same lock | {_s(p['job_rerun_seconds'])}, nothing fetched | - |")
     note = (f"\nCPU flavour of the lock ({lock['packages']} wheels, {_mb(lock['wheel_bytes'])}), one real"
-            f" Kubernetes 1.20 node, index on the cluster's link; measured {record['measured_at']}"
+            f" Kubernetes 1.20 node,\nindex on the cluster's link; measured {record['measured_at']}"
             " (`docs/results/worker-start.json`).")
     return "\n".join(rows) + "\n" + note
 
