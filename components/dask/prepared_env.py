@@ -28,6 +28,7 @@ from typing import Any
 ENV_DIR = Path(__file__).resolve().parent / "environment"
 FLAVOUR = "cu12"  # the pods' lock; "cpu" is its CPU flavour, for the tests
 CUDA_MAJOR = 12
+PYTHON = "3.11"  # the locks' interpreter (CPython, scripts/lock_worker_env.py)
 ENV_MOUNT = "/opt/dask-env"
 CLAIM_MOUNT = "/claim"  # the Job's view of the whole claim (to make the directory, and pip's cache)
 LOCK_MOUNT = "/etc/dask-env"  # the lock, from the ConfigMap

@@ -54,6 +54,14 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
         out.append(Problem("daskImageDaskVersion", f"{d.dask_version} is not the Dask of the prepared environment"
                                                    f" ({locked}, {prepared_env.lock_path().name}) that the pods run with"
                                                    f" workerEnvironment=prepared: set daskImageDaskVersion {locked}"))
+    from components.dask.facts import image_facts  # dask's facts import settings' model
+
+    facts = image_facts(d.image)
+    if facts is not None and facts.python not in (None, prepared_env.PYTHON):
+        out.append(Problem("daskImage", f"{d.image} runs Python {facts.python}; the prepared environment"
+                                        f" ({prepared_env.lock_path().name}) is for CPython {prepared_env.PYTHON}, whose"
+                                        f" interpreter the environment Job and the pods take from the image: use"
+                                        f" a CPython {prepared_env.PYTHON} image such as python:3.11.14-slim-bookworm"))
     out.extend(_driver_runs_the_environment(s))
     return out
 

@@ -186,6 +186,11 @@ def test_a_dask_version_other_than_the_locks_is_refused():
     assert g.error is not None and "daskImageDaskVersion" in g.error and "2026.7.1" in g.error, g.error
 
 
+def test_an_image_of_another_python_is_refused_naming_daskimage():
+    g = run_program("dev", config={"daskImage": "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04"})
+    assert g.error is not None and "daskImage" in g.error and "Python 3.8" in g.error, g.error
+
+
 def test_the_image_way_stays_available_and_declares_no_job():
     g = run_program("dev", config={"workerEnvironment": "image", "daskImage": "rapidsai/notebooks:26.10-cuda12-py3.11",
                                    "extraPipPackages": "torch==2.10.0 torchvision==0.25.0"})
