@@ -19,8 +19,8 @@ marked ``# cpu: <requirement>`` replaced by that requirement.
 
 Usage: scripts/lock_worker_env.py [--index-url URL] [--flavour cu12|cpu] [--check]
 ``--check`` resolves nothing: exit 1 when a lock's recorded spec digest is not the spec's
-(worker.in or overrides.txt changed since the lock was made). Needs ``uv`` (``pip install uv``)
-on PATH or in this interpreter's environment, and the index (PyPI) reachable.
+(worker.in or overrides.txt changed since the lock was made). Needs uv in this interpreter's
+environment (``pip install uv``: run as ``python -m uv``) and the index (PyPI) reachable.
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -88,10 +87,12 @@ def _clean_env() -> dict[str, str]:
 
 
 def _uv() -> list[str]:
-    found = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
-    if not Path(found).exists():
-        sys.exit("uv is needed to resolve (pip install uv)")
-    return [found]
+    """uv through this interpreter (``python -m uv``: the uv wheel from PyPI, ``pip install uv``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("uv") is None:
+        sys.exit(f"uv is needed to resolve: {sys.executable} -m pip install uv")
+    return [sys.executable, "-m", "uv"]
 
 
 def resolve(spec: str, index_url: str, workdir: Path) -> list[str]:
@@ -113,6 +114,7 @@ def pick_files(pins: list[str], index_url: str, workdir: Path) -> list[dict]:
     platforms = [arg for p in PIP_PLATFORMS for arg in ("--platform", p)]
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--isolated", "--quiet", "--dry-run",
                           "--ignore-installed", "--no-deps", "--report", "-", "--index-url", index_url,
+                          "--target", str(workdir / "target"),  # pip before 24 wants it with --platform
                           "--only-binary=:all:", *platforms, "--python-version", PYTHON_VERSION,
                           "--implementation", "cp", "-r", str(workdir / "pins.txt")],
                          capture_output=True, text=True, env=_clean_env(), check=False)
