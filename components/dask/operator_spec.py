@@ -112,8 +112,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
     if inputs.tls_secret:
         args += ["--protocol", "tls"]
     env = [{"name": "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES", "value": repr(SCHEDULER_HTTP_ROUTES)},
-           *podspec.scheduler_env(inputs.tls_secret), *podspec.environment_env(d),
-           *(prepared_env.scheduler_env() if d.environment == "prepared" else [])]
+           *podspec.scheduler_env(inputs.tls_secret), *podspec.environment_env(d)]
     container = {
         "name": "scheduler", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
         "resources": _quantities(podspec.resources(d.scheduler.cpu, d.scheduler.memory)),

@@ -118,22 +118,6 @@ def pod_env() -> list[dict[str, str]]:
             {"name": "PATH", "value": f"{ENV_MOUNT}/bin:{SYSTEM_PATH}"}]
 
 
-# RAPIDS' guidance ("Does the Dask scheduler need a GPU?", docs.rapids.ai/deployment/stable/
-# guides/scheduler-gpu-requirements): the scheduler should have the workers' software, because
-# it unpickles the high-level graphs a client sends (their tasks name cudf and dask_cudf
-# functions) and, in edge cases, data. The prepared environment gives it cuDF; it has no GPU
-# (docs/dask.md, "The scheduler"), so cuDF must not initialise CUDA when imported:
-# cudf's validate_setup() returns at once when RAPIDS_NO_INITIALIZE is set (rapidsai/cudf,
-# python/cudf/cudf/utils/gpu_utils.py; its test test_cudf_import_no_cuinit checks that no
-# cuInit is called on import with it).
-NO_CUDA_AT_IMPORT = {"name": "RAPIDS_NO_INITIALIZE", "value": "1"}
-
-
-def scheduler_env() -> list[dict[str, str]]:
-    """The scheduler's variables beyond every pod's: import cuDF without a GPU."""
-    return [NO_CUDA_AT_IMPORT]
-
-
 def pod_volume(claim: str) -> dict[str, Any]:
     return {"name": VOLUME, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
 

@@ -1,7 +1,7 @@
 """The scheduler of the current stacks follows RAPIDS' guidance on its software: the workers'
-environment, cuDF included (it unpickles graphs whose tasks name cudf and dask_cudf), with cuDF
-told not to initialise CUDA at import, since the scheduler has no GPU (docs/dask.md, "The
-scheduler"). The paper's stacks are untouched (tests/program/test_paper_stacks.py)."""
+environment, cuDF included (it unpickles graphs whose tasks name cudf and dask_cudf); it has no
+GPU (docs/dask.md, "The scheduler"). The paper's stacks are untouched
+(tests/program/test_paper_stacks.py)."""
 from __future__ import annotations
 
 import pytest
@@ -27,15 +27,13 @@ def cluster(request) -> dict:
     return resource.manifest()["spec"]
 
 
-def test_the_scheduler_runs_the_workers_environment_and_imports_cudf_without_a_gpu(cluster):
+def test_the_scheduler_runs_the_workers_environment_without_a_gpu(cluster):
     scheduler, worker = _container(cluster["scheduler"]), _container(cluster["worker"])
     assert _env(scheduler)["PATH"] == _env(worker)["PATH"] == f"{prepared_env.ENV_MOUNT}/bin:{prepared_env.SYSTEM_PATH}"
     assert {m["mountPath"]: m.get("subPath") for m in scheduler["volumeMounts"]}[prepared_env.ENV_MOUNT] == \
         {m["mountPath"]: m.get("subPath") for m in worker["volumeMounts"]}[prepared_env.ENV_MOUNT]
-    assert _env(scheduler).get("RAPIDS_NO_INITIALIZE") == "1"
     assert "nvidia.com/gpu" not in str(scheduler.get("resources", {}))
 
 
-def test_the_workers_initialise_cuda_as_usual(cluster):
-    assert "RAPIDS_NO_INITIALIZE" not in _env(_container(cluster["worker"]))
+def test_the_workers_hold_the_gpus(cluster):
     assert "nvidia.com/gpu" in str(_container(cluster["worker"]).get("resources", {}))
