@@ -18,7 +18,7 @@ from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Setti
 from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
 from components.settings.vsan import rule_problems
-from components.settings.worker_environment import worker_environment_checks
+from components.settings.worker_environment import pods_cuda, worker_environment_checks
 
 # vGPU in TKGS guest clusters arrived with TKR v1.20.8---vmware.1-tkg.2.
 MIN_VGPU_KUBERNETES = (1, 20, 8)
@@ -307,23 +307,22 @@ def _gpu_operator_apis(s: Settings) -> list[Problem]:
 
 
 def _driver_runs_the_images_cuda(s: Settings) -> list[Problem]:
-    """The guest driver must run what the Dask image is built for, or every GPU worker fails at
-    its first CUDA call: RAPIDS' own floor for the image's release and CUDA major where it is
-    known (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's minor-version floor
-    (``addons/facts.py``: ``MIN_DRIVER_FOR_CUDA``), each with its source."""
-    from components.dask.facts import image_cuda_major  # dask's facts import settings' model
-
-    cuda = image_cuda_major(s.dask.image)
+    """The guest driver must run the CUDA libraries the Dask pods load (the prepared
+    environment's, else the image's), or every GPU worker fails at its first CUDA call: RAPIDS'
+    own floor for their release and CUDA major where it is known
+    (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's minor-version floor (``addons/facts.py``:
+    ``MIN_DRIVER_FOR_CUDA``), each with its source."""
+    rapids, cuda, what = pods_cuda(s)
     driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
-    rapids = support_matrix.image_rapids_release(s.dask.image)
-    needed = support_matrix.rapids_driver_floor(rapids, cuda) or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
+    floor = support_matrix.rapids_driver_floor(rapids, cuda)
+    needed = floor or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
     if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
         return []
     oldest = ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(needed)).removesuffix(".0.00")
-    who = f"RAPIDS {rapids} on CUDA {cuda}" if support_matrix.rapids_driver_floor(rapids, cuda) else f"CUDA {cuda}"
-    return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run daskImage {s.dask.image}"
-                                         f" ({who} needs a driver >= {oldest}): use your hosts' vGPU"
-                                         f" release with a newer guest driver, or an image built for an older CUDA")]
+    who = f"RAPIDS {rapids} on CUDA {cuda}" if floor else f"CUDA {cuda}"
+    return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run {what} ({who} needs a"
+                                         f" driver >= {oldest}): use your hosts' vGPU release with a newer guest"
+                                         " driver, or CUDA libraries built for an older CUDA")]
 
 
 def _cni_applied(s: Settings) -> list[Problem]:

@@ -62,22 +62,16 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
                                         f" ({prepared_env.lock_path().name}) is for CPython {prepared_env.PYTHON}, whose"
                                         f" interpreter the environment Job and the pods take from the image: use"
                                         f" a CPython {prepared_env.PYTHON} image such as python:3.11.14-slim-bookworm"))
-    out.extend(_driver_runs_the_environment(s))
     return out
 
 
-def _driver_runs_the_environment(s: Settings) -> list[Problem]:
-    """The guest driver must run the environment's CUDA libraries: RAPIDS' floor for the lock's
-    release and CUDA major (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's own
-    (``addons/facts.py``: ``MIN_DRIVER_FOR_CUDA``). The image's CUDA is not judged: it has none."""
-    cuda, rapids = prepared_env.CUDA_MAJOR, prepared_env.rapids_release(prepared_env.lock_text())
-    driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
-    needed = support_matrix.rapids_driver_floor(rapids, cuda) or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
-    if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
-        return []
-    oldest = ".".join(str(n) for n in needed).removesuffix(".0.0")
-    return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run the prepared environment"
-                                         f" (workerEnvironment=prepared: RAPIDS {rapids} on CUDA {cuda},"
-                                         f" {prepared_env.lock_path().name}; needs a driver >= {oldest}): use your"
-                                         " hosts' vGPU release with a newer guest driver, or workerEnvironment=image"
-                                         " with an image built for an older CUDA")]
+def pods_cuda(s: Settings) -> tuple[str | None, int | None, str]:
+    """The RAPIDS release and CUDA major of the CUDA libraries the Dask pods load, and what
+    holds them: the prepared environment's lock, else the image (its recorded CUDA or its tag)."""
+    from components.dask.facts import image_cuda_major  # dask's facts import settings' model
+
+    if s.dask.environment == "prepared":
+        text = prepared_env.lock_text()
+        return (prepared_env.rapids_release(text), prepared_env.CUDA_MAJOR,
+                f"the prepared environment of {prepared_env.lock_path().name}")
+    return support_matrix.image_rapids_release(s.dask.image), image_cuda_major(s.dask.image), f"daskImage {s.dask.image}"

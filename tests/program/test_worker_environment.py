@@ -178,17 +178,20 @@ def test_the_locks_are_worker_ins():
 def test_extra_pip_packages_with_the_prepared_environment_is_refused_naming_both_keys():
     g = run_program("dev", config={"extraPipPackages": "torch==2.10.0"})
     assert g.error is not None
-    assert "extraPipPackages" in g.error and "workerEnvironment=prepared" in g.error, g.error
+    assert "dask-tkg:extraPipPackages" in g.error and "workerEnvironment=prepared" in g.error, g.error
+    assert "the pods install nothing at start, every package comes from worker-cu12.lock" in g.error, g.error
 
 
 def test_a_dask_version_other_than_the_locks_is_refused():
     g = run_program("dev", config={"daskImageDaskVersion": "2026.6.0"})
-    assert g.error is not None and "daskImageDaskVersion" in g.error and "2026.7.1" in g.error, g.error
+    assert g.error is not None and "dask-tkg:daskImageDaskVersion" in g.error, g.error
+    assert "2026.6.0 is not the Dask of the prepared environment (2026.7.1, worker-cu12.lock)" in g.error, g.error
 
 
 def test_an_image_of_another_python_is_refused_naming_daskimage():
     g = run_program("dev", config={"daskImage": "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04"})
-    assert g.error is not None and "daskImage" in g.error and "Python 3.8" in g.error, g.error
+    assert g.error is not None and "dask-tkg:daskImage" in g.error and "runs Python 3.8" in g.error, g.error
+    assert "the prepared environment (worker-cu12.lock) is for CPython 3.11" in g.error, g.error
 
 
 def test_the_image_way_stays_available_and_declares_no_job():

@@ -12,8 +12,8 @@ import pytest
 
 from components.addons import facts as addon_facts
 from components.addons import support_matrix
-from components.dask.facts import image_cuda_major
-from components.dask import prepared_env
+from components.settings import SettingsError
+from components.settings.worker_environment import pods_cuda
 from components.settings.support import support_warnings
 from tests.render.stacks import stack_settings
 
@@ -46,15 +46,24 @@ def test_the_vkr_is_inside_the_operators_range_and_served_with_the_class(stack):
 
 
 @pytest.mark.parametrize("stack", CURRENT_STACKS)
-def test_the_driver_runs_the_images_cuda_by_rapids_floor(stack):
+def test_the_driver_runs_the_pods_cuda_by_rapids_floor(stack):
     s = stack_settings(stack, {})
-    cuda, rapids = image_cuda_major(s.dask.image), support_matrix.image_rapids_release(s.dask.image)
-    if s.dask.environment == "prepared":  # the CUDA libraries are the prepared environment's
-        cuda, rapids = prepared_env.CUDA_MAJOR, prepared_env.rapids_release(prepared_env.lock_text())
+    rapids, cuda, what = pods_cuda(s)
     floor = support_matrix.rapids_driver_floor(rapids, cuda)
-    assert cuda is not None and floor is not None, f"{s.dask.image}: its CUDA and RAPIDS floor are not recorded"
+    assert cuda is not None and floor is not None, f"{what}: its CUDA and RAPIDS floor are not recorded"
     assert addon_facts.driver_version_tuple(s.gpu_operator.driver_version) >= floor
     assert addon_facts.driver_version_tuple(s.gpu_operator.driver_version) >= addon_facts.MIN_DRIVER_FOR_CUDA[cuda]
+
+
+def test_a_driver_below_the_prepared_environments_floor_is_refused():
+    """The pods load the prepared environment's CUDA 12 libraries (RAPIDS 26.10): its floor,
+    not the CPython image's (which has no CUDA), decides."""
+    with pytest.raises(SettingsError) as info:
+        stack_settings("dev", {"vgpuDriverVersion": "530.41.03"})
+    [problem] = info.value.problems
+    assert problem.key == "vgpuDriverVersion" and "dask-tkg:vgpuDriverVersion" in str(info.value)
+    assert ("530.41.03 cannot run the prepared environment of worker-cu12.lock (RAPIDS 26.10 on CUDA 12 needs a"
+            " driver >= 535)") in problem.message
 
 
 @pytest.mark.parametrize("stack", CURRENT_STACKS)
