@@ -11,31 +11,19 @@ import ssl
 from typing import Any
 
 import requests
-import requests.adapters
 import yaml
+
+from components.cluster.providers.kube_api import ContextAdapter
 
 
 class SupervisorLoginError(RuntimeError):
     """The Supervisor refused the login or could not be reached (no credentials in it)."""
 
 
-class _ContextAdapter(requests.adapters.HTTPAdapter):
-    """Verifies the server with our own ``ssl.SSLContext`` (a CA given as PEM text, which
-    ``requests``' ``verify=`` cannot take: it wants a file)."""
-
-    def __init__(self, context: ssl.SSLContext):
-        self._context = context
-        super().__init__()
-
-    def init_poolmanager(self, *args, **kwargs):
-        kwargs["ssl_context"] = self._context
-        return super().init_poolmanager(*args, **kwargs)
-
-
 def _session(ca_pem: str | None, insecure: bool) -> requests.Session:
     session = requests.Session()
     if ca_pem:
-        session.mount("https://", _ContextAdapter(ssl.create_default_context(cadata=ca_pem)))
+        session.mount("https://", ContextAdapter(ssl.create_default_context(cadata=ca_pem)))
     elif insecure:
         session.verify = False
     return session

@@ -92,7 +92,7 @@ def parse_kubeconfig(text: str) -> ApiTarget:
                      **_user(_named(doc, "users", context.get("user") or "")))
 
 
-class _ContextAdapter(requests.adapters.HTTPAdapter):
+class ContextAdapter(requests.adapters.HTTPAdapter):
     """Verifies the server with our own ``ssl.SSLContext`` (a CA given as PEM text, which
     ``requests``' ``verify=`` cannot take: it wants a file)."""
 
@@ -124,7 +124,7 @@ def api_session(target: ApiTarget) -> Iterator[requests.Session]:
     """A session that trusts the kubeconfig's CA (or, only when it says so, nothing) and
     sends its credentials."""
     with tempfile.TemporaryDirectory(prefix="dask-tkg-kube-") as workdir, requests.Session() as session:
-        session.mount("https://", _ContextAdapter(_ssl_context(target, workdir)))
+        session.mount("https://", ContextAdapter(_ssl_context(target, workdir)))
         session.headers["Accept"] = "application/json"
         if target.token:
             session.headers["Authorization"] = f"Bearer {target.token}"
