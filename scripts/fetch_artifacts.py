@@ -85,7 +85,8 @@ def pinned(lock_file: Path = LOCK_FILE) -> list[Artifact]:
     return artifacts
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The file's sha256, read in 1 MiB blocks (also scripts/fetch_worker_wheels.py's)."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -96,7 +97,7 @@ def _sha256(path: Path) -> str:
 def _is_cached(artifact: Artifact, root: Path) -> bool:
     """Cached with the upstream digest, or with the mirror's where the artifact has one."""
     path = root / artifact.file
-    return path.is_file() and artifact.accepts(_sha256(path), from_mirror=True)
+    return path.is_file() and artifact.accepts(file_sha256(path), from_mirror=True)
 
 
 def artifact_path(file: str) -> Path:
@@ -122,7 +123,7 @@ def mirror_dir() -> Path | None:
 def _install_verified(artifact: Artifact, source: Path, root: Path, from_mirror: bool) -> str | None:
     """Move ``source`` into the cache if its sha256 is a pinned one; else say why not. A
     mirror copy taken by its mirror-only sum is said, with the reason."""
-    actual = _sha256(source)
+    actual = file_sha256(source)
     if not artifact.accepts(actual, from_mirror):
         pinned_sums = [artifact.sha256] + ([artifact.mirror_sha256] if from_mirror and artifact.mirror_sha256 else [])
         return f"sha256 {actual} != pinned {' or '.join(pinned_sums)}"

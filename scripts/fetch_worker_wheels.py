@@ -25,16 +25,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fetch_artifacts import cache_root, file_sha256  # this folder: the same cache and hashing
+
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "components" / "dask" / "environment" / "worker-cpu.lock"
 INDEX = "https://pypi.org/simple"
 PLATFORMS = [f"manylinux_2_{m}_x86_64" for m in range(28, 4, -1)] + [
     "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]
-
-
-def cache_root() -> Path:
-    root = os.environ.get("DASK_TKG__CACHE") or os.environ.get("DASK_TKG_CACHE") or "~/.cache/dask-tkg"
-    return Path(root).expanduser()
 
 
 def expected(lock_text: str) -> dict[str, str]:
@@ -51,21 +48,13 @@ def expected(lock_text: str) -> dict[str, str]:
     return found
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def problems(folder: Path, wanted: dict[str, str]) -> list[str]:
     out = []
     for name, digest in sorted(wanted.items()):
         path = folder / name
         if not path.is_file():
             out.append(f"{name} is missing")
-        elif sha256(path) != digest:
+        elif file_sha256(path) != digest:
             out.append(f"{name} is not the lock's file (sha256)")
     return out
 

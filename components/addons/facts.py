@@ -101,6 +101,19 @@ def driver_version_tuple(version: str) -> tuple[int, ...] | None:
     return tuple(int(g or 0) for g in match.groups()) if match else None
 
 
+def driver_version_text(version: tuple[int, ...]) -> str:
+    """(450, 80, 2) -> ``450.80.02`` (NVIDIA's form), (535, 0, 0) -> ``535`` (a branch floor)."""
+    if version[1:] == (0, 0):
+        return str(version[0])
+    return ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(version))
+
+
+def driver_branch(version: str) -> int | None:
+    """``580.65.06`` -> 580: the driver branch (R580), the unit NVIDIA supports drivers by."""
+    major = version.split(".")[0]
+    return int(major) if major.isdigit() else None
+
+
 def nvaie_driver_image(image: str, nvaie_version: str) -> str:
     """The guest-driver image name for an NVAIE release, as NVIDIA's install script names it
     (gpu-operator v26.7.0 ``scripts/gpu-operator-nvaie.sh``: ``VGPU_DRIVER_NAME-<NVAIE_VERSION,

@@ -15,6 +15,8 @@ import datetime
 import re
 from dataclasses import dataclass
 
+from components.addons import facts as addon_facts
+
 
 @dataclass(frozen=True)
 class VgpuBranch:
@@ -149,8 +151,9 @@ def class_needs_vks(cluster_class: str) -> tuple[int, int] | None:
 
 
 def vgpu_branch(driver: str) -> VgpuBranch | None:
-    major = driver.split(".")[0]
-    return next((b for b in VGPU_BRANCHES if str(b.branch) == major), None) if major.isdigit() else None
+    """The vGPU release family of a guest driver version, where one is recorded."""
+    branch = addon_facts.driver_branch(driver)
+    return next((b for b in VGPU_BRANCHES if b.branch == branch), None)
 
 
 _RAPIDS_TAG = re.compile(r"^(\d{2}\.\d{2})-")

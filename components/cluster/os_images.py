@@ -1,30 +1,51 @@
-"""Which OS image each node pool asks the release for, as the cluster manifests ask.
+"""Which OS image each node pool asks the release for, read from the cluster manifest itself.
 
-``components.cluster.manifests`` puts ``UBUNTU_ANNOTATION`` (``run.tanzu.vmware.com/
-resolve-os-image: os-name=ubuntu``) on every GPU pool's machineDeployment of a Cluster, and
-on the whole TanzuKubernetesCluster for ``run.tanzu.vmware.com/v1alpha3``: NVIDIA ships no
-vGPU guest driver for Photon. Every other pool takes the release's default image, so it
-needs only some image of the release. Both preview checks (the Supervisor's release objects
-and its content library) read the needs from here, so they cannot drift from the manifests.
+``components.cluster.manifests`` asks for an OS with VKS's annotation
+``run.tanzu.vmware.com/resolve-os-image: os-name=<os>``: on every GPU pool's machineDeployment
+of a Cluster, and on the whole TanzuKubernetesCluster for ``run.tanzu.vmware.com/v1alpha3``
+(NVIDIA ships no vGPU guest driver for Photon). A pool without it takes the release's default
+image, so it needs only some image of the release. Both preview checks (the Supervisor's
+release objects and its content library) read the asks from the manifest the program
+declares, so they cannot drift from it.
 """
 from __future__ import annotations
 
-from components.cluster.manifests import UBUNTU_ANNOTATION
-from components.settings.model import CLUSTER_API, ClusterSpec
+from typing import Any, Mapping
 
-# "os-name=ubuntu" -> "ubuntu": the OSImage spec.os.name the annotation selects
-UBUNTU = next(iter(UBUNTU_ANNOTATION.values())).partition("=")[2]
+from components.cluster.manifests import UBUNTU_ANNOTATION, cluster_manifest
+from components.settings.model import ClusterSpec
+
+OS_ANNOTATION = next(iter(UBUNTU_ANNOTATION))  # run.tanzu.vmware.com/resolve-os-image
 ANY = ""  # the pool takes whatever image the release resolves by default
+
+
+def asked_os(annotations: Mapping[str, str] | None) -> str:
+    """The ``os-name`` an object's annotations ask for (``os-name=ubuntu[,os-version=...]``), or ANY."""
+    for part in (annotations or {}).get(OS_ANNOTATION, "").split(","):
+        key, _, value = part.strip().partition("=")
+        if key == "os-name":
+            return value
+    return ANY
+
+
+UBUNTU = asked_os(UBUNTU_ANNOTATION)
+
+
+def _deployment_asks(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """A Cluster's machineDeployments by name, with the OS each asks for."""
+    if manifest["kind"] != "Cluster":
+        return {}
+    deployments = manifest["spec"]["topology"]["workers"]["machineDeployments"]
+    return {d["name"]: asked_os((d.get("metadata") or {}).get("annotations")) for d in deployments}
 
 
 def pool_os_needs(spec: ClusterSpec) -> list[tuple[str, str, str]]:
     """``(setting key, pool name, OS name or ANY)`` for each node pool, in settings order."""
-    whole_cluster = UBUNTU if spec.api_version.endswith("/v1alpha3") else ANY
-    needs = []
-    for index, pool in enumerate(spec.node_pools):
-        wants = UBUNTU if spec.api_version == CLUSTER_API and pool.role == "gpu" else whole_cluster
-        needs.append((f"nodePools[{index}]", pool.name, wants))
-    return needs
+    manifest = cluster_manifest(spec, namespace="")
+    whole_cluster = asked_os(manifest["metadata"].get("annotations"))
+    per_pool = _deployment_asks(manifest)
+    return [(f"nodePools[{index}]", pool.name, per_pool.get(pool.name) or whole_cluster)
+            for index, pool in enumerate(spec.node_pools)]
 
 
 def library_os_names(spec: ClusterSpec) -> list[str]:

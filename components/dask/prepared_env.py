@@ -20,6 +20,7 @@ Pure functions on plain data; no Pulumi, no settings (they import this module).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -47,7 +48,9 @@ def lock_path(flavour: str = FLAVOUR) -> Path:
     return ENV_DIR / f"worker-{flavour}.lock"
 
 
+@functools.lru_cache(maxsize=None)
 def lock_text(flavour: str = FLAVOUR) -> str:
+    """The lock's text, read once per process (the settings checks and the program all ask)."""
     return lock_path(flavour).read_text(encoding="utf-8")
 
 

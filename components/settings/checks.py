@@ -318,10 +318,9 @@ def _driver_runs_the_images_cuda(s: Settings) -> list[Problem]:
     needed = floor or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
     if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
         return []
-    oldest = ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(needed)).removesuffix(".0.00")
     who = f"RAPIDS {rapids} on CUDA {cuda}" if floor else f"CUDA {cuda}"
     return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run {what} ({who} needs a"
-                                         f" driver >= {oldest}): use your hosts' vGPU release with a newer guest"
+                                         f" driver >= {addon_facts.driver_version_text(needed)}): use your hosts' vGPU release with a newer guest"
                                          " driver, or CUDA libraries built for an older CUDA")]
 
 

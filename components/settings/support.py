@@ -104,10 +104,10 @@ def _driver_branch_warning(s: Settings, day: datetime.date) -> str | None:
 def _driver_listed_warning(s: Settings) -> str | None:
     op = s.gpu_operator
     listed = support_matrix.operator_support(op.version)
-    major = op.driver_version.split(".")[0]
-    if listed is None or not major.isdigit() or int(major) in listed.branches:
+    branch = addon_facts.driver_branch(op.driver_version)
+    if listed is None or branch is None or branch in listed.branches:
         return None
-    return (f"vgpuDriverVersion {op.driver_version} (R{major}) is not on a driver branch gpuOperatorVersion"
+    return (f"vgpuDriverVersion {op.driver_version} (R{branch}) is not on a driver branch gpuOperatorVersion"
             f" {op.version} lists (R{', R'.join(map(str, listed.branches))}: {', '.join(listed.drivers)};"
             f" {listed.source})")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from components.addons import facts as addon_facts
 from components.addons import support_matrix
 from components.dask import prepared_env
 from components.settings.errors import Problem
@@ -33,7 +32,7 @@ def read_worker_environment(r: Callable[..., Any]) -> dict[str, Any]:
     index = r.check("packageIndexUrl", _index_url)
     backend = r("daskBackend")
     environment = "prepared" if chosen == "prepared" and backend == "operator" else "image"
-    return {"environment": environment, "package_index_url": index or "https://pypi.org/simple"}
+    return {"environment": environment, "package_index_url": index}
 
 
 def worker_environment_checks(s: Settings) -> list[Problem]:

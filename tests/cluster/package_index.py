@@ -87,8 +87,8 @@ class PackageIndex:
                 with lock:
                     log.append(Request(time.time(), self.client_address[0], path, status, len(body)))
 
-            def log_message(self, *args):  # the log above instead of stderr
-                pass
+            def log_message(self, *args):
+                """Silent: each request goes to the index's own log above, not to stderr."""
 
         self._server = ThreadingHTTPServer((self.host, self.port), Handler)
         self.port = self._server.server_address[1]

@@ -85,13 +85,19 @@ IMAGE_HOME = "/home/dask"  # components/dask/facts.py: RUN_AS_HOME (python:3.11 
 RUNNER_TIMEOUT_S = 300
 
 
-def stand_in_environment() -> dict:
-    """The stand-in's paths (scripts/build_default_image_env.py --check: builds nothing)."""
-    out = subprocess.run([sys.executable, str(ENV_SCRIPT), "--check"], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL, cwd=REPO, timeout=120)
+def set_up_report(script: Path, timeout_s: float) -> dict:
+    """The last JSON line of a set-up script run with ``--check`` (it builds and fetches
+    nothing: what make test prepared); the test fails with the script's words if it is not there."""
+    out = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, cwd=REPO, timeout=timeout_s)
     if out.returncode != 0:
         pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
     return json.loads(out.stdout.splitlines()[-1])
+
+
+def stand_in_environment() -> dict:
+    """The stand-in's paths (scripts/build_default_image_env.py)."""
+    return set_up_report(ENV_SCRIPT, 120)
 
 
 def dev_stack() -> DeclaredStack:

@@ -32,7 +32,6 @@ import copy
 import ipaddress
 import json
 import os
-import subprocess
 import sys
 import time
 import urllib.request
@@ -49,7 +48,7 @@ from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.package_index import PackageIndex
 from tests.cluster.pki import dask_tls_material
 from tests.cluster.post_render import _env
-from tests.cluster.test_default_image import dev_stack, scheduler_names
+from tests.cluster.test_default_image import dev_stack, scheduler_names, set_up_report
 from tests.cluster.test_placement import shared_volume_stand_ins
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,11 +60,8 @@ JOIN_LIMIT_S = 60.0
 
 
 def wheels() -> dict:
-    out = subprocess.run([sys.executable, str(WHEELS_SCRIPT), "--check"], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL, cwd=REPO, timeout=300)
-    if out.returncode != 0:
-        pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
-    return json.loads(out.stdout.splitlines()[-1])
+    """The CPU flavour's wheels in the test cache (scripts/fetch_worker_wheels.py)."""
+    return set_up_report(WHEELS_SCRIPT, 300)
 
 
 def lock_hashes(text: str) -> dict[str, str]:

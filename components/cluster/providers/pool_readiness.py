@@ -41,6 +41,7 @@ import pulumi
 import pulumi.dynamic as dyn
 
 from components.cluster.providers.kube_api import ApiTarget, KubeApiError, api_session, get_json, parse_kubeconfig
+from components.vsphere.providers.session import changed_keys
 
 MACHINE_DEPLOYMENTS = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/machinedeployments"
 CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
@@ -156,16 +157,6 @@ def wait_for_pools(target: ApiTarget, namespace: str, cluster: str, pools: Mappi
 
 # --- the dynamic resource ----------------------------------------------------------------------
 
-def _unknown(value: Any) -> bool:
-    from pulumi.runtime import rpc
-
-    return rpc.contains_unknowns(value) or (isinstance(value, str) and value == rpc.UNKNOWN)
-
-
-def _changed(olds: Mapping[str, Any], news: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
-    return [k for k in keys if _unknown(news.get(k)) or olds.get(k) != news.get(k)]
-
-
 class GpuPoolsReadyProvider(dyn.ResourceProvider):
     """Create and update wait; delete has nothing to undo. The kubeconfig is not compared:
     a login mints a new token on every run, and a new token is no reason to wait again."""
@@ -182,8 +173,8 @@ class GpuPoolsReadyProvider(dyn.ResourceProvider):
         return dyn.CreateResult(f"{props['namespace']}/{props['cluster_name']}/gpu-pools", outs)
 
     def diff(self, id_, olds, news):
-        replaces = _changed(olds, news, REPLACE_KEYS)
-        return dyn.DiffResult(changes=bool(replaces or _changed(olds, news, WAIT_KEYS)), replaces=replaces,
+        replaces = changed_keys(olds, news, REPLACE_KEYS)
+        return dyn.DiffResult(changes=bool(replaces or changed_keys(olds, news, WAIT_KEYS)), replaces=replaces,
                               delete_before_replace=False)
 
     def update(self, id_, olds, news):

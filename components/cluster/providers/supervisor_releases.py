@@ -36,7 +36,7 @@ import requests
 from components.cluster.cluster_classes import UNVERSIONED_CLASS
 from components.cluster.os_images import ANY, pool_os_needs
 from components.cluster.providers import kube_api
-from components.vsphere.providers.session import is_unknown
+from components.vsphere.providers.session import changed_keys, is_unknown
 
 CLUSTERCLASSES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/clusterclasses"
 RELEASES = "/apis/run.tanzu.vmware.com/v1alpha3/tanzukubernetesreleases"
@@ -187,7 +187,7 @@ class SupervisorReleasesProvider(dyn.ResourceProvider):
         return dyn.CreateResult(f"{props['tkr']}:{props['cluster_class']}", self._outs(props))
 
     def diff(self, id_, olds, news):
-        return dyn.DiffResult(changes=any(olds.get(k) != news.get(k) for k in SPEC_KEYS))
+        return dyn.DiffResult(changes=bool(changed_keys(olds, news, SPEC_KEYS)))
 
     def update(self, id_, olds, news):
         return dyn.UpdateResult(self._outs(news))
