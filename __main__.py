@@ -17,7 +17,8 @@ from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
 from components.dask import prepared_env
 from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
-from components.dask.operator_cluster import DaskOperatorCluster, DaskOperatorClusterArgs
+from components.dask.operator_cluster import CLUSTER_NAME, DaskOperatorCluster, DaskOperatorClusterArgs
+from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
 from components.settings import load_settings
 from components.settings.model import CLUSTER_API
 from components.settings.operator import initial_workers
@@ -90,6 +91,9 @@ else:
         dask=settings.dask, placement=DaskPlacement.from_settings(settings),
         dataset_mount=settings.storage.dataset_mount, pod_cidr=settings.cluster.pod_cidr, enforces_psp=enforces_psp,
         **dask_inputs), in_guest)
+# the runner's own identity: a namespaced token, not the cluster's admin kubeconfig
+runner = RunnerAccess("runner", RunnerAccessArgs(namespace=workspace.name, cluster_kubeconfig=cluster.kubeconfig,
+                                                 dask_cluster=CLUSTER_NAME if operator else None), in_guest)
 
 # --- exports: the contract the runner reads ---------------------------------------------
 mount = settings.storage.dataset_mount
@@ -97,7 +101,7 @@ pulumi.export(contract.SCHEDULER_ADDRESS, dask.scheduler_address)
 pulumi.export(contract.DASHBOARD_URL, dask.dashboard_url)
 pulumi.export(contract.JUPYTER_URL, dask.jupyter_url)
 pulumi.export(contract.JUPYTER_PASSWORD, dask.jupyter_password)
-pulumi.export(contract.KUBECONFIG, cluster.kubeconfig)
+pulumi.export(contract.RUNNER_KUBECONFIG, runner.kubeconfig)
 pulumi.export(contract.NAMESPACE, workspace.name)
 pulumi.export(contract.RELEASE, RELEASE)
 pulumi.export(contract.DATASET_MOUNT, mount)

@@ -13,7 +13,10 @@ SCHEDULER_ADDRESS = "schedulerAddress"  # tcp://host:8786 or tls://host:8786 (in
 DASHBOARD_URL = "dashboardUrl"
 JUPYTER_URL = "jupyterUrl"  # "" when Jupyter is disabled
 JUPYTER_PASSWORD = "jupyterPassword"  # secret
-KUBECONFIG = "kubeconfig"  # secret: the guest cluster's admin kubeconfig
+# secret: the runner's own kubeconfig, a ServiceAccount token of the Dask namespace whose Role
+# reads services, endpoints and pods, opens port-forwards and resizes the DaskCluster, nothing
+# more (components/dask/runner_access.py). The cluster's admin kubeconfig is not an output.
+RUNNER_KUBECONFIG = "runnerKubeconfig"
 NAMESPACE = "daskNamespace"
 RELEASE = "daskRelease"  # Helm release name (services are <release>-scheduler, ...)
 DATASET_MOUNT = "datasetMountPath"  # where the dataset PVC is mounted in workers/Jupyter
@@ -37,7 +40,7 @@ CLUSTER_NAME = "clusterName"  # the TanzuKubernetesCluster
 NFS_SERVER = "nfsServer"
 NFS_PATH = "nfsPath"
 
-SECRET_OUTPUTS = frozenset({JUPYTER_PASSWORD, KUBECONFIG, TLS_CLIENT_CERT, TLS_CLIENT_KEY})
+SECRET_OUTPUTS = frozenset({JUPYTER_PASSWORD, RUNNER_KUBECONFIG, TLS_CLIENT_CERT, TLS_CLIENT_KEY})
 
 
 class ContractError(ValueError):
@@ -64,7 +67,7 @@ class StackOutputs:
     tls_client_cert: str = ""
     tls_client_key: str = ""
     jupyter_password: str = ""
-    kubeconfig: str = ""
+    kubeconfig: str = ""  # the runner's (RUNNER_KUBECONFIG), never the admin one
     backend: str = "helm"
     dask_cluster: str = ""  # the DaskCluster (operator backend)
     autoscale_min: int = 0
@@ -98,7 +101,7 @@ _SCHEMA: dict[str, tuple[str, type, bool]] = {
     TLS_CLIENT_CERT: ("tls_client_cert", str, False),
     TLS_CLIENT_KEY: ("tls_client_key", str, False),
     JUPYTER_PASSWORD: ("jupyter_password", str, False),
-    KUBECONFIG: ("kubeconfig", str, False),
+    RUNNER_KUBECONFIG: ("kubeconfig", str, False),
     BACKEND: ("backend", str, False),
     DASK_CLUSTER_NAME: ("dask_cluster", str, False),
     AUTOSCALE_MIN: ("autoscale_min", int, False),

@@ -73,11 +73,15 @@ def test_only_operator_stacks_get_a_scaler():
     assert ClusterScaler.from_outputs(parse_outputs(OUTPUTS)) is None  # a stack from before the option: helm
     assert ClusterScaler.from_outputs(parse_outputs({**OUTPUTS, "daskBackend": "helm"})) is None
     operator = parse_outputs({**OUTPUTS, "daskBackend": "operator", "daskClusterName": "dask"})
-    with pytest.raises(ScalingError, match="carry no kubeconfig: read them with --show-secrets"):
+    with pytest.raises(ScalingError, match="carry no runnerKubeconfig: read them with --show-secrets"):
         ClusterScaler.from_outputs(operator)
-    with pytest.raises(ScalingError, match="holds no cluster"):
+    # the admin kubeconfig an older stack exports is not the runner's: still none
+    with pytest.raises(ScalingError, match="exports only the admin kubeconfig, which the runner does not use"):
         ClusterScaler.from_outputs(parse_outputs({**OUTPUTS, "daskBackend": "operator", "daskClusterName": "dask",
                                                   "kubeconfig": "apiVersion: v1\nkind: Config\n"}))
+    with pytest.raises(ScalingError, match="holds no cluster"):
+        ClusterScaler.from_outputs(parse_outputs({**OUTPUTS, "daskBackend": "operator", "daskClusterName": "dask",
+                                                  "runnerKubeconfig": "apiVersion: v1\nkind: Config\n"}))
 
 
 def test_operator_outputs_without_a_cluster_name_are_refused():

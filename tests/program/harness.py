@@ -13,6 +13,7 @@ recorded from the register requests (``MockResourceArgs`` does not carry them).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import runpy
@@ -50,6 +51,33 @@ def plain(value):
     return value
 
 
+# The Cluster API Secret <cluster>-kubeconfig holds an admin kubeconfig of this shape (a
+# client certificate of system:masters, the cluster's CA inline); the runner's kubeconfig keeps
+# only its server and CA.
+ADMIN_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: tkc
+  cluster:
+    server: https://192.168.100.60:6443
+    certificate-authority-data: bW9jay1jbHVzdGVyLWNh
+users:
+- name: tkc-admin
+  user:
+    client-certificate-data: bW9jay1hZG1pbi1jZXJ0aWZpY2F0ZQ==
+    client-key-data: bW9jay1hZG1pbi1rZXk=
+contexts:
+- name: tkc-admin@tkc
+  context: {cluster: tkc, user: tkc-admin}
+current-context: tkc-admin@tkc
+"""
+RUNNER_TOKEN = "mock-runner-token"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def _default(state: dict, key: str, value) -> None:
     """Fill an output the provider would compute (dynamic resources pass it as None)."""
     if state.get(key) is None:
@@ -82,8 +110,13 @@ class GraphMocks(pulumi.runtime.Mocks):
         elif typ == "kubernetes:helm.sh/v3:Release":
             _default(state, "status", {"name": state.get("name", args.name), "namespace": state.get("namespace", ""),
                                         "status": "deployed", "version": state.get("version", ""), "revision": 1})
-        elif typ == "kubernetes:core/v1:Secret" and args.resource_id:  # a read Secret
-            _default(state, "data", {"value": "YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg=="})
+        elif typ == "kubernetes:core/v1:Secret" and args.resource_id:  # a read Secret: the cluster's kubeconfig
+            _default(state, "data", {"value": _b64(ADMIN_KUBECONFIG)})
+        elif typ == "kubernetes:core/v1:Secret" and state.get("type") == "kubernetes.io/service-account-token":
+            # filled by the token controller; pulumi-kubernetes reads it back once data is there
+            # (provider/pkg/await/awaiters.go, untilCoreV1SecretInitialized)
+            _default(state, "data", {"token": _b64(RUNNER_TOKEN), "ca.crt": _b64("mock-cluster-ca"),
+                                     "namespace": _b64(state["metadata"]["namespace"])})
         elif typ == "tls:index/privateKey:PrivateKey":
             _default(state, "privateKeyPem", f"-----BEGIN PRIVATE KEY-----\nmock-{args.name}\n-----END PRIVATE KEY-----\n")
         elif typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):

@@ -71,14 +71,14 @@ def test_a_forward_is_wanted_only_with_a_kubeconfig_and_an_unreachable_scheduler
     assert port_forward.needs_forward(f"tls://127.0.0.1:{closed_port}", "apiVersion: v1")
     assert not port_forward.needs_forward(f"tls://127.0.0.1:{listening}", "apiVersion: v1")
     assert not port_forward.needs_forward(f"tls://127.0.0.1:{closed_port}", "")  # nothing to forward with
-    outputs = parse_outputs({**OUTPUTS, "schedulerAddress": f"tcp://127.0.0.1:{listening}", "kubeconfig": "x: 1"})
+    outputs = parse_outputs({**OUTPUTS, "schedulerAddress": f"tcp://127.0.0.1:{listening}", "runnerKubeconfig": "x: 1"})
     assert port_forward.open_for(outputs) is None  # reachable: no forward, the kubeconfig is never read
 
 
 def test_a_bad_kubeconfig_is_named_without_its_contents(closed_port):
     secret = "token-that-must-not-show"
     outputs = parse_outputs({**OUTPUTS, "schedulerAddress": f"tcp://127.0.0.1:{closed_port}",
-                             "kubeconfig": f"users: [{{name: u, user: {{token: {secret}}}}}]\n"})
+                             "runnerKubeconfig": f"users: [{{name: u, user: {{token: {secret}}}}}]\n"})
     with pytest.raises(EndpointError, match="kubeconfig cannot be used") as caught:
         port_forward.open_for(outputs, probe_timeout=1)
     assert secret not in str(caught.value)

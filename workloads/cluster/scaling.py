@@ -13,14 +13,19 @@ autoscaler's bounds for a run; the worker count over time comes from the utiliza
 With the Helm backend the worker count is fixed: the runner restricts a run to a subset of
 the workers and says so once (:func:`helm_restriction_notice`).
 
-Talks to Kubernetes with the ``kubernetes`` client and the stack's kubeconfig output; talks
-to Dask only through the runner's ``Client``.
+Talks to Kubernetes with the ``kubernetes`` client and the stack's ``runnerKubeconfig`` output,
+the runner's namespaced identity (components/dask/runner_access.py): its Role lets it set the
+worker group's replicas only through the group's ``scale`` subresource (the pinned CRD's
+``.spec.worker.replicas``), never patch the group itself, and read, patch, create and delete
+the DaskAutoscaler named after the cluster. Talks to Dask only through the runner's ``Client``.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
+
+from workloads.contract import RUNNER_KUBECONFIG
 
 GROUP, VERSION = "kubernetes.dask.org", "v1"
 WORKER_GROUPS, AUTOSCALERS = "daskworkergroups", "daskautoscalers"
@@ -49,7 +54,7 @@ def helm_restriction_notice(connected: int) -> str:
 
 
 def api_from_kubeconfig(kubeconfig: str) -> Any:
-    """A ``CustomObjectsApi`` for the guest cluster from the stack's kubeconfig text (kept in memory)."""
+    """A ``CustomObjectsApi`` for the guest cluster from the runner's kubeconfig text (kept in memory)."""
     import kubernetes.client
     import kubernetes.config
     import yaml
@@ -57,9 +62,10 @@ def api_from_kubeconfig(kubeconfig: str) -> Any:
     try:
         config = yaml.safe_load(kubeconfig)
     except yaml.YAMLError as exc:
-        raise ScalingError(f"the stack's kubeconfig output is not YAML: {exc}") from None
+        raise ScalingError(f"the stack's {RUNNER_KUBECONFIG} output is not YAML: {exc}") from None
     if not isinstance(config, dict) or not config.get("clusters"):
-        raise ScalingError("the stack's kubeconfig output holds no cluster: read the outputs with --show-secrets")
+        raise ScalingError(f"the stack's {RUNNER_KUBECONFIG} output holds no cluster: read the outputs with"
+                           " --show-secrets")
     return kubernetes.client.CustomObjectsApi(kubernetes.config.new_client_from_config_dict(config))
 
 
@@ -80,8 +86,10 @@ class ClusterScaler:
         if getattr(outputs, "backend", "helm") != "operator":
             return None
         if not outputs.kubeconfig:
-            raise ScalingError("the operator backend is resized through Kubernetes, but the stack outputs carry no"
-                               " kubeconfig: read them with --show-secrets")
+            raise ScalingError(f"the operator backend is resized through Kubernetes, but the stack outputs carry no"
+                               f" {RUNNER_KUBECONFIG}: read them with --show-secrets (a stack deployed before the"
+                               " runner had its own identity exports only the admin kubeconfig, which the runner"
+                               " does not use: run pulumi up)")
         return cls(api_from_kubeconfig(outputs.kubeconfig), outputs.namespace, outputs.dask_cluster, echo)
 
     def __enter__(self) -> ClusterScaler:
@@ -104,6 +112,28 @@ class ClusterScaler:
                 return None
             raise ScalingError(f"reading {plural}/{name} in {self.namespace}: HTTP {exc.status} {exc.reason}") from None
 
+    def _get_scale(self, plural: str, name: str) -> dict | None:
+        """The object's ``scale`` subresource (autoscaling/v1 Scale), None when there is no object."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self.api.get_namespaced_custom_object_scale(GROUP, VERSION, self.namespace, plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise ScalingError(f"reading {plural}/{name}/scale in {self.namespace}: HTTP {exc.status} {exc.reason}"
+                               ) from None
+
+    def _patch_scale(self, plural: str, name: str, replicas: int) -> dict:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self.api.patch_namespaced_custom_object_scale(GROUP, VERSION, self.namespace, plural, name,
+                                                                 {"spec": {"replicas": replicas}})
+        except ApiException as exc:
+            raise ScalingError(f"patching {plural}/{name}/scale in {self.namespace}: HTTP {exc.status} {exc.reason}"
+                               f" {exc.body or ''}".strip()) from None
+
     def _patch(self, plural: str, name: str, body: dict) -> dict:
         from kubernetes.client.exceptions import ApiException
 
@@ -114,11 +144,11 @@ class ClusterScaler:
                                f" {exc.body or ''}".strip()) from None
 
     def replicas(self) -> int:
-        group = self._get(WORKER_GROUPS, self.worker_group)
-        if group is None:
+        scale = self._get_scale(WORKER_GROUPS, self.worker_group)
+        if scale is None:
             raise ScalingError(f"no DaskWorkerGroup {self.worker_group!r} in {self.namespace}: is the DaskCluster"
                                f" {self.cluster!r} deployed and its operator running?")
-        return int(group["spec"]["worker"]["replicas"])
+        return int(scale["spec"].get("replicas") or 0)
 
     def pin(self, workers: int) -> None:
         """A fixed size: the autoscaler's bounds (if one exists) and the group's replicas to ``workers``."""
@@ -129,7 +159,7 @@ class ClusterScaler:
             if self._deployed_bounds is None:
                 self._deployed_bounds = {k: scaler["spec"][k] for k in ("minimum", "maximum")}
             self._patch(AUTOSCALERS, self.cluster, {"spec": {"minimum": workers, "maximum": workers}})
-        self._patch(WORKER_GROUPS, self.worker_group, {"spec": {"worker": {"replicas": workers}}})
+        self._patch_scale(WORKER_GROUPS, self.worker_group, workers)
         self.echo(f"scaling: {self.worker_group} to {workers} worker(s)")
 
     def adapt(self, minimum: int, maximum: int) -> None:
