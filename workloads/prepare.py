@@ -26,7 +26,8 @@ renamed to ``<dest>`` only when its size (and sha256, when known) checks out, so
 existing destination is complete. A destination with the expected size (``--checksums``, else a
 HEAD's Content-Length) and sha256 (when known) is skipped. Transient errors are retried
 with exponential backoff; a file that fails ``--retries`` times is reported and the
-others are still fetched. Ctrl-C (SIGINT) or SIGTERM ends the run with one line on stderr
+others are still fetched. The files fetched or kept without a sha256 to check them against
+are named at the end, and listed under ``unverified`` in ``.prepare-status.json``. Ctrl-C (SIGINT) or SIGTERM ends the run with one line on stderr
 naming what was left partial. Exit status: 0 all done or skipped, 1 something failed,
 2 bad usage, 130/143 interrupted by SIGINT/SIGTERM.
 """
@@ -126,6 +127,7 @@ class Outcome:
     seconds: float = 0.0
     finished: str = ""
     error: str = ""
+    verified: bool = False  # its sha256 matched --checksums
     detail: Dict[str, object] = field(default_factory=dict)
 
 
@@ -623,7 +625,9 @@ def _fetch_all(plan: List[Item], root: str, known: Dict[str, Known], opts: Optio
                outcomes: List[Outcome], current: List[str]) -> None:
     for item in plan:
         current[:] = ["download", item.dest]
-        outcome = fetch(item, root, known.get(item.dest, Known()), opts)
+        expected = known.get(item.dest, Known())
+        outcome = fetch(item, root, expected, opts)
+        outcome.verified = outcome.status != "failed" and bool(expected.sha256)
         outcomes.append(outcome)
         if item.dest == DOGS_ARCHIVE:
             if outcome.status == "failed":
@@ -632,6 +636,11 @@ def _fetch_all(plan: List[Item], root: str, known: Dict[str, Known], opts: Optio
                 current[:] = ["extract", DOGS_IMAGES]
                 outcomes.append(extract_dogs(root, outcome))
     current[:] = []
+
+
+def unverified_files(outcomes: List[Outcome]) -> List[str]:
+    """The downloads in place without a sha256 checked (the extracted tree follows its archive)."""
+    return [o.dest for o in outcomes if o.dest != DOGS_IMAGES and o.status != "failed" and not o.verified]
 
 
 def _on_sigterm_interrupt():
@@ -699,14 +708,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("done", "skipped", "failed")}
+    unverified = unverified_files(outcomes)
     _write_json(os.path.join(root, STATUS_FILE), {
         "started": started, "finished": _now(), "root": root, "ok": counts["failed"] == 0,
-        "counts": counts, "files": [asdict(o) for o in outcomes]})
+        "counts": counts, "unverified": unverified, "files": [asdict(o) for o in outcomes]})
     logger.info("summary: %d done, %d skipped, %d failed", counts["done"], counts["skipped"], counts["failed"])
     for o in outcomes:
         size = _human(o.size) if o.size is not None else (
             "%s files" % o.detail["files"] if o.detail.get("files") is not None else "-")
         logger.info("  %-7s %s (%s)%s", o.status, o.dest, size, ": " + o.error if o.error else "")
+    if unverified:
+        logger.warning("not verified (no sha256 in --checksums): %s", ", ".join(unverified))
     return 1 if counts["failed"] else 0
 
 

@@ -3,12 +3,17 @@
 The downloader is this project's own ``workloads/prepare.py`` (standard library only),
 shipped as a ConfigMap and run in a small Python image, so the Job needs nothing built.
 It is resumable and skips finished files, so a re-run after a failure costs little.
+Beside the code the ConfigMap holds the sha256 of each file that has one
+(``components/settings/downloads.py``: the committed ``workloads/checksums.json`` and the
+site's ``dataChecksums``), passed with ``--checksums``: a file whose bytes differ is never
+renamed into place. The files without one are named at preview and in the Job's log.
 ``pulumi up`` does not wait for the downloads (hours for the full three taxi years): the
 runner reports missing files, and ``kubectl logs job/dataset-prepare`` shows progress.
 """
 from __future__ import annotations
 
 import importlib.resources
+import json
 from dataclasses import dataclass
 
 import pulumi
@@ -16,6 +21,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
 from components.dask.facts import RUN_AS
+from components.settings.downloads import CHECKSUMS_FILE, digests, unverified_warnings
 from components.settings.model import DataSpec
 
 JOB_NAME = "dataset-prepare"
@@ -34,11 +40,16 @@ def prepare_source() -> str:
     return importlib.resources.files("workloads").joinpath("prepare.py").read_text(encoding="utf-8")
 
 
+def code_files(data: DataSpec) -> dict[str, str]:
+    """The ConfigMap's files: the downloader and the digests it checks."""
+    return {"prepare.py": prepare_source(), CHECKSUMS_FILE: json.dumps(digests(data), indent=2, sort_keys=True) + "\n"}
+
+
 def job_args(data: DataSpec, root: str) -> list[str]:
     """The downloader's command line for the settings' sources."""
     args = ["python", f"{CODE_MOUNT}/prepare.py", "--root", root,
             "--dogs-images", data.dogs_images_url, "--dogs-labels", data.dogs_labels_url,
-            "--weights", data.weights_url]
+            "--weights", data.weights_url, "--checksums", f"{CODE_MOUNT}/{CHECKSUMS_FILE}"]
     if data.taxi_months:
         args += ["--taxi-url-template", data.taxi_url_template, "--taxi-months", ",".join(data.taxi_months)]
     return args
@@ -63,9 +74,11 @@ class DatasetJob(pulumi.ComponentResource):
         code = k8s.core.v1.ConfigMap(
             f"{name}-code",
             metadata={"name": f"{JOB_NAME}-code", "namespace": args.namespace},
-            data={"prepare.py": prepare_source()},
+            data=code_files(args.data),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        for warning in unverified_warnings(args.data):
+            pulumi.log.warn(warning, resource=self)
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={"name": JOB_NAME, "namespace": args.namespace,

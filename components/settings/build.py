@@ -11,6 +11,7 @@ from typing import Any, Callable, Protocol
 from components.addons import facts as addon_facts
 from components.cluster import cluster_classes
 import components.settings.checks as checks
+import components.settings.downloads as downloads
 import components.settings.records as records
 import components.settings.values as values
 from components.settings.worker_environment import read_worker_environment
@@ -25,6 +26,7 @@ from components.settings.model import (
     ContentLibrarySpec,
     DaskSpec,
     DataSpec,
+    FileDigest,
     FileShareSpec,
     GpuOperatorSpec,
     JupyterSpec,
@@ -200,6 +202,7 @@ def load(source: Source) -> Settings:
         weights_url=r.check("modelWeightsUrl", _url),
         taxi_months=r.check("taxiMonths", values.expand_months) or (),
         taxi_url_template=r.check("taxiUrlTemplate", _month_template),
+        checksums=tuple(FileDigest(**rec) for rec in r.records("dataChecksums", downloads.DIGEST_FIELDS)),
     )
     dask = _dask(r, cluster)
 

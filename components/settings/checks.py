@@ -13,6 +13,7 @@ from components.addons import support_matrix
 from components.dask import chart as dask_chart
 import components.settings.schema as schema
 import components.settings.values as values
+from components.settings.downloads import download_checks
 from components.settings.errors import Problem
 from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks
@@ -36,7 +37,7 @@ def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
                  _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables,
-                 worker_environment_checks):
+                 worker_environment_checks, download_checks):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(_co_placement(s))

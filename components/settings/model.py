@@ -208,6 +208,15 @@ class StorageSpec:
 
 
 @dataclass(frozen=True)
+class FileDigest:
+    """A site's digest of a file the data Job downloads (``dataChecksums``)."""
+
+    file: str  # where the Job stores it under the dataset root (workloads/prepare.py's layout)
+    sha256: str
+    size: int | None = None
+
+
+@dataclass(frozen=True)
 class DataSpec:
     enabled: bool
     image: str
@@ -216,6 +225,7 @@ class DataSpec:
     weights_url: str
     taxi_months: tuple[str, ...]  # expanded YYYY-MM
     taxi_url_template: str
+    checksums: tuple[FileDigest, ...] = ()  # the site's, over the committed workloads/checksums.json
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,148 @@
+"""What the data Job downloads and how each file is verified, decided at preview.
+
+The Job (``components/addons/dataset_job.py``) runs ``workloads/prepare.py`` with
+``--checksums``: a file whose sha256 is known is renamed into place only when its bytes
+match, so a substituted file never reaches the dataset (the dogs archive is not even
+extracted). The digests come from two places:
+
+- ``workloads/checksums.json``, committed, keyed by where the Job stores the file; each
+  entry's ``source`` names the published record it is taken from.
+- ``dataChecksums``, the site's: for a mirror that serves other bytes, other weights, or
+  taxi months a platform engineer has recorded (docs/deploy.md, "The data Job's downloads").
+
+No trustworthy published digest exists for the ImageNet label file (a gist, its revision
+pinned in the URL) or for the TLC's taxi files (the TLC re-publishes them: every month was
+re-released as Parquet in 2022, with columns added to old files), so those are fetched over
+https and named at preview as not verified. A plain-http address is refused unless its file
+has a digest: over http any hop on the path can substitute the bytes, and the weights are a
+pickle.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from workloads import prepare
+
+import components.settings.records as records
+from components.settings.errors import Problem
+from components.settings.model import DataSpec, Settings
+
+CHECKSUMS_FILE = "checksums.json"  # in the workloads package, beside prepare.py
+SOURCE_SETTING = {"dogs": "dogsImagesUrl", "labels": "dogsLabelsUrl", "weights": "modelWeightsUrl",
+                  "taxi": "taxiUrlTemplate"}
+FLAG_SETTING = {"--weights": "modelWeightsUrl", "--taxi-url-template": "taxiUrlTemplate",
+                "--taxi-months": "taxiMonths"}
+RECORD = "file={file},size=<bytes>,sha256=<64 hex digits>"
+NAMED_PER_SETTING = 3  # a warning names this many files of one setting, then counts the rest
+
+
+@dataclass(frozen=True)
+class DataFile:
+    setting: str  # the URL setting it comes from
+    url: str
+    dest: str  # where the Job stores it under the dataset root
+
+
+def _data_file(text: str) -> str:
+    parts = text.split("/")
+    if text.startswith("/") or "\\" in text or any(p in ("", ".", "..") for p in parts):
+        raise ValueError("must be a path under the dataset root as the data Job stores it,"
+                         " e.g. taxi/yellow_tripdata_2019-01.parquet")
+    return text
+
+
+def _sha256(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        raise ValueError("must be 64 hex digits (sha256sum's output)")
+    return text.lower()
+
+
+DIGEST_FIELDS = {
+    "file": records.Field(_data_file),
+    "sha256": records.Field(_sha256),
+    "size": records.Field(records.integer(0), required=False),
+}
+
+
+@lru_cache(maxsize=1)
+def committed() -> dict[str, dict]:
+    """The committed digests, keyed by destination (entries also carry ``url`` and ``source``)."""
+    return json.loads(resources.files("workloads").joinpath(CHECKSUMS_FILE).read_text(encoding="utf-8"))
+
+
+def data_files(data: DataSpec) -> list[DataFile]:
+    """The Job's downloads, planned by the downloader itself (``prepare.build_plan``).
+    Raises ValueError with the downloader's message for a URL it cannot use."""
+    def error(message: str):
+        raise ValueError(message)
+
+    args = argparse.Namespace(only=None, dogs_images=data.dogs_images_url, dogs_labels=data.dogs_labels_url,
+                              weights=data.weights_url, taxi_url_template=data.taxi_url_template,
+                              taxi_months=",".join(data.taxi_months))
+    return [DataFile(SOURCE_SETTING[item.source], item.url, item.dest) for item in prepare.build_plan(args, error)]
+
+
+def digests(data: DataSpec) -> dict[str, dict]:
+    """The Job's ``--checksums`` file: size and sha256 of each file it downloads that has
+    them, the site's (``dataChecksums``) over the committed ones."""
+    known = {dest: {"size": entry["size"], "sha256": entry["sha256"]} for dest, entry in committed().items()}
+    known.update({d.file: {"sha256": d.sha256, **({"size": d.size} if d.size is not None else {})}
+                  for d in data.checksums})
+    wanted = {f.dest for f in data_files(data)}
+    return {dest: known[dest] for dest in sorted(wanted & known.keys())}
+
+
+def _named(files: list[DataFile]) -> str:
+    out = []
+    for setting in dict.fromkeys(f.setting for f in files):
+        dests = [f.dest for f in files if f.setting == setting]
+        if len(dests) > NAMED_PER_SETTING:
+            dests = dests[:NAMED_PER_SETTING - 1] + [f"... {dests[-1]} ({len(dests)} files)"]
+        out += [f"{dest} (dask-tkg:{setting})" for dest in dests]
+    return ", ".join(out)
+
+
+def download_checks(s: Settings) -> list[Problem]:
+    """A plain-http download needs a digest; a site digest must name a file the Job downloads."""
+    data = s.data
+    if not data.enabled:
+        return []
+    try:
+        files = data_files(data)
+    except ValueError as exc:
+        return [Problem(FLAG_SETTING.get(str(exc).split(":", 1)[0], "dataPrepEnabled"), str(exc))]
+    known = digests(data)
+    out = []
+    for setting in SOURCE_SETTING.values():
+        bare = [f for f in files if f.setting == setting and f.url.startswith("http://") and f.dest not in known]
+        if bare:
+            out.append(Problem(setting, f"{bare[0].url} is plain http and {bare[0].dest} has no sha256"
+                                        f"{f' (nor {len(bare) - 1} more of its files)' if len(bare) > 1 else ''}:"
+                                        " over http any hop on the path can substitute the bytes. Use https, or"
+                                        " give each file's digest in dataChecksums: "
+                                        + RECORD.format(file=bare[0].dest)))
+    wanted = {f.dest for f in files}
+    for index, digest in enumerate(data.checksums):
+        if digest.file not in wanted:
+            out.append(Problem(f"dataChecksums[{index}].file",
+                               f"the data Job does not download {digest.file}; its files: {_named(files)}"))
+    return out
+
+
+def unverified_warnings(data: DataSpec) -> list[str]:
+    """The preview's word on the files the Job fetches without a digest (over https)."""
+    if not data.enabled:
+        return []
+    known = digests(data)
+    missing = [f for f in data_files(data) if f.dest not in known]
+    if not missing:
+        return []
+    return [f"the data Job does not verify {_named(missing)}: no sha256 is known for them (none is published"
+            " for the ImageNet label file or the TLC's taxi files). It fetches them over https and names them"
+            " in its log and in .prepare-status.json; to verify them, record each file's size and sha256 once"
+            " (docs/deploy.md, \"The data Job's downloads\") and give them in dask-tkg:dataChecksums"]
