@@ -11,6 +11,7 @@ from typing import Any, Callable, Protocol
 from components.addons import facts as addon_facts
 from components.cluster import cluster_classes
 import components.settings.checks as checks
+import components.settings.file_share_clients as file_share_clients
 import components.settings.downloads as downloads
 import components.settings.records as records
 import components.settings.values as values
@@ -165,7 +166,7 @@ def load(source: Source) -> Settings:
         clients=tuple(
             NetPermission(ips=rec["ips"], permissions=rec["permissions"], allow_root=rec["allowRoot"])
             for rec in r.records("fileShareClients", _NET_PERMISSION_FIELDS)
-        ),
+        ) or file_share_clients.derived_clients(supervisor.create_spec, supervisor.mode, r("rwxProvisioner")),
         nfs_server=r("nfsServer") or "",
         nfs_path=r("nfsPath") or "",
         domain=r("fileShareDomain") or "",

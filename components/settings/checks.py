@@ -15,6 +15,7 @@ import components.settings.schema as schema
 import components.settings.values as values
 from components.settings.downloads import download_checks
 from components.settings.errors import Problem
+from components.settings.file_share_clients import client_problems
 from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks
 from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
@@ -35,7 +36,7 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
-    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share,
+    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share, client_problems,
                  _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables,
                  worker_environment_checks, download_checks):
         problems.extend(rule(s))

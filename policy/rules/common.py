@@ -35,6 +35,7 @@ VM_CLASS = "vsphere:index/virtualMachineClass:VirtualMachineClass"
 VSAN_POLICY = "pulumi-python:dynamic/vsphere:VsanStoragePolicy"
 SUPERVISOR_NAMESPACE = "pulumi-python:dynamic/vsphere:SupervisorNamespace"
 VSPHERE_NAMESPACE = "vsphere:index/namespace:Namespace"
+VSAN_FILE_SHARE = "pulumi-python:dynamic/vsphere:VsanFileShare"
 
 EMPTY: Mapping[str, Any] = {}
 

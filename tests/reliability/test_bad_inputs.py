@@ -341,7 +341,8 @@ def test_the_pulumi_cli_going_wrong(monkeypatch, tmp_path, script, fragment):
 
 # ----------------------------------------------------------------------------- settings
 SITE = {"datacenter": "DC0", "computeCluster": "DC0_C0", "esxiHosts": ["esxi-01", "esxi-02"],
-        "supervisorServer": "192.168.105.2", "ngcApiKey": "ngc-key", "vgpuLicenseToken": "token"}
+        "supervisorServer": "192.168.105.2", "ngcApiKey": "ngc-key", "vgpuLicenseToken": "token",
+        "fileShareClients": ["ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"]}
 PROVIDER = {"vsphere:vsphereServer": "vc.example", "vsphere:user": "administrator@vsphere.local",
             "vsphere:password": "secret-pw"}
 SMALL_VGPU = "name=8cpu-32gram-ts-10c,cpus=8,memoryMb=32768,memoryReservation=100,vgpuProfile=grid_a100-10c"

@@ -28,6 +28,7 @@ SITE = {
     "computeCluster": "DC0_C0",
     "esxiHosts": ["esxi-01", "esxi-02"],
     "supervisorServer": "192.168.105.2",
+    "fileShareClients": ["ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"],  # the node network
     "ngcApiKey": "ngc-key",
     "vgpuLicenseToken": "token",
     "licenseTokenInConfigMap": True,

@@ -13,6 +13,7 @@ SITE = {
     "computeCluster": "DC0_C0",
     "esxiHosts": ["esxi-01"],
     "supervisorServer": "192.168.105.2",
+    "fileShareClients": ["ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"],
     "ngcApiKey": "ngc-key",
     "vgpuLicenseToken": "token",
     "licenseTokenInConfigMap": True,
