@@ -79,12 +79,14 @@ def test_a_digest_for_a_file_the_job_does_not_download_is_refused():
     assert "the data Job does not download taxi/yellow_tripdata_2019-02.parquet" in message
 
 
-@pytest.mark.parametrize("record, field", [
-    ("file=dogs/images.tar,sha256=xyz", "sha256"),
-    ("file=dogs/images.tar,size=-1,sha256=" + "ab" * 32, "size"),
+@pytest.mark.parametrize("record, field, message", [
+    pytest.param("file=dogs/images.tar,sha256=xyz", "sha256", "must be 64 hex digits", id="sha256"),
+    pytest.param("file=dogs/images.tar,size=-1,sha256=" + "ab" * 32, "size", "must be >= 0", id="size"),
+    pytest.param("file=../etc/passwd,sha256=" + "ab" * 32, "file", "must be a path under the dataset root", id="file"),
 ])
-def test_a_malformed_digest_names_its_field(record, field):
-    assert f"dask-tkg:dataChecksums[0].{field}" in refused(dataChecksums=[record])
+def test_a_malformed_digest_names_its_field(record, field, message):
+    text = refused(dataChecksums=[record])
+    assert f"dask-tkg:dataChecksums[0].{field}" in text and message in text
 
 
 def test_the_files_without_a_published_digest_are_named_at_preview():
