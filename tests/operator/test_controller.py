@@ -6,7 +6,10 @@ dask_kubernetes.operator.controller``, the pinned chart's image runs the same co
 The stand-in has no controller-manager or kubelet, so the Deployments the controller creates
 get no pods: what is checked is the objects themselves (the pods need not run). Growing a
 worker group only creates Deployments; shrinking one asks the scheduler which workers to
-retire, which needs a running scheduler and is not exercised here.
+retire, which needs a running scheduler and is not exercised here. The runner resizes the
+cluster as it does from the stack outputs: with the program's namespaced identity (a token of
+its ServiceAccount, whose Role reaches the worker group only through its ``scale``
+subresource), not the admin's.
 """
 from __future__ import annotations
 
@@ -18,13 +21,12 @@ import sys
 import time
 
 import pytest
-from kubernetes.client import CustomObjectsApi
-
 from components.settings.model import POOL_ROLE_LABEL
 from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, get_object, patch_object
+from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
 from tests.operator.support import MODERN_IMAGE, OPERATOR
 from tests.program.graph import run_program
-from workloads.cluster.scaling import ClusterScaler
+from workloads.cluster.scaling import ClusterScaler, api_from_kubeconfig
 
 pytestmark = pytest.mark.apiserver
 
@@ -34,10 +36,22 @@ WAIT_S = 90.0
 
 def program_objects(namespace: str, **config) -> dict[str, dict]:
     """The program's operator resources, built for ``namespace`` (the test's) as ``daskNamespace``."""
+    return {m["kind"]: m for m in program_manifests(namespace, **config) if m["apiVersion"].startswith("kubernetes.dask.org/")}
+
+
+def program_manifests(namespace: str, **config) -> list[dict]:
     graph = run_program("reference", config={**CONFIG, "daskNamespace": namespace, **config})
     assert graph.error is None, graph.traceback
-    return {m["kind"]: m for m in (r.manifest() for r in graph.kubernetes_objects())
-            if m["apiVersion"].startswith("kubernetes.dask.org/")}
+    return [r.manifest() for r in graph.kubernetes_objects()]
+
+
+def runner_scaler(server, namespace: str) -> ClusterScaler:
+    """The runner's scaler as it makes one from the stack outputs: the program's namespaced
+    identity (tests/apiserver/runner_identity.py) applied, its kubeconfig on a token the server
+    issues, nothing of the admin's."""
+    apply_runner_identity(server.api_client, program_manifests(namespace), namespace)
+    kubeconfig = kubeconfig_for(server.kubeconfig, request_token(server.api_client, namespace), namespace)
+    return ClusterScaler(api_from_kubeconfig(kubeconfig), namespace, "dask", echo=lambda _: None)
 
 
 @pytest.fixture
@@ -146,7 +160,7 @@ def test_the_controller_reconciles_the_programs_cluster_and_scales_it(kube_apise
         assert deployment["metadata"]["ownerReferences"][0]["kind"] == "DaskWorkerGroup"
 
     # the runner's scaling: pin the autoscaler to 4 and the group's replicas to 4
-    with ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None) as scaler:
+    with runner_scaler(kube_apiserver, kube_namespace) as scaler:
         assert scaler.replicas() == 2
         scaler.pin(4)
         four = controller.wait("4 worker Deployments", lambda: (lambda w: w if len(w) == 4 else None)(
@@ -170,7 +184,7 @@ def test_a_dask_cluster_patched_from_2_to_4_workers_gets_4(kube_apiserver, kube_
     controller.wait("4 worker Deployments", lambda: len(workers(api, kube_namespace)) == 4)
 
     # --adaptive on a cluster deployed without an autoscaler: one is made for the run, then removed
-    with ClusterScaler(CustomObjectsApi(api), kube_namespace, "dask", echo=lambda _: None) as scaler:
+    with runner_scaler(kube_apiserver, kube_namespace) as scaler:
         scaler.adapt(1, 3)
         scaler_object = get_object(api, "kubernetes.dask.org/v1", "DaskAutoscaler", "dask", kube_namespace)
         assert scaler_object["spec"] == {"cluster": "dask", "minimum": 1, "maximum": 3}
