@@ -7,10 +7,14 @@ the real servers publish it, at the real URLs' paths with only scheme and host s
 the Stanford Dogs ``images.tar`` (``Images/<wnid>-<breed>/*.jpg``, an uncompressed tar),
 the ImageNet class-index text file, a torchvision state dict (``.pth``), and one NYC TLC
 file per month in the program's template's format (parquet). The program is configured to
-these URLs the way a user would (``pulumi config set dogsImagesUrl ...``).
+these URLs the way a user would (``pulumi config set dogsImagesUrl ...``), and, as a site
+with its own mirror does, given each served file's digest in ``dataChecksums`` (the files are
+not the upstream ones the committed digests are of; the server is plain http).
 """
 from __future__ import annotations
 
+import argparse
+import hashlib
 import shutil
 import tarfile
 import urllib.parse
@@ -20,6 +24,7 @@ from pathlib import Path
 from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import pods, wait_for
 from tests.prepare import nginx
+from workloads import prepare
 
 PORT = 18080
 # setting -> the DataSpec field holding the program's default URL for it
@@ -37,9 +42,29 @@ class Served:
     months: list[str]
 
     def config(self, **replace_paths: str) -> dict:
-        """The program's data settings pointed at this server (a path replaced per setting)."""
+        """The program's data settings pointed at this server (a path replaced per setting),
+        with the digest of each file it serves (a file it lacks gets one that matches nothing)."""
         urls = {k: self.server.url(replace_paths.get(k, p)) for k, p in self.paths.items()}
-        return {**urls, "taxiMonths": list(replace_paths.get("taxiMonths", self.months))}
+        months = list(replace_paths.get("taxiMonths", self.months))
+        return {**urls, "taxiMonths": months, "dataChecksums": self.digests(urls, months)}
+
+    def digests(self, urls: dict[str, str], months: list[str]) -> list[str]:
+        """``dataChecksums`` records of the files the Job fetches from ``urls``, planned by
+        the downloader itself."""
+        plan = prepare.build_plan(argparse.Namespace(
+            only=None, dogs_images=urls["dogsImagesUrl"], dogs_labels=urls["dogsLabelsUrl"],
+            weights=urls["modelWeightsUrl"], taxi_url_template=urls["taxiUrlTemplate"],
+            taxi_months=",".join(months)), _usage_error)
+        records = []
+        for item in plan:
+            served = self.server.root / urllib.parse.urlsplit(item.url).path.lstrip("/")
+            data = served.read_bytes() if served.is_file() else b"not served"
+            records.append(f"file={item.dest},size={len(data)},sha256={hashlib.sha256(data).hexdigest()}")
+        return records
+
+
+def _usage_error(message: str):
+    raise ValueError(message)
 
 
 def _smoke_sources(stage: Path) -> list[str]:
