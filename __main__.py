@@ -20,6 +20,7 @@ from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, Da
 from components.dask.operator_cluster import CLUSTER_NAME, DaskOperatorCluster, DaskOperatorClusterArgs
 from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
 from components.settings import load_settings
+from components.settings.charts import image_warnings
 from components.settings.model import CLUSTER_API
 from components.settings.operator import initial_workers
 from components.settings.support import runner_image_notice, support_notice, support_warnings
@@ -30,6 +31,8 @@ settings = load_settings()
 for notice in (support_notice(settings), runner_image_notice(settings), *support_warnings(settings)):
     if notice:
         pulumi.log.warn(notice)
+for notice in image_warnings(settings):  # images named by a tag alone
+    pulumi.log.warn(notice)
 
 # --- vSphere: VM classes, storage policies, content library, namespace, NFS share ------
 vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings.vsphere.password,

@@ -15,6 +15,9 @@ from workloads.core.config import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = cache_dir()
+# No test downloads: the program takes its pinned chart archives from the cache that
+# scripts/fetch_artifacts.py fills (from the offline mirror where there is one).
+os.environ.setdefault("DASK_TKG__OFFLINE", "1")
 ARTIFACTS = REPO / "test-artifacts"
 
 

@@ -166,3 +166,17 @@ NFS_IMAGE_REGISTRY = Fact("registry.k8s.io", "kubernetes.io blog 2023-02-06 'k8s
 # a claim's resize is accepted by the API and then never happens.
 NFS_NO_EXPANSION = Fact("no volume expansion", "kubernetes-sigs/nfs-subdir-external-provisioner v4.0.2"
                                                " cmd/nfs-subdir-external-provisioner/provisioner.go (Provision, Delete)")
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where a chart is published: its name in its repository's index.yaml."""
+
+    name: str
+    repo: str
+    source: str
+
+
+NFS_CHART = ChartSource("nfs-subdir-external-provisioner",
+                        "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/",
+                        "kubernetes-sigs/nfs-subdir-external-provisioner README, 'With Helm' (helm repo add)")

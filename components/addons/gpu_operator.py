@@ -16,6 +16,7 @@ from components.addons.values import (
     gridd_conf,
     licensing_uses_secret,
 )
+from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings.model import GpuOperatorSpec
 
@@ -65,11 +66,9 @@ class GpuOperator(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name="gpu-operator",
-            chart=spec.chart,
+            chart=verified_chart(spec.chart_pin),  # the pinned archive of chart_repo/chart/version
             version=spec.version,
             namespace=NAMESPACE,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=spec.chart_repo, username="$oauthtoken",
-                                                           password=api_key),
             values=gpu_operator_values(spec, args.enforces_psp),
             timeout=1200,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.licensing, self.pull_secret]),

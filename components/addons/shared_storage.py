@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.addons.facts import NFS_CHART
 from components.addons.values import nfs_provisioner_values
+from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings.model import StorageSpec
 
 PROVISIONER_NAMESPACE = "nfs-provisioner"
-NFS_CHART_REPO = "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/"
 DATASET_CLAIM = "external-nfs-pvc"
 PIP_CACHE_CLAIM = "external-nfs-pip-cache-pvc"
 
@@ -49,11 +50,10 @@ class SharedStorage(pulumi.ComponentResource):
                 lambda a: nfs_provisioner_values(spec, a[0], a[1], args.enforces_psp))
             self.provisioner: pulumi.Resource = k8s.helm.v3.Release(
                 f"{name}-provisioner",
-                name="nfs-subdir-external-provisioner",
-                chart="nfs-subdir-external-provisioner",
+                name=NFS_CHART.name,
+                chart=verified_chart(spec.nfs_chart_pin),  # the pinned archive of nfs_chart_version
                 version=spec.nfs_chart_version,
                 namespace=PROVISIONER_NAMESPACE,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=NFS_CHART_REPO),
                 values=values,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
             )

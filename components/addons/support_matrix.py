@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from components.addons import facts as addon_facts
+from components.artifacts.images import ImageRef
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,6 @@ _RAPIDS_TAG = re.compile(r"^(\d{2}\.\d{2})-")
 def image_rapids_release(image: str) -> str | None:
     """The RAPIDS release of a RAPIDS image, from its tag as RAPIDS and NGC name them
     (``rapidsai/notebooks:26.10-cuda12-py3.11``, ``nvcr.io/nvidia/rapidsai/rapidsai:21.10-...``)."""
-    repository, _, tag = image.rpartition(":")
-    match = _RAPIDS_TAG.match(tag)
-    return match.group(1) if match and "rapidsai" in repository else None
+    ref = ImageRef.parse(image)
+    match = _RAPIDS_TAG.match(ref.tag or "")
+    return match.group(1) if match and "rapidsai" in ref.repository else None

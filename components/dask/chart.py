@@ -9,6 +9,7 @@ from __future__ import annotations
 
 REPOSITORY = "https://helm.dask.org"
 CHART = "dask"
+OPERATOR_CHART = "dask-kubernetes-operator"  # the operator's controller and CRDs, same repository
 SCHEDULER_PORT = 8786
 DASHBOARD_PORT = 8787  # the chart's webUI service port; the paper's users opened :8787
 JUPYTER_PORT = 80

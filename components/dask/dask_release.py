@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.artifacts.charts import verified_chart
 from components.dask import chart, podspec, post_render
 from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
 from components.dask.network_policy import DaskPodSelectors, dask_network_policies
@@ -97,10 +98,9 @@ class DaskRelease(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
-            chart=chart.CHART,
+            chart=verified_chart(d.chart_pin),  # the pinned archive of the dask chart's chart_version
             version=d.chart_version,
             namespace=args.namespace,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
             values=values, postrender=str(post_render.LAUNCHER),
             timeout=900,
             opts=pulumi.ResourceOptions(

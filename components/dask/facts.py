@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from components.artifacts.images import ImageRef
+
 
 @dataclass(frozen=True)
 class ImageFacts:
@@ -37,8 +39,8 @@ class ImageFacts:
     cuda_major: int | None = None
 
     def matches(self, image: str) -> bool:
-        repository, _, tag = image.rpartition(":")
-        return repository == self.repository and tag.startswith(self.tag_prefix)
+        ref = ImageRef.parse(image)  # a digest after the tag names the same image's bytes
+        return ref.repository == self.repository and (ref.tag or "").startswith(self.tag_prefix)
 
 
 IMAGES: tuple[ImageFacts, ...] = (
@@ -104,8 +106,8 @@ IMAGES: tuple[ImageFacts, ...] = (
     # nvidia-*-cu12) and need only the driver, which the GPU operator's container toolkit mounts.
     ImageFacts(
         repository="python",
-        tag_prefix="3.11.14-slim-bookworm",
-        source=("docker-library/python 3.11/slim-bookworm/Dockerfile (FROM debian:bookworm-slim; CPython 3.11.14"
+        tag_prefix="3.11.15-slim-bookworm",
+        source=("docker-library/python 3.11/slim-bookworm/Dockerfile (FROM debian:bookworm-slim; CPython 3.11.15"
                 " built into /usr/local, ENV PATH /usr/local/bin:$PATH; no ENTRYPOINT; CMD [\"python3\"]; no USER:"
                 " root, so the pods run as RUN_AS); glibc 2.36 (Debian 12), above the lock's manylinux_2_28"),
         entrypoint=(),
@@ -148,7 +150,7 @@ def image_cuda_major(image: str) -> int | None:
     facts = image_facts(image)
     if facts is not None and facts.cuda_major is not None:
         return facts.cuda_major
-    match = _CUDA_IN_TAG.search(image.rpartition(":")[2])
+    match = _CUDA_IN_TAG.search(ImageRef.parse(image).tag or "")
     return int(match.group(1)) if match else None
 
 

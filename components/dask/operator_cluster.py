@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.dask import chart, operator_spec, podspec, post_render
 from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
@@ -83,9 +84,8 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             labels={"kubernetes.io/metadata.name": op.namespace}), child)  # automatic only from 1.21 on
         self.operator = k8s.helm.v3.Release(
             f"{name}-operator",
-            name=OPERATOR_RELEASE, chart=OPERATOR_RELEASE, version=op.chart_version,
+            name=OPERATOR_RELEASE, chart=verified_chart(op.chart_pin), version=op.chart_version,
             namespace=self.operator_namespace.name,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
             values=operator_spec.operator_values(op, selector(s, "scheduler"), s.cluster.enforces_psp),
             skip_crds=False,  # the CRDs come from the chart's crds/ folder
             timeout=600,
@@ -180,8 +180,8 @@ class DaskOperatorCluster(pulumi.ComponentResource):
         values = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim,
                                    self.password.hash).apply(build)
         self.jupyter_release = k8s.helm.v3.Release(
-            f"{name}-jupyter-release", name=JUPYTER_RELEASE, chart=chart.CHART, version=d.chart_version,
-            namespace=args.namespace, repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.REPOSITORY),
+            f"{name}-jupyter-release", name=JUPYTER_RELEASE, chart=verified_chart(d.chart_pin), version=d.chart_version,
+            namespace=args.namespace,
             values=values, postrender=str(post_render.LAUNCHER), timeout=900,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.environment_steps,
                                                                  *([self.tls] if self.tls else [])]))

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from components.artifacts.images import ImageRef
 from components.dask import chart, podspec
 # The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
 # the names stay importable from here.
@@ -52,10 +53,15 @@ class DaskValuesInputs:
 
 
 def image_parts(image: str) -> tuple[str, str]:
-    """``repo/name:tag`` -> (``repo/name``, ``tag``); digests keep ``@sha256:...`` as the tag
-    the chart templates append after a colon, so they are not supported there."""
-    repository, _, tag = image.rpartition(":")
-    return repository, tag
+    """``repo/name:tag[@sha256:...]`` -> (``repo/name``, ``tag[@sha256:...]``): the chart's
+    templates join ``image.repository`` and ``image.tag`` with a colon, so a digest rides on the
+    tag and the pods pull by it. The digest alone (``repo/name@sha256:...``) fits the same join
+    only as (``repo/name@sha256``, the hex digits)."""
+    ref = ImageRef.parse(image)
+    if ref.tag:
+        return ref.repository, ref.tag_and_digest
+    algorithm, _, digits = (ref.digest or "").partition(":")
+    return f"{ref.repository}@{algorithm}", digits
 
 
 def fullname(release: str) -> str:

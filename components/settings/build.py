@@ -11,6 +11,7 @@ from typing import Any, Callable, Protocol
 from components.addons import facts as addon_facts
 from components.cluster import cluster_classes
 import components.settings.checks as checks
+from components.settings.charts import chart_checks, read_chart_pins, with_chart_pins
 import components.settings.file_share_clients as file_share_clients
 import components.settings.downloads as downloads
 import components.settings.records as records
@@ -206,6 +207,7 @@ def load(source: Source) -> Settings:
         checksums=tuple(FileDigest(**rec) for rec in r.records("dataChecksums", downloads.DIGEST_FIELDS)),
     )
     dask = _dask(r, cluster)
+    site_chart_pins = read_chart_pins(r)
 
     if problems:  # cross-field checks need sound parts
         raise SettingsError(problems, r.project)
@@ -224,7 +226,9 @@ def load(source: Source) -> Settings:
         data=data,
         dask=dask,
     )
+    settings = with_chart_pins(settings, site_chart_pins)
     problems.extend(checks.cross_checks(settings))
+    problems.extend(chart_checks(settings, site_chart_pins))
     if problems:
         raise SettingsError(problems, r.project)
     return settings

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from components.artifacts.store import Artifact
+
 # The label every worker pool carries; Dask pods select nodes by it (not by node names,
 # which the paper's scripts grep for).
 POOL_ROLE_LABEL = "dask-tkg.io/pool-role"
@@ -190,6 +192,7 @@ class GpuOperatorSpec:
     token_in_configmap: bool
     ngc_api_key: Any = field(repr=False)
     license_token: Any = field(repr=False)
+    chart_pin: Artifact | None = None  # the archive pinned for chart_repo/chart/version (None: refused)
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -205,6 +208,7 @@ class StorageSpec:
     dataset_size: str
     pip_cache_size: str
     dataset_mount: str
+    nfs_chart_pin: Artifact | None = None  # the nfs-subdir-external-provisioner archive pinned for its version
 
 
 @dataclass(frozen=True)
@@ -266,6 +270,7 @@ class OperatorSpec:
     cpu_workers: int
     cpu_worker_cpu: int
     cpu_worker_memory: str
+    chart_pin: Artifact | None = None  # the dask-kubernetes-operator archive pinned for chart_version
 
 
 @dataclass(frozen=True)
@@ -286,6 +291,7 @@ class DaskSpec:
     # operator backend only: components/dask/prepared_env.py) or "image" (the image as it is)
     environment: str = "image"
     package_index_url: str = "https://pypi.org/simple"
+    chart_pin: Artifact | None = None  # the dask chart's archive pinned for chart_version
 
 
 @dataclass(frozen=True)

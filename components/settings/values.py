@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from components.artifacts.images import ImageRef
+
 _RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m)?$")
@@ -87,13 +89,14 @@ def expand_months(items: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def pinned_image(text: str) -> str:
-    """An image reference with an explicit tag other than ``latest``, or a digest."""
-    if "@sha256:" in text:
+    """An image reference with an explicit tag other than ``latest``, a digest, or both
+    (``name:tag@sha256:<64 hex>``: the digest is what is pulled)."""
+    ref = ImageRef.parse(text)  # ValueError: a malformed digest
+    if ref.digest:
         return text
-    name, _, tag = text.rpartition(":")
-    if not name or "/" in tag or not tag:
+    if not ref.tag:
         raise ValueError("must name a tag (repository:tag) or a digest (repository@sha256:...)")
-    if tag == "latest":
+    if ref.tag == "latest":
         raise ValueError("must be pinned: 'latest' is not a version")
     return text
 

@@ -60,7 +60,7 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
         out.append(Problem("daskImage", f"{d.image} runs Python {facts.python}; the prepared environment"
                                         f" ({prepared_env.lock_path().name}) is for CPython {prepared_env.PYTHON}, whose"
                                         f" interpreter the environment Job and the pods take from the image: use"
-                                        f" a CPython {prepared_env.PYTHON} image such as python:3.11.14-slim-bookworm"))
+                                        f" a CPython {prepared_env.PYTHON} image such as python:3.11.15-slim-bookworm"))
     return out
 
 

@@ -4,6 +4,8 @@ autoscale up to 8 on the GPU pool, Jupyter, and the Helm backend's outputs plus 
 cluster's name. The Helm backend's graph is unchanged by the option."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workloads import contract
@@ -32,9 +34,9 @@ def helm_graph():
 def test_operator_release_is_the_pinned_chart_in_its_own_namespace(graph):
     release = graph.named("dask-operator")
     inputs = release.inputs
-    assert (inputs["chart"], inputs["version"], inputs["namespace"]) == (
-        "dask-kubernetes-operator", "2026.3.0", "dask-operator")
-    assert inputs["repositoryOpts"]["repo"] == "https://helm.dask.org"
+    assert (Path(inputs["chart"]).name, inputs["version"], inputs["namespace"]) == (
+        "dask-kubernetes-operator-2026.3.0.tgz", "2026.3.0", "dask-operator")
+    assert "repositoryOpts" not in inputs  # the pinned archive of https://helm.dask.org's index, verified
     assert not inputs.get("skipCrds")  # the CRDs come from the chart
     assert inputs["values"]["image"]["tag"] == "2026.3.0"
     assert inputs["values"]["nodeSelector"][POOL_ROLE_LABEL] != "gpu"

@@ -16,6 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
+from components.artifacts.store import cache_root
 from tests.program.graph import REPO, run_program
 
 PAPER_STACKS = ("reference", "reference-dev")
@@ -32,7 +33,8 @@ def declared(stack: str) -> dict:
                  for r in graph.resources]
     resources.sort(key=lambda r: (r["type"], r["name"]))
     text = json.dumps({"resources": resources, "outputs": graph.raw["outputs"]})
-    return json.loads(text.replace(str(REPO), "$REPO"))  # the checkout's own path (the post-renderer's)
+    # the checkout's own path (the post-renderer's) and the cache's (the verified chart archives)
+    return json.loads(text.replace(str(REPO), "$REPO").replace(str(cache_root()), "$CACHE"))
 
 
 def record_path(stack: str) -> Path:

@@ -1,6 +1,8 @@
 """The cluster half of the graph under mocks: TKC, add-ons, Dask, and the stack outputs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workloads import contract
@@ -71,12 +73,13 @@ def test_dependency_chain(graph):
 def test_gpu_operator_release(graph):
     release = graph.named("gpu-operator-release")
     inputs = release.inputs
-    assert (inputs["chart"], inputs["version"], inputs["namespace"]) == ("gpu-operator", "v1.9.1", "gpu-operator")
+    assert (Path(inputs["chart"]).name, inputs["version"], inputs["namespace"]) == (
+        "gpu-operator-v1.9.1.tgz", "v1.9.1", "gpu-operator")
     driver = inputs["values"]["driver"]
     assert driver["repository"] == "nvcr.io/nvaie" and driver["version"] == "470.63.01"  # the operator appends -ubuntu20.04
     assert driver["imagePullSecrets"] == ["ngc-secret"]
     assert driver["licensingConfig"] == {"configMapName": "licensing-config", "nlsEnabled": True}  # NLS: the token is mounted
-    assert "__secret__" in str(release.raw["inputs"]["repositoryOpts"])  # the NGC key
+    assert "repositoryOpts" not in inputs  # the pinned archive: no repository, and no NGC key sent to one
 
 
 def test_two_read_write_many_claims_and_the_dataset_one_survives_destroy(graph):
@@ -207,7 +210,7 @@ def json_dumps(value) -> str:
 
 
 def test_licence_token_goes_to_a_secret_with_a_current_operator():
-    g = run_program("reference", config={"gpuOperatorVersion": "v25.10.0", "licenseTokenInConfigMap": False})
+    g = run_program("reference", config={"gpuOperatorVersion": "v26.7.0", "licenseTokenInConfigMap": False})
     assert g.error is None, g.traceback
     licensing = g.named("gpu-operator-licensing")
     assert licensing.type == "kubernetes:core/v1:Secret"

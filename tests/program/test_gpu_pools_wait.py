@@ -43,7 +43,7 @@ def test_the_wait_comes_after_the_cluster(graph):
 
 def test_the_gpu_operator_and_dask_wait_for_the_gpu_pools(graph):
     wait = _wait(graph)
-    (operator,) = [r for r in graph.of_type("Release") if r.inputs["chart"] == "gpu-operator"]
+    (operator,) = [r for r in graph.of_type("Release") if r.inputs["name"] == "gpu-operator"]
     (dask_cluster,) = graph.of_type("kubernetes:kubernetes.dask.org/v1:DaskCluster")
     assert graph.depends_on(operator, wait)
     assert graph.depends_on(dask_cluster, wait)

@@ -74,9 +74,11 @@ def program_releases(variant: str, **extra_config: Any) -> dict[str, Release]:
     releases = {}
     for resource in graph.of_type("kubernetes:helm.sh/v3:Release"):
         inputs = resource.inputs
-        releases[inputs["chart"]] = Release(name=inputs["name"], chart=inputs["chart"], version=inputs["version"],
-                                            namespace=inputs["namespace"], values=inputs.get("values") or {},
-                                            postrender=inputs.get("postrender") or None)
+        # the release's chart is its pinned archive, verified (components/artifacts/charts.py)
+        chart = Path(inputs["chart"]).name.removesuffix(f"-{inputs['version']}.tgz")
+        releases[chart] = Release(name=inputs["name"], chart=chart, version=inputs["version"],
+                                  namespace=inputs["namespace"], values=inputs.get("values") or {},
+                                  postrender=inputs.get("postrender") or None)
     return releases
 
 

@@ -99,7 +99,9 @@ def test_labextension_config_that_cannot_write_keeps_the_rest_of_the_config(tmp_
     ("v25.10.0", {"secretName": "licensing-config", "nlsEnabled": True}),
 ])
 def test_gpu_operator_licensing_follows_the_chart_version(version, expected):
-    spec = settings(gpuOperatorVersion=version).gpu_operator
+    # versions scripts/artifacts.toml does not pin deploy by a site's pin (nothing is fetched here)
+    pin = f"repo=https://nvidia.github.io/gpu-operator/stable,chart=gpu-operator,version={version},sha256={'0' * 64}"
+    spec = settings(gpuOperatorVersion=version, chartPins=[pin]).gpu_operator
     assert gpu_operator_values(spec, enforces_psp=False)["driver"]["licensingConfig"] == expected
     assert licensing_uses_secret(spec) == ("secretName" in expected)
 

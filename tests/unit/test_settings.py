@@ -14,7 +14,8 @@ PAPER_PLATFORM = {
     "vsphereVersion": 7,
     "clusterApi": "run.tanzu.vmware.com/v1alpha2",
     "tkr": "v1.20.8---vmware.1-tkg.2",
-    "gpuOperatorChartRepo": "https://helm.ngc.nvidia.com/nvaie",
+    # the paper's v1.9.1 from NVIDIA's public repository, whose archive is pinned (NVAIE 1.1's is not)
+    "gpuOperatorChartRepo": "https://nvidia.github.io/gpu-operator/stable",
     "gpuOperatorVersion": "v1.9.1",
     "vgpuDriverVersion": "470.63.01",
     "daskBackend": "helm",
@@ -70,7 +71,9 @@ def test_defaults_are_todays_platform():
     assert s.cluster.kubernetes_version[:2] == (1, 33) and s.cluster.cluster_class == "builtin-generic-v3.4.0"
     assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "580.65.06")
     assert (s.dask.backend, s.dask.operator.chart_version) == ("operator", "2026.3.0")
-    assert (s.dask.image, s.dask.dask_version) == ("python:3.11.14-slim-bookworm", "2026.7.1")
+    assert (s.dask.image, s.dask.dask_version) == (
+        "python:3.11.15-slim-bookworm@sha256:d29f48a31a8b408ed19272ca1e7b10ebae13b240a27e862d3d4217c528e2e0c3",
+        "2026.7.1")
     assert (s.dask.environment, s.dask.extra_pip_packages) == ("prepared", "")
 
 

@@ -1,0 +1,129 @@
+"""The supply chain at preview: every Helm release the settings deploy has a pinned chart
+archive, and the images are pinned by digest where they can be.
+
+A release deploys only an archive whose sha256 is pinned for its chart, version and
+repository (``components/artifacts/charts.py``): the project's pins (``scripts/artifacts.toml``,
+the digests the chart repositories' own index.yaml list, which the tests render) or the site's
+(``chartPins``, for a chart the project does not pin, such as NVIDIA AI Enterprise's
+entitlement-gated packages). The same chart version from another repository is another
+package with another digest, so the repository is part of the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+import components.settings.records as records
+from components.addons.facts import NFS_CHART
+from components.artifacts.charts import ChartRef, find_pin, pinned_elsewhere, project_pins, repo_key, site_pin
+from components.artifacts.images import ImageRef
+from components.artifacts.store import Artifact
+from components.dask import chart as dask_chart
+from components.settings.errors import Problem
+from components.settings.model import Settings
+
+F = records.Field
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _sha256(text: str) -> str:
+    if not _SHA256.match(text):
+        raise ValueError("must be the archive's sha256: 64 lower-case hex digits (sha256sum <chart>.tgz)")
+    return text
+
+
+def _https(text: str) -> str:
+    if not text.startswith("https://"):
+        raise ValueError("must be an https:// URL")
+    return text
+
+
+PIN_FIELDS = {
+    "repo": F(_https),
+    "chart": F(records.text),
+    "version": F(records.text),
+    "sha256": F(_sha256),
+    "url": F(_https, required=False, default=""),
+}
+PIN_FORMAT = "repo=<repository URL>,chart=<name>,version=<version>,sha256=<the archive's sha256>[,url=<https URL of the .tgz>]"
+
+
+def read_chart_pins(r) -> tuple[Artifact, ...]:
+    """The site's ``chartPins`` (``r`` is the settings reader, ``build._Reader``)."""
+    return tuple(site_pin(p["repo"], p["chart"], p["version"], p["sha256"], p["url"])
+                 for p in r.records("chartPins", PIN_FIELDS))
+
+
+@dataclass(frozen=True)
+class ChartUse:
+    """A release's chart, the settings that name it, and whether the settings deploy it."""
+
+    ref: ChartRef
+    version_key: str
+    repo_key: str | None  # None: the program fixes the repository
+    deployed: bool
+
+
+def chart_uses(s: Settings) -> dict[str, ChartUse]:
+    g, d = s.gpu_operator, s.dask
+    return {
+        "gpu_operator": ChartUse(ChartRef(g.chart_repo, g.chart, g.version), "gpuOperatorVersion",
+                                 "gpuOperatorChartRepo", True),
+        "nfs": ChartUse(ChartRef(NFS_CHART.repo, NFS_CHART.name, s.storage.nfs_chart_version),
+                        "nfsProvisionerChartVersion", None, s.storage.provisioner == "nfs-subdir"),
+        "dask": ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.CHART, d.chart_version), "daskChartVersion", None,
+                         d.backend == "helm" or d.jupyter.enabled),
+        "operator": ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.OPERATOR_CHART,
+                                      d.operator.chart_version if d.operator else ""),
+                             "daskOperatorChartVersion", None, d.operator is not None),
+    }
+
+
+def with_chart_pins(s: Settings, site: tuple[Artifact, ...]) -> Settings:
+    """``s`` with each release's pinned archive (None where there is none: chart_checks refuses it)."""
+    uses = chart_uses(s)
+    pin = {name: find_pin(use.ref, site) for name, use in uses.items()}
+    dask = dataclasses.replace(s.dask, chart_pin=pin["dask"])
+    if dask.operator is not None:
+        dask = dataclasses.replace(dask, operator=dataclasses.replace(dask.operator, chart_pin=pin["operator"]))
+    return dataclasses.replace(
+        s, gpu_operator=dataclasses.replace(s.gpu_operator, chart_pin=pin["gpu_operator"]),
+        storage=dataclasses.replace(s.storage, nfs_chart_pin=pin["nfs"]), dask=dask)
+
+
+def chart_checks(s: Settings, site: tuple[Artifact, ...] = ()) -> list[Problem]:
+    """A deployed release whose chart has no pin, named by the setting to change."""
+    pins = {"gpu_operator": s.gpu_operator.chart_pin, "nfs": s.storage.nfs_chart_pin, "dask": s.dask.chart_pin,
+            "operator": s.dask.operator.chart_pin if s.dask.operator else None}
+    return [_unpinned(use, site) for name, use in chart_uses(s).items() if use.deployed and pins[name] is None]
+
+
+def _unpinned(use: ChartUse, site: tuple[Artifact, ...]) -> Problem:
+    ref = use.ref
+    how = (f"A release deploys only a chart archive whose sha256 is pinned (scripts/artifacts.toml, or the site's"
+           f" chartPins: {PIN_FORMAT}, the archive in the cache's site-charts/ folder or at url)")
+    elsewhere = pinned_elsewhere(ref, site)
+    if elsewhere and use.repo_key:
+        repos = sorted({repo_key(p.chart_repo or "") for p in elsewhere})
+        return Problem(use.repo_key, (
+            f"{ref.chart} {ref.version} is pinned only from {' and '.join(repos)}; {repo_key(ref.repo)} serves its own"
+            f" package of it, whose digest is not pinned. Set {use.repo_key} to {repos[0]}, or pin that package. {how}"))
+    versions = sorted(p.chart_version or "" for p in project_pins()
+                      if p.chart == ref.chart and repo_key(p.chart_repo or "") == repo_key(ref.repo))
+    return Problem(use.version_key, (
+        f"{ref.chart} {ref.version} from {repo_key(ref.repo)} has no pinned digest (pinned: {', '.join(versions) or 'none'})."
+        f" Set {use.version_key} to a pinned version, or pin your archive. {how}"))
+
+
+# --- images ---------------------------------------------------------------------------------
+
+def image_warnings(s: Settings) -> list[str]:
+    """Images named by a tag alone: the registry decides what they are at each pull."""
+    images = [("daskImage", s.dask.image)]
+    if s.data.enabled:
+        images.append(("dataJobImage", s.data.image))
+    return [f"{key} {image} is pinned by tag only: the registry may point the tag at other bytes at any pull"
+            f" (a new node, a restarted pod). Pin it by digest as well, {key} {image}@sha256:<digest>"
+            f" (docker buildx imagetools inspect {image}, or the image's page in docker-library/repo-info)"
+            for key, image in images if ImageRef.parse(image).digest is None]
