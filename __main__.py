@@ -24,11 +24,13 @@ from components.settings.charts import image_warnings
 from components.settings.model import CLUSTER_API
 from components.settings.operator import initial_workers
 from components.settings.support import runner_image_notice, support_notice, support_warnings
+from components.settings.trust import unverified_tls_warning
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 
 settings = load_settings()
-for notice in (support_notice(settings), runner_image_notice(settings), *support_warnings(settings)):
+for notice in (support_notice(settings), runner_image_notice(settings), unverified_tls_warning(settings),
+               *support_warnings(settings)):
     if notice:
         pulumi.log.warn(notice)
 for notice in image_warnings(settings):  # images named by a tag alone
@@ -36,7 +38,7 @@ for notice in image_warnings(settings):  # images named by a tag alone
 
 # --- vSphere: VM classes, storage policies, content library, namespace, NFS share ------
 vcenter = VCenterAccess(settings.vsphere.server, settings.vsphere.user, settings.vsphere.password,
-                        settings.vsphere.insecure)
+                        settings.vsphere.insecure, settings.vsphere.ca_pem)
 vcenter_provider = vsphere.Provider("vcenter", vsphere_server=vcenter.server, user=vcenter.user,
                                     password=vcenter.password, allow_unverified_ssl=vcenter.insecure)
 # vSphere 8/9 with a Cluster API Cluster: the Supervisor must serve the ClusterClass, the release and

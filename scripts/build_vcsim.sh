@@ -3,10 +3,10 @@
 # outside the repository:
 #   ${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim/{bin/<recipe stamp>/vcsim,cert.pem,key.pem}
 #
-# The binary is our own small main package (scripts/vcsim/main.go) built in
+# The binary is our own small main package (scripts/vcsim/*.go) built in
 # GOPATH mode against golang-github-vmware-govmomi-dev (bookworm: 0.24.2), which
 # ships the simulator library but no vcsim program. The cached binary is reused
-# while main.go, this script, the govmomi package and the Go toolchain are unchanged.
+# while its sources, this script, the govmomi package and the Go toolchain are unchanged.
 # The certificate is a 2048-bit self-signed one for 127.0.0.1 (the simulator's
 # built-in one is 1024-bit, which OpenSSL 3 refuses).
 #
@@ -17,6 +17,7 @@ set -euo pipefail
 started=$(date +%s.%N)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 main_go="$here/vcsim/main.go"
+sources=("$here"/vcsim/*.go)
 cache="${DASK_TKG__CACHE:-${DASK_TKG_CACHE:-$HOME/.cache/dask-tkg}}/vcsim"
 gocode=/usr/share/gocode
 force=0
@@ -47,7 +48,7 @@ fi
 
 # Rebuild when main.go, this script (build flags), govmomi or Go change.
 stamp=$( {
-    sha256sum "$main_go" "${BASH_SOURCE[0]}" | cut -d' ' -f1
+    sha256sum "${sources[@]}" "${BASH_SOURCE[0]}" | cut -d' ' -f1
     dpkg-query -W -f='${Version}\n' golang-github-vmware-govmomi-dev 2>/dev/null || echo unknown
     go version
 } | sha256sum | cut -d' ' -f1)
@@ -67,7 +68,7 @@ export GOPATH="$cache/gopath:$gocode"
 export GOCACHE="${GOCACHE:-$cache/go-build}"
 mkdir -p "$cache/gopath"
 mkdir -p "$(dirname "$binary")"
-go build -o "$binary.tmp" "$main_go"
+go build -o "$binary.tmp" "${sources[@]}"
 mv "$binary.tmp" "$binary"
 log "built in $(elapsed) s"
 echo "$binary"

@@ -132,6 +132,7 @@ def load(source: Source) -> Settings:
         datacenter=r("datacenter"),
         compute_cluster=r("computeCluster"),
         esxi_hosts=r("esxiHosts") or (),
+        ca_pem=r.check("vcenterCaPem", _pem_certificate) or "",
     )
     supervisor = SupervisorSpec(
         mode=r.one_of("supervisorMode", "existing", "create"),

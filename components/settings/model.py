@@ -101,6 +101,7 @@ class VSphereSite:
     datacenter: str
     compute_cluster: str
     esxi_hosts: tuple[str, ...]
+    ca_pem: str = ""  # CA of vCenter's certificate, for the program's own sessions (vcenterCaPem)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """How the program's own vCenter calls (dynamic providers) reach vCenter.
 
-The bridged vSphere provider reads the same ``vsphere:*`` config; the dynamic providers
+The bridged vSphere provider reads the same ``vsphere:*`` config (and trusts what Go's system
+roots trust: ``SSL_CERT_FILE``, docs/deploy.md); the dynamic providers
 (SPBM, namespace REST, the Supervisor's release library, vSAN file service) get these
 values as inputs, the password as a secret Output so it stays encrypted in the state.
 """
@@ -18,6 +19,7 @@ class VCenterAccess:
     user: str
     password: pulumi.Input[str] = field(repr=False)
     insecure: bool = False
+    ca_pem: str = ""  # vcenterCaPem: verified by the dynamic providers even with ``insecure``
 
     def inputs(self) -> dict[str, Any]:
         """Keyword arguments every dynamic resource of ``components.vsphere.providers`` takes."""
@@ -26,4 +28,5 @@ class VCenterAccess:
             "user": self.user,
             "password": pulumi.Output.secret(self.password),
             "insecure": self.insecure,
+            "ca_pem": self.ca_pem or None,
         }

@@ -2,8 +2,10 @@
 library, Supervisor namespace, NFS share), as one component.
 
 Order (each step's outputs feed the next, so Pulumi knows the dependencies):
-vGPU pre-check -> VM classes, storage policies, content library -> Supervisor (and its
-TKR library) -> namespace (policies + classes) ; file share (policy).
+privilege check -> vGPU pre-check -> VM classes, storage policies, content library -> Supervisor
+(and its TKR library) -> namespace (policies + classes) ; file share (policy). The privilege
+check runs at preview and every vCenter child depends on it, so an account without the role
+of docs/deploy.md ("The vCenter account") stops before anything is created.
 
 On vSphere 8 and 9 the releases (TKRs, VKrs) come from the Supervisor's one
 Kubernetes-service library, so no content library is created there: the Supervisor's
@@ -32,6 +34,8 @@ from components.vsphere.access import VCenterAccess
 from components.vsphere.content_library import ContentLibrary, ContentLibraryArgs, existing_library_id
 from components.vsphere.file_share import FileShare, FileShareArgs
 from components.vsphere.namespace import Namespace, NamespaceArgs
+from components.vsphere.privileges import by_entity, required
+from components.vsphere.providers.privileges import VCenterPrivileges
 from components.vsphere.storage_policies import StoragePolicies, StoragePoliciesArgs
 from components.vsphere.supervisor import Supervisor, SupervisorArgs
 from components.vsphere.vm_classes import VmClasses, VmClassesArgs
@@ -79,7 +83,15 @@ class VSphereLayer(pulumi.ComponentResource):
         site.check_vgpu_profiles(ids.datacenter_id, args.site.esxi_hosts,
                                  [c.vgpu_profile for c in args.vm_classes if c.vgpu_profile], invoke)
 
-        child = pulumi.ResourceOptions(parent=self)
+        self.privileges = VCenterPrivileges(
+            f"{name}-privileges", pulumi.ResourceOptions(parent=self),
+            needs=by_entity(required(
+                args.site.version, args.supervisor.mode, args.supervisor.set_tkr_library,
+                creates_library and not args.content_library.existing,
+                any(not c.predefined for c in args.vm_classes), args.file_share.mode == "vsan")),
+            datacenter=args.site.datacenter, cluster=args.site.compute_cluster, datastore=library_datastore,
+            **args.vcenter.inputs())
+        child = pulumi.ResourceOptions(parent=self, depends_on=[self.privileges])
         self.classes = VmClasses(f"{name}-vmclasses", VmClassesArgs(classes=args.vm_classes), child)
         self.policies = StoragePolicies(
             f"{name}-policies", StoragePoliciesArgs(policies=args.storage_policies, vcenter=args.vcenter), child)
@@ -108,7 +120,8 @@ class VSphereLayer(pulumi.ComponentResource):
             policy_ids=self.policies.ids,
             vm_classes=self.classes.names,
             vcenter=args.vcenter,
-        ), pulumi.ResourceOptions(parent=self, depends_on=[self.policies, self.classes, self.supervisor]))
+        ), pulumi.ResourceOptions(parent=self, depends_on=[self.privileges, self.policies, self.classes,
+                                                           self.supervisor]))
         fs = args.file_share
         self.file_share = FileShare(f"{name}-fileshare", FileShareArgs(
             spec=fs,

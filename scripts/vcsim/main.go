@@ -10,6 +10,10 @@
 //
 // SPBM authenticates the way a real vCenter's does: by the vcSessionCookie
 // SOAP header, never by the vim HTTP cookie (see spbmSession below).
+//
+// AuthorizationManager.HasPrivilegeOnEntities answers from the simulator's own
+// roles and permissions, as vCenter does, instead of granting everything (see
+// privileges.go); the login user holds the Admin role on the root folder.
 package main
 
 import (
@@ -108,12 +112,14 @@ func main() {
 		fail("loading TLS key pair: %v", err)
 	}
 
+	withVcenterPrivileges()
 	model := simulator.VPX()
 	model.ServiceContent.About.ApiVersion = *apiVersion
 	if err := model.Create(); err != nil {
 		fail("creating the model: %v", err)
 	}
 	defer model.Remove()
+	evaluatePrivileges(model, *username)
 
 	service := model.Service
 	service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}

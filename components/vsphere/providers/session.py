@@ -51,10 +51,12 @@ class VCenterConnection:
     user, password
         vCenter SSO credentials.
     insecure
-        Skip TLS verification (lab use only).
+        Skip TLS verification (lab use only) unless ``ca_pem`` is given.
     ca_pem
         PEM text of the CA (or self-signed certificate) that signed vCenter's
-        certificate; the system trust store is used when unset.
+        certificate (the setting ``vcenterCaPem``); verified even with ``insecure``,
+        which the bridged vSphere provider may still need. The system trust store is
+        used when unset.
     port
         HTTPS port.
     """
@@ -110,15 +112,21 @@ class VCenterConnection:
         """``str(text)`` with the password replaced by ``***``."""
         return str(text).replace(self.password, "***")
 
+    @property
+    def verifies(self) -> bool:
+        """Whether vCenter's certificate is checked: always with a CA, else unless ``insecure``."""
+        return bool(self.ca_pem) or not self.insecure
+
     def ssl_context(self) -> ssl.SSLContext:
-        """A client context that verifies vCenter unless ``insecure``."""
+        """A client context that verifies vCenter against ``ca_pem`` (else the system store),
+        or, with ``insecure`` and no CA, checks nothing."""
+        if self.ca_pem:
+            return ssl.create_default_context(cadata=self.ca_pem)
         if self.insecure:
             ctx = ssl.create_default_context()
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
             return ctx
-        if self.ca_pem:
-            return ssl.create_default_context(cadata=self.ca_pem)
         return ssl.create_default_context()
 
 
@@ -155,7 +163,7 @@ def connect(conn: VCenterConnection):
         # Negotiates the newest API version both sides speak, without logging in, so that a
         # refused login can still close the stub's connection (SmartConnect cannot).
         stub = SmartStubAdapter(
-            host=conn.server, port=conn.port, sslContext=conn.ssl_context(), disableSslCertValidation=conn.insecure
+            host=conn.server, port=conn.port, sslContext=conn.ssl_context(), disableSslCertValidation=not conn.verifies
         )
         si = vim.ServiceInstance("ServiceInstance", stub)
         si.content.sessionManager.Login(conn.user, conn.password, None)
@@ -165,7 +173,7 @@ def connect(conn: VCenterConnection):
     except ssl.SSLCertVerificationError as exc:
         message = (
             f"vCenter {conn.server}:{conn.port} presented a certificate that is not trusted "
-            f"({exc.verify_message}); pass its CA as ca_pem, or set insecure for a lab"
+            f"({exc.verify_message}); give its CA as vcenterCaPem"
         )
     except Exception as exc:  # noqa: BLE001 - connection errors come in many types
         detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
@@ -280,7 +288,7 @@ MIN_REST_VERSION = "vCenter 7.0 U2"
 
 def _verify(conn: VCenterConnection) -> tuple[bool | str, list[str]]:
     """``requests``' ``verify`` for ``conn`` (a temporary CA file when one is given)."""
-    if conn.insecure:
+    if not conn.verifies:
         return False, []
     if conn.ca_pem:
         fd, path = tempfile.mkstemp(prefix="vcenter-ca-", suffix=".pem")
