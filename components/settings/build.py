@@ -133,6 +133,7 @@ def load(source: Source) -> Settings:
         compute_cluster=r("computeCluster"),
         esxi_hosts=r("esxiHosts") or (),
         ca_pem=r.check("vcenterCaPem", _pem_certificate) or "",
+        privilege_check=r("vcenterPrivilegeCheck"),
     )
     supervisor = SupervisorSpec(
         mode=r.one_of("supervisorMode", "existing", "create"),

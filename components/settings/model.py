@@ -102,6 +102,7 @@ class VSphereSite:
     compute_cluster: str
     esxi_hosts: tuple[str, ...]
     ca_pem: str = ""  # CA of vCenter's certificate, for the program's own sessions (vcenterCaPem)
+    privilege_check: bool = True  # vcenterPrivilegeCheck: the account's privileges checked at preview
 
 
 @dataclass(frozen=True)

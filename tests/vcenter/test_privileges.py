@@ -78,6 +78,13 @@ def test_a_role_that_does_not_propagate_holds_nothing_below_the_root(vcsim, role
     assert "on the vCenter root folder" not in failure.reason
 
 
+def test_a_read_only_preview_account_may_skip_the_preview_check_but_not_up(vcsim, role_without):
+    role_without("Namespaces.Configure")
+    assert VCenterPrivilegesProvider().check({}, props(vcsim, at_preview=False)).failures == []
+    with pytest.raises(Exception, match="Namespaces.Configure on compute cluster 'DC0_C0'"):
+        VCenterPrivilegesProvider().create(props(vcsim, at_preview=False))
+
+
 def test_an_unknown_cluster_is_named(vcsim):
     [failure] = VCenterPrivilegesProvider().check({}, props(vcsim, cluster="nope")).failures
     assert "no compute cluster 'nope' in datacenter 'DC0'" in failure.reason

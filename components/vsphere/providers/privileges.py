@@ -7,8 +7,9 @@ applies them. A privilege the account lacks fails ``pulumi preview``, naming the
 entity and the components that need it, before anything is created. The method needs only
 ``System.View`` on the entities (pyVmomi 9.1.1 ``_typeinfo_vim.py``, vim.version.version9).
 
-The resource creates nothing on vCenter: ``create`` and ``update`` check again (the engine's
-own preview of the update) and record what was checked.
+The resource creates nothing on vCenter: ``create`` and ``update`` check again, whatever
+``at_preview`` says (``vcenterPrivilegeCheck=false`` spares a read-only preview account the
+preview's check), and record what was checked.
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ class VCenterPrivilegesProvider(dyn.ResourceProvider):
                 f"{'; '.join(missing)}. Grant them with the role in {ROLE_DOC} (or run as an account that has it)")
 
     def check(self, olds, news):
-        if any(is_unknown(v) for v in news.values()):
+        if news.get("at_preview") is False or any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, [])
         try:
             missing = self._missing(news)
@@ -113,9 +114,11 @@ class VCenterPrivileges(dyn.Resource, module="vsphere", name="VCenterPrivileges"
 
     def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *,
                  needs: Mapping[str, Mapping[str, list]], datacenter: pulumi.Input[str], cluster: pulumi.Input[str],
-                 datastore: Optional[pulumi.Input[str]] = None, server: pulumi.Input[str], user: pulumi.Input[str],
+                 datastore: Optional[pulumi.Input[str]] = None, at_preview: bool = True,
+                 server: pulumi.Input[str], user: pulumi.Input[str],
                  password: pulumi.Input[str], insecure: pulumi.Input[bool] = False,
                  ca_pem: Optional[pulumi.Input[str]] = None, port: pulumi.Input[int] = 443) -> None:
         props = {"needs": needs, "datacenter": datacenter, "cluster": cluster, "datastore": datastore,
+                 "at_preview": at_preview,
                  **connection_inputs(server, user, password, insecure, ca_pem, port)}
         super().__init__(VCenterPrivilegesProvider(), name, props, password_stays_secret(opts))
