@@ -16,6 +16,7 @@ from components.cluster.providers.supervisor_releases import SupervisorReleases
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
 from components.dask import prepared_env
+from components.dask.network_settings import namespace_network, outside
 from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
 from components.dask.operator_cluster import CLUSTER_NAME, DaskOperatorCluster, DaskOperatorClusterArgs
 from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
@@ -74,14 +75,14 @@ if settings.data.enabled:
     data_steps = (DatasetJob("dataset", DatasetJobArgs(
         data=settings.data, image=settings.data.image, namespace=workspace.name,
         dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
-        enforces_psp=enforces_psp, depends_on=(storage,)), in_guest),)
+        outside=outside(settings), enforces_psp=enforces_psp, depends_on=(storage,)), in_guest),)
 # the Dask pods' locked environment, prepared once per lock change on the pip-cache claim
 environment_inputs: dict = {}
 if settings.dask.environment == "prepared":
     environment = EnvironmentJob("environment", EnvironmentJobArgs(
         image=settings.dask.image, namespace=workspace.name, claim=storage.pip_cache_claim,
         package_index_url=settings.dask.package_index_url, lock=prepared_env.lock_text(),
-        enforces_psp=enforces_psp, depends_on=(storage,)), in_guest)
+        outside=outside(settings), enforces_psp=enforces_psp, depends_on=(storage,)), in_guest)
     environment_inputs = dict(environment_job=environment, environment_subdir=environment.subdir)
 
 # --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
@@ -94,7 +95,7 @@ if operator:
 else:
     dask = DaskRelease("dask", DaskReleaseArgs(
         dask=settings.dask, placement=DaskPlacement.from_settings(settings),
-        dataset_mount=settings.storage.dataset_mount, pod_cidr=settings.cluster.pod_cidr, enforces_psp=enforces_psp,
+        dataset_mount=settings.storage.dataset_mount, network=namespace_network(settings), enforces_psp=enforces_psp,
         **dask_inputs), in_guest)
 # the runner's own identity: a namespaced token, not the cluster's admin kubeconfig
 runner = RunnerAccess("runner", RunnerAccessArgs(namespace=workspace.name, cluster_kubeconfig=cluster.kubeconfig,

@@ -20,11 +20,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
+from components.dask.exposure import confine
 from components.dask.facts import RUN_AS
+from components.dask.network_policy import Outside, fetch_policy
+from components.dask.network_settings import data_urls
 from components.settings.downloads import CHECKSUMS_FILE, digests, unverified_warnings
 from components.settings.model import DataSpec
 
 JOB_NAME = "dataset-prepare"
+POD_LABELS = {"app.kubernetes.io/name": JOB_NAME}
 CODE_MOUNT = "/opt/dask-tkg"
 # The downloader needs no user of the image: it writes only to the dataset claim and /tmp.
 # Not root (the Pod Security Standards' restricted level); the group is the Dask pods'
@@ -62,6 +66,7 @@ class DatasetJobArgs:
     namespace: pulumi.Input[str]
     dataset_claim: pulumi.Input[str]
     dataset_mount: str
+    outside: Outside  # the cluster's own ranges, which the downloads never reach (network_settings.outside)
     enforces_psp: bool = False
     depends_on: tuple[pulumi.Resource, ...] = ()
 
@@ -79,6 +84,9 @@ class DatasetJob(pulumi.ComponentResource):
         )
         for warning in unverified_warnings(args.data):
             pulumi.log.warn(warning, resource=self)
+        # Its pod may resolve names and download from the settings' URLs, nothing else.
+        egress = confine(f"{name}-egress", args.namespace, lambda ns: fetch_policy(
+            ns, f"{JOB_NAME}-egress", POD_LABELS, data_urls(args.data), args.outside), pulumi.ResourceOptions(parent=self))
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={"name": JOB_NAME, "namespace": args.namespace,
@@ -87,7 +95,7 @@ class DatasetJob(pulumi.ComponentResource):
             spec={
                 "backoffLimit": 6,
                 "template": {
-                    "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
+                    "metadata": {"labels": dict(POD_LABELS)},
                     "spec": hardened_pod({
                         "restartPolicy": "OnFailure",
                         "containers": [{
@@ -110,7 +118,7 @@ class DatasetJob(pulumi.ComponentResource):
                 },
             },
             # A Job's pod template is immutable: a changed source list replaces the Job.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[code, *args.depends_on],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[code, egress, *args.depends_on],
                                         delete_before_replace=True),
         )
         self.job_name = self.job.metadata.apply(lambda m: m["name"])

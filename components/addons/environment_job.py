@@ -25,9 +25,12 @@ import pulumi_kubernetes as k8s
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
 from components.dask import facts, prepared_env
+from components.dask.exposure import confine
+from components.dask.network_policy import Outside, fetch_policy
 
 JOB_NAME = "dask-environment"
 CONFIG_MAP = f"{JOB_NAME}-lock"
+POD_LABELS = {"app.kubernetes.io/name": JOB_NAME}
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class EnvironmentJobArgs:
     claim: pulumi.Input[str]  # the pip-cache claim
     package_index_url: str
     lock: str  # the lock's text (prepared_env.lock_text())
+    outside: Outside  # the cluster's own ranges, which the downloads never reach (network_settings.outside)
     enforces_psp: bool = False
     depends_on: tuple[pulumi.Resource, ...] = ()
 
@@ -50,7 +54,7 @@ def job_spec(args: EnvironmentJobArgs, claim: str) -> dict:
     return {
         "backoffLimit": 4,
         "template": {
-            "metadata": {"labels": {"app.kubernetes.io/name": JOB_NAME}},
+            "metadata": {"labels": dict(POD_LABELS)},
             "spec": hardened_pod({
                 "restartPolicy": "Never",
                 "initContainers": [{
@@ -101,6 +105,10 @@ class EnvironmentJob(pulumi.ComponentResource):
             data={prepared_env.LOCK_KEY: args.lock},
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
         )
+        # Its pod may resolve names and reach the package index, nothing else.
+        egress = confine(f"{name}-egress", args.namespace, lambda ns: fetch_policy(
+            ns, f"{JOB_NAME}-egress", POD_LABELS, [args.package_index_url], args.outside),
+            pulumi.ResourceOptions(parent=self))
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={"name": JOB_NAME, "namespace": args.namespace,
@@ -109,7 +117,8 @@ class EnvironmentJob(pulumi.ComponentResource):
             spec=pulumi.Output.from_input(args.claim).apply(lambda claim: job_spec(args, claim)),
             # Awaited (no skipAwait): the Dask pods depend on a complete environment. A changed
             # lock changes the pod template, which a Job cannot update: it is replaced.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[lock, *args.depends_on], delete_before_replace=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[lock, egress, *args.depends_on],
+                                        delete_before_replace=True,
                                         custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m")),
         )
         self.job_name = self.job.metadata.apply(lambda m: m["name"])

@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 from components.artifacts.charts import verified_chart
 from components.dask import chart, podspec, post_render
 from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
-from components.dask.network_policy import DaskPodSelectors, dask_network_policies
+from components.dask.network_policy import DaskPodSelectors, NamespaceNetwork, dask_network_policies
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, dashboard_url, fullname, scheduler_host
@@ -45,8 +45,8 @@ class DaskReleaseArgs:
     namespace: pulumi.Input[str]
     dataset_claim: pulumi.Input[str]
     pip_cache_claim: pulumi.Input[str]
+    network: NamespaceNetwork  # what the namespace's NetworkPolicies admit and allow (network_settings)
     enforces_psp: bool = False  # the cluster admits pods by PodSecurityPolicy (up to 1.24)
-    pod_cidr: str = ""  # the cluster's pod network: the policies admit what comes from outside it
     # What must exist before the release installs (GPU operator, storage, data Job):
     # children do not inherit a component's depends_on, so it goes on the release itself.
     depends_on: tuple[pulumi.Resource, ...] = ()
@@ -95,6 +95,11 @@ class DaskRelease(pulumi.ComponentResource):
             ))
 
         values = pulumi.Output.all(namespace, args.dataset_claim, args.pip_cache_claim, self.password.hash).apply(build)
+        # The namespace's policies before the pods: they start confined.
+        selectors = DaskPodSelectors.for_helm(RELEASE)
+        self.network_policies = guard_namespace(
+            name, namespace, lambda ns: dask_network_policies(
+                ns, selectors, operator_namespace=None, network=args.network, name_prefix=RELEASE), RELEASE, child)
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE,
@@ -104,7 +109,7 @@ class DaskRelease(pulumi.ComponentResource):
             values=values, postrender=str(post_render.LAUNCHER),
             timeout=900,
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else [])]),
+                parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else []), *self.network_policies]),
         )
         after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         scheme = "tls" if d.tls else "tcp"
@@ -116,11 +121,6 @@ class DaskRelease(pulumi.ComponentResource):
 
         self.external: dict[str, k8s.core.v1.Service] = {}
         self._expose(name, args, after_release, scheme)
-        exposed = args.pod_cidr if d.scheduler.service_type != "ClusterIP" else None
-        selectors = DaskPodSelectors.for_helm(RELEASE)
-        self.network_policies = guard_namespace(
-            name, namespace, lambda ns: dask_network_policies(
-                ns, selectors, operator_namespace=None, external_pod_cidr=exposed, name_prefix=RELEASE), RELEASE, child)
 
         self.jupyter_password = self.password.password
         self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")

@@ -2,8 +2,23 @@
 NetworkPolicies that guard the Dask namespace (``network_policy.py`` builds them).
 
 The pinned chart's Services cannot carry ``loadBalancerSourceRanges``, so they stay
-ClusterIP and these Services (same pod selector) do the exposing. A LoadBalancer without
-source ranges is refused by the settings unless ``allowPublicLoadBalancer`` is set.
+ClusterIP and these Services (same pod selector) do the exposing. An exposed Service without
+source ranges is refused by the settings unless ``allowPublicLoadBalancer`` is set, and so is
+any exposure without TLS.
+
+Who may connect is decided twice. ``loadBalancerSourceRanges`` "will restrict traffic through
+the cloud-provider load-balancer" (the ServiceSpec field, k8s.io/api core/v1): kube-proxy
+filters only traffic to the load balancer's address (kubernetes/kubernetes#33586, closed
+without applying it to NodePorts), and the Supervisor's load balancer reaches the guest nodes
+through their NodePorts, which anyone who reaches a node may use directly. So the Dask
+namespace's NetworkPolicy admits the exposed ports from the source ranges only, and the
+Services keep the client's address for it to see: ``externalTrafficPolicy: Local`` ("each
+node will deliver traffic only to the node-local endpoints of the service, without
+masquerading the client source IP"; with ``Cluster`` every client would arrive from a node's
+address). The vSphere paravirtual cloud provider passes the policy and the health-check
+NodePort on to the Supervisor's VirtualMachineService (kubernetes/cloud-provider-vsphere
+``pkg/cloudprovider/vsphereparavirtual/vmservice/vmservice.go``, ``getVMServiceAnnotations``),
+whose load balancer then sends only to the node that runs the pod.
 """
 from __future__ import annotations
 
@@ -36,6 +51,7 @@ def external_service(name: str, args: ExposureArgs, opts: pulumi.ResourceOptions
         "type": args.service_type,
         "selector": dict(args.pod_selector) if args.pod_selector else selector(args.release, args.component),
         "ports": [{"name": n, "port": p, "targetPort": t, "protocol": "TCP"} for n, p, t in args.ports],
+        "externalTrafficPolicy": "Local",  # the client's address reaches the pod and its NetworkPolicy
     }
     if args.service_type == "LoadBalancer" and args.source_ranges:
         spec["loadBalancerSourceRanges"] = list(args.source_ranges)
@@ -81,3 +97,12 @@ def guard_namespace(name: str, namespace: pulumi.Input[str], build: Callable[[st
             f"{name}-{suffix}", metadata=built.apply(lambda m: m["metadata"]), spec=built.apply(lambda m: m["spec"]),
             opts=opts))
     return policies
+
+
+def confine(name: str, namespace: pulumi.Input[str], build: Callable[[str], dict],
+            opts: pulumi.ResourceOptions) -> k8s.networking.v1.NetworkPolicy:
+    """One NetworkPolicy resource of ``build(namespace)`` (``network_policy.fetch_policy``):
+    the policy of a pod that downloads, which its Job waits for."""
+    built = pulumi.Output.from_input(namespace).apply(build)
+    return k8s.networking.v1.NetworkPolicy(name, metadata=built.apply(lambda m: m["metadata"]),
+                                           spec=built.apply(lambda m: m["spec"]), opts=opts)

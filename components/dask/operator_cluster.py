@@ -19,6 +19,7 @@ from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.dask import chart, operator_spec, podspec, post_render
 from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
 from components.dask.network_policy import DaskPodSelectors, dask_network_policies
+from components.dask.network_settings import namespace_network
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values
@@ -94,6 +95,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
         tls_secret = podspec.tls_secret_name(CLUSTER_NAME) if d.tls else None
         self.tls = self._tls(name, args, tls_secret, child)
         self.password = JupyterPassword(f"{name}-jupyter", child)
+        self.network_policies = self._guard(name, s)  # before the pods: they start confined
         self._declare_cluster(name, args, tls_secret)
         self._declare_jupyter(name, args, tls_secret)
         self._expose(name, args)
@@ -131,7 +133,8 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                 initial_workers=initial_workers(s), tls_secret=tls_secret, enforces_psp=s.cluster.enforces_psp)
 
         built = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim).apply(inputs)
-        after = [self.operator, *args.depends_on, *args.environment_steps, *([self.tls] if self.tls else [])]
+        after = [self.operator, *args.depends_on, *args.environment_steps, *([self.tls] if self.tls else []),
+                 *self.network_policies]
         # A changed pod template replaces the cluster: the controller copies it into the worker
         # Deployments only when it creates them. A changed replica count is a plain update.
         self.cluster = self._custom(f"{name}-cluster", "DaskCluster", built.apply(operator_spec.dask_cluster),
@@ -144,16 +147,19 @@ class DaskOperatorCluster(pulumi.ComponentResource):
         if op.autoscale:
             self.autoscaler = self._custom(f"{name}-autoscaler", "DaskAutoscaler",
                                            built.apply(operator_spec.autoscaler), [self.cluster])
-        exposed = s.cluster.pod_cidr if s.dask.scheduler.service_type != "ClusterIP" else None
-        selectors = DaskPodSelectors.for_operator(CLUSTER_NAME, JUPYTER_RELEASE if s.dask.jupyter.enabled else None)
-        self.network_policies = guard_namespace(
-            name, self.namespace, lambda ns: dask_network_policies(
-                ns, selectors, operator_namespace=op.namespace, external_pod_cidr=exposed, name_prefix=CLUSTER_NAME),
-            CLUSTER_NAME, pulumi.ResourceOptions(parent=self))
         scheme = "tls" if tls_secret else "tcp"
         self.scheduler_address = self.namespace.apply(
             lambda ns: operator_spec.scheduler_address(CLUSTER_NAME, ns, scheme == "tls"))
         self.dashboard_url = self.namespace.apply(lambda ns: operator_spec.dashboard_url(CLUSTER_NAME, ns))
+
+    def _guard(self, name: str, s: Settings) -> list[k8s.networking.v1.NetworkPolicy]:
+        """The Dask namespace's NetworkPolicies (``network_policy.dask_network_policies``)."""
+        selectors = DaskPodSelectors.for_operator(CLUSTER_NAME, JUPYTER_RELEASE if s.dask.jupyter.enabled else None)
+        network = namespace_network(s)
+        return guard_namespace(
+            name, self.namespace, lambda ns: dask_network_policies(
+                ns, selectors, operator_namespace=s.dask.operator.namespace, network=network, name_prefix=CLUSTER_NAME),
+            CLUSTER_NAME, pulumi.ResourceOptions(parent=self))
 
     def _custom(self, name: str, kind: str, manifest: pulumi.Output, after: list, replace_on_changes=None):
         return k8s.apiextensions.CustomResource(
@@ -184,6 +190,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             namespace=args.namespace,
             values=values, postrender=str(post_render.LAUNCHER), timeout=900,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.environment_steps,
+                                                                 *self.network_policies,
                                                                  *([self.tls] if self.tls else [])]))
         self.jupyter_url = self.namespace.apply(
             lambda ns: f"http://{JUPYTER_RELEASE}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}")

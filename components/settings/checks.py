@@ -15,6 +15,7 @@ import components.settings.schema as schema
 import components.settings.values as values
 from components.settings.downloads import download_checks
 from components.settings.errors import Problem
+from components.settings.exposure import download_problems, exposure_problems
 from components.settings.file_share_clients import client_problems
 from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Settings
 from components.settings.operator import operator_checks
@@ -366,12 +367,7 @@ def _network(s: Settings) -> list[Problem]:
     services = ipaddress.ip_network(s.cluster.service_cidr)
     if pods.overlaps(services):
         out.append(Problem("podCidr", f"{pods} overlaps serviceCidr {services}"))
-    for key, kind in (("schedulerServiceType", s.dask.scheduler.service_type),
-                      ("jupyterServiceType", s.dask.jupyter.service_type)):
-        if kind == "LoadBalancer" and not s.dask.lb_source_ranges and not s.dask.allow_public_lb:
-            out.append(Problem(key, "a LoadBalancer needs loadBalancerSourceRanges (or allowPublicLoadBalancer=true"
-                                    " to open it to 0.0.0.0/0 on purpose)"))
-    return out
+    return out + exposure_problems(s) + download_problems(s)
 
 
 def _secrets(s: Settings) -> list[Problem]:

@@ -51,7 +51,8 @@ def supervisor_namespace(graph) -> str:
     ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),  # topology B
     ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": "run.tanzu.vmware.com/v1alpha3",
                    "tkr": TKR_FOR_V1ALPHA3,
-                   "daskTls": False, "rwxProvisioner": "vsphere-csi"}),
+                   "daskTls": False, "schedulerServiceType": "ClusterIP", "jupyterServiceType": "ClusterIP",
+                   "rwxProvisioner": "vsphere-csi"}),  # without TLS, so not exposed: preview refuses that
 ], ids=["reference", "reference-dev", "topology-b", "vsphere8-csi"])
 def test_every_declared_object_is_accepted(kube_apiserver, tkc_crd, stack, config):
     api = kube_apiserver.api_client

@@ -91,11 +91,12 @@ def test_same_outputs_plus_the_cluster_name(graph, helm_graph):
 def test_scheduler_load_balancer_selects_the_operators_scheduler_pods(graph):
     svc = graph.named("dask-scheduler-external").manifest()
     assert svc["spec"]["selector"] == {"dask.org/cluster-name": "dask", "dask.org/component": "scheduler"}
-    assert svc["spec"]["loadBalancerSourceRanges"] == ["192.168.105.0/24"]
+    assert svc["spec"]["loadBalancerSourceRanges"] == ["172.16.105.0/24"]
+    assert svc["spec"]["externalTrafficPolicy"] == "Local"  # the client's address reaches the policy
     policy = graph.named("dask-scheduler-api").manifest()
-    # LoadBalancer clients arrive from node addresses (SNAT): all but the pod network may reach the dashboard
-    pod_cidr = graph.of_type("TanzuKubernetesCluster")[0].manifest()["spec"]["settings"]["network"]["pods"]["cidrBlocks"][0]
-    assert {"ipBlock": {"cidr": "0.0.0.0/0", "except": [pod_cidr]}} in policy["spec"]["ingress"][1]["from"]
+    # the dashboard admits the source ranges, not every address outside the pod network
+    assert {"ipBlock": {"cidr": "172.16.105.0/24"}} in policy["spec"]["ingress"][1]["from"]
+    assert not any(peer.get("ipBlock", {}).get("cidr") == "0.0.0.0/0" for peer in policy["spec"]["ingress"][1]["from"])
 
 
 def test_no_secret_in_plain_text(graph):

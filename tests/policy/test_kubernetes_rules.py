@@ -57,7 +57,7 @@ def public_services(graph: Graph) -> list:
 
 def test_load_balancers_with_source_ranges_pass(reference: Graph) -> None:
     services = public_services(reference)
-    assert [s.inputs["spec"]["loadBalancerSourceRanges"] for s in services] == [["192.168.105.0/24"]] * 2
+    assert [s.inputs["spec"]["loadBalancerSourceRanges"] for s in services] == [["172.16.105.0/24"]] * 2
     for service in services:
         assert violations(no_public_load_balancer, resource_args(service)) == []
 

@@ -198,7 +198,10 @@ def test_jupyter_password_is_generated_secret_and_hashed_for_the_chart(graph):
 
 def test_with_tls_on_the_scheduler_address_is_tls(graph):
     assert graph.outputs[contract.SCHEDULER_ADDRESS].startswith("tls://")
-    g = run_program("reference", config={"daskTls": False})
+    # without TLS the scheduler and Jupyter are not exposed (preview refuses that)
+    g = run_program("reference", config={"daskTls": False, "schedulerServiceType": "ClusterIP",
+                                         "jupyterServiceType": "ClusterIP"})
+    assert g.error is None, g.error
     assert g.outputs[contract.SCHEDULER_ADDRESS].startswith("tcp://")
     assert not g.of_type("tls:index/privateKey:PrivateKey")
 

@@ -25,3 +25,23 @@ def test_allow_unverified_ssl_warns_at_preview():
     assert "vCenter's certificate goes unchecked for the vSphere provider" in warning
     assert "and for the program's own vCenter sessions (set vcenterCaPem)" in warning
     assert not [w for w in run_program("reference").warnings if "allowUnverifiedSsl" in w]
+
+
+def test_nothing_of_the_vsphere_layer_is_built_before_the_privilege_check():
+    for stack, config in (("reference", {}), ("reference", {"vsphereVersion": 8, "supervisorId": "supervisor-1",
+                                                            "clusterApi": "run.tanzu.vmware.com/v1alpha3",
+                                                            "tkr": "v1.21.6---vmware.1-tkg.1"})):
+        graph = run_program(stack, config=config)
+        assert graph.error is None, graph.traceback
+        [check] = [r for r in graph.resources if r.type == "pulumi-python:dynamic/vsphere:VCenterPrivileges"]
+        built = [r for r in graph.resources if r.type.startswith(("vsphere:index", "pulumi-python:dynamic/vsphere:"))
+                 and r is not check and not r.raw.get("read")]
+        assert len(built) >= 5
+        for resource in built:
+            assert graph.depends_on(resource, check), resource.name
+        needs = check.inputs["needs"]
+        assert needs["cluster"] == {"Namespaces.Configure": ["Supervisor namespace"],
+                                    "Host.Config.Storage": ["vSAN file share"]}
+        # the content library only on vSphere 7, where the program subscribes one
+        assert ("datastore" in needs) == (config.get("vsphereVersion", 7) == 7)
+        assert check.inputs["at_preview"] is True

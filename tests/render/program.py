@@ -26,7 +26,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
     "vsphere8-csi": ("reference", {"vsphereVersion": 8, "supervisorId": "sv-1",
                                    "clusterApi": "run.tanzu.vmware.com/v1alpha3", "tkr": TKR_FOR_V1ALPHA3,
-                                   "daskTls": False,
+                                   # without TLS, so not exposed (preview refuses that): port-forward only
+                                   "daskTls": False, "schedulerServiceType": "ClusterIP",
+                                   "jupyterServiceType": "ClusterIP",
                                    "rwxProvisioner": "vsphere-csi"}),
 }
 

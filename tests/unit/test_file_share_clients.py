@@ -39,6 +39,7 @@ def test_without_a_node_network_the_clients_are_required():
     problems, message = refused(fileShareClients=None)
     [problem] = [p for p in problems if p.startswith("fileShareClients:")]
     assert "dask-tkg:fileShareClients" in message
+    assert problem.startswith("fileShareClients: is required with fileShareMode=vsan")
     # what to put: the workload network's CIDR, read-write, without root
     assert "ips=<the workload network's CIDR>,permissions=READ_WRITE,allowRoot=false" in problem
     assert "supervisorCreateSpec egressCidr" in problem

@@ -1,8 +1,10 @@
-"""The Dask namespace's NetworkPolicies, checked with the evaluator of NetworkPolicy ingress
-semantics (the test cluster's network plugin does not enforce them): who must reach the
-scheduler, the workers and Jupyter does, for both backends, exposed or not; who must not,
-does not. The operator's pods carry the labels dask-kubernetes' own controller gives them
-(2026.3.0, imported); the chart's pods the labels of its pod templates (dask 2024.1.1)."""
+"""The Dask namespace's NetworkPolicies, checked with the evaluator of NetworkPolicy semantics
+(``network_semantics``; the test cluster's network plugin does not enforce them): who must
+reach the scheduler, the workers and Jupyter does, for both backends, exposed or not; who must
+not, does not; every pod resolves names and reaches its peers, only the downloading pods reach
+the outside, and no pod reaches the API server. The operator's pods carry the labels
+dask-kubernetes' own controller gives them (2026.3.0, imported); the chart's pods the labels of
+its pod templates (dask 2024.1.1)."""
 from __future__ import annotations
 
 import pytest
@@ -11,17 +13,27 @@ from dask_kubernetes.operator.controller.controller import (build_scheduler_depl
 
 from components.dask import operator_spec
 from components.dask.exposure import selector as chart_selector
-from components.dask.network_policy import (DaskPodSelectors, admits, dask_network_policies,
-                                            selector_matches)
+from components.dask.network_policy import (DaskPodSelectors, NamespaceNetwork, Outside, dask_network_policies,
+                                            fetch_policy)
+from components.dask.network_semantics import admits, reaches, selector_matches
 
 NS = "rapidsai"
 NAME_LABEL = "kubernetes.io/metadata.name"
 NS_LABELS = {NAME_LABEL: NS}
 OPERATOR_NS = "dask-operator"
 POD_CIDR = "192.168.0.0/16"
-EXTERNAL_IP = "203.0.113.7"  # a LoadBalancer client
-NODE_IP = "10.0.0.12"  # a NodePort client after kube-proxy's SNAT: a node's address
+SERVICE_CIDR = "10.96.0.0/12"
+NODE_CIDR = "10.20.30.0/24"
+SOURCE_RANGE = "198.51.100.0/24"  # loadBalancerSourceRanges
+CLIENT_IP = "198.51.100.9"  # a client in the source ranges (its address kept: externalTrafficPolicy Local)
+EXTERNAL_IP = "203.0.113.7"  # an address outside the source ranges
+NODE_IP = "10.20.30.12"  # a node: a NodePort client after a SNAT, a control-plane endpoint
 POD_IP = "192.168.3.4"  # inside the pod network
+KUBERNETES_SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service: the API server's ClusterIP, port 443
+API_SERVER_PORT = 6443  # its endpoints (the control-plane nodes) and the control plane's address
+INTERNET_IP = "151.101.0.223"  # a package index or download host
+OUTSIDE = Outside(excepted=(POD_CIDR, SERVICE_CIDR, NODE_CIDR), dns_namespace_named=True)
+DNS_POD = {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns", "pod-template-hash": "5d78c9869d"}}
 RANDOM_PORT = 40123  # a worker's comm or nanny port
 DATA_JOB = {"app.kubernetes.io/name": "dataset-prepare", "batch.kubernetes.io/job-name": "dataset-prepare",
             "job-name": "dataset-prepare", "batch.kubernetes.io/controller-uid": "0f1e", "controller-uid": "0f1e"}
@@ -54,29 +66,36 @@ def _operator_pods(cluster: str) -> dict[str, dict]:
 class Deployment:
     """One backend's policies and the labels of its pods."""
 
-    def __init__(self, backend: str, exposed: bool, jupyter: bool = True):
+    def __init__(self, backend: str, exposed: bool, jupyter: bool = True, fetch_ports: tuple[int, ...] = ()):
         self.backend, self.exposed = backend, exposed
-        cidr = POD_CIDR if exposed else None
+        network = NamespaceNetwork(outside=OUTSIDE, pod_cidr=POD_CIDR, scheduler_exposed=exposed,
+                                   jupyter_exposed=exposed, source_ranges=(SOURCE_RANGE,),
+                                   worker_fetch_ports=fetch_ports)
         if backend == "helm":
             self.selectors = DaskPodSelectors.for_helm("dask")
             self.pods = {"scheduler": _chart_pod("dask", "scheduler"), "worker": _chart_pod("dask", "worker"),
                          "jupyter": _chart_pod("dask", "jupyter")}
             self.policies = dask_network_policies(NS, self.selectors, operator_namespace=None,
-                                                  external_pod_cidr=cidr, name_prefix="dask")
+                                                  network=network, name_prefix="dask")
         else:
             self.selectors = DaskPodSelectors.for_operator("dask", "dask" if jupyter else None)
             self.pods = _operator_pods("dask")
             if jupyter:
                 self.pods["jupyter"] = _chart_pod("dask", "jupyter")
             self.policies = dask_network_policies(NS, self.selectors, operator_namespace=OPERATOR_NS,
-                                                  external_pod_cidr=cidr, name_prefix="dask")
+                                                  network=network, name_prefix="dask")
 
     @property
     def workers(self) -> list[dict]:
         return [labels for name, labels in self.pods.items() if "worker" in name]
 
     def reaches(self, source: dict | None, target: dict, port: int) -> bool:
+        """Whether ``target`` admits ``source`` (ingress only)."""
         return admits(self.policies, NS_LABELS, target, source, port)
+
+    def goes(self, source: dict, to: dict, port: int, protocol: str = "TCP") -> bool:
+        """Whether the pod ``source`` (labels) may open traffic to ``to`` (egress only)."""
+        return reaches(self.policies, NS_LABELS, source, to, port, protocol)
 
 
 def pod(labels: dict, namespace: str = NS, namespace_labels: dict | None = None) -> dict:
@@ -100,14 +119,15 @@ def dep(request) -> Deployment:
 
 def test_the_policies_names_kinds_and_namespace(dep):
     assert [p["metadata"]["name"] for p in dep.policies] == [
-        "dask-default-deny", "dask-scheduler-api", "dask-workers", "dask-jupyter"]
+        "dask-default-deny", "dask-dns", "dask-scheduler-api", "dask-workers", "dask-jupyter"]
     assert {(p["apiVersion"], p["kind"], p["metadata"]["namespace"]) for p in dep.policies} == {
         ("networking.k8s.io/v1", "NetworkPolicy", NS)}
 
 
 def test_without_jupyter_there_is_no_jupyter_policy_and_its_pod_reaches_no_dask_pod():
     dep = Deployment("operator", exposed=False, jupyter=False)
-    assert [p["metadata"]["name"] for p in dep.policies] == ["dask-default-deny", "dask-scheduler-api", "dask-workers"]
+    assert [p["metadata"]["name"] for p in dep.policies] == [
+        "dask-default-deny", "dask-dns", "dask-scheduler-api", "dask-workers"]
     jupyter = pod(_chart_pod("dask", "jupyter"))
     assert not dep.reaches(jupyter, dep.pods["worker"], RANDOM_PORT)
     assert not dep.reaches(jupyter, dep.pods["scheduler"], operator_spec.SCHEDULER_PORT)
@@ -132,22 +152,25 @@ def test_the_operator_selectors_are_the_controllers_labels():
 def test_the_operator_scheduler_policy_keeps_the_existing_name_selector_and_dashboard_rule():
     """As ``operator_spec.scheduler_network_policy`` built it: the object name callers keep,
     the scheduler pod, and the dashboard's sources (operator, namespace, outside when exposed)."""
-    new = Deployment("operator", exposed=True).policies[1]
+    new = Deployment("operator", exposed=True).policies[2]
     assert new["metadata"]["name"] == "dask-scheduler-api"
     assert new["spec"]["podSelector"] == {"matchLabels": {"dask.org/cluster-name": "dask",
                                                           "dask.org/component": "scheduler"}}
     assert new["spec"]["ingress"][1] == {"from": [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OPERATOR_NS}}},
-        {"podSelector": {}}, {"ipBlock": {"cidr": "0.0.0.0/0", "except": [POD_CIDR]}}],
+        {"podSelector": {"matchLabels": {"app": "dask", "release": "dask", "component": "jupyter"}}},
+        {"ipBlock": {"cidr": SOURCE_RANGE}}],
         "ports": [{"protocol": "TCP", "port": 8787}]}
 
 
-def test_the_default_deny_selects_every_pod_and_admits_nothing(dep):
+def test_the_default_deny_selects_every_pod_and_admits_and_allows_nothing(dep):
     deny = dep.policies[0]
-    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}  # egress stays open
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     for labels in [*dep.pods.values(), DATA_JOB, {"anything": "else"}, {}]:
         assert selector_matches(deny["spec"]["podSelector"], labels)
         assert not admits([deny], NS_LABELS, labels, pod(dep.pods["scheduler"]), 8080)
+        assert not reaches([deny], NS_LABELS, labels, ip(INTERNET_IP), 443)
+        assert not reaches([deny], NS_LABELS, labels, DNS_POD, 53, "UDP")
 
 
 # --- the scheduler ---------------------------------------------------------------------------
@@ -176,17 +199,23 @@ def test_the_dashboard_refuses_other_namespaces_but_the_operators(dep):
         assert not dep.reaches(source, dep.pods["scheduler"], operator_spec.SCHEDULER_PORT)
 
 
-def test_a_pod_without_dask_labels_is_refused_the_comm_port_and_keeps_the_dashboard(dep):
+def test_a_pod_without_dask_labels_is_refused_the_comm_port_and_the_dashboard(dep):
     data_job = pod(DATA_JOB)
     assert not dep.reaches(data_job, dep.pods["scheduler"], operator_spec.SCHEDULER_PORT)
-    assert dep.reaches(data_job, dep.pods["scheduler"], operator_spec.DASHBOARD_PORT)  # the namespace's pods
+    assert not dep.reaches(data_job, dep.pods["scheduler"], operator_spec.DASHBOARD_PORT)
 
 
-def test_an_external_address_reaches_the_scheduler_only_when_exposed(dep):
-    for address in (EXTERNAL_IP, NODE_IP):
+def test_the_source_ranges_reach_the_scheduler_only_when_exposed(dep):
+    for port in (operator_spec.SCHEDULER_PORT, operator_spec.DASHBOARD_PORT):
+        assert dep.reaches(ip(CLIENT_IP), dep.pods["scheduler"], port) == dep.exposed
+
+
+def test_no_address_outside_the_source_ranges_reaches_the_scheduler(dep):
+    """Exposed or not: an address outside loadBalancerSourceRanges (through a NodePort, which
+    kube-proxy never filters by them), a node (a client SNATed by kube-proxy), a pod."""
+    for address in (EXTERNAL_IP, NODE_IP, POD_IP):
         for port in (operator_spec.SCHEDULER_PORT, operator_spec.DASHBOARD_PORT):
-            assert dep.reaches(ip(address), dep.pods["scheduler"], port) == dep.exposed
-    assert not dep.reaches(ip(POD_IP), dep.pods["scheduler"], operator_spec.SCHEDULER_PORT)
+            assert not dep.reaches(ip(address), dep.pods["scheduler"], port), (address, port)
 
 
 def test_the_pods_own_node_always_reaches_the_scheduler(dep):
@@ -226,10 +255,15 @@ def test_an_external_address_never_reaches_a_worker(dep):
 
 # --- Jupyter and the data Job ----------------------------------------------------------------
 
-def test_jupyter_admits_its_port_from_anywhere_and_no_other_port(dep):
-    for source in (pod({"app": "x"}, "default"), pod(DATA_JOB), ip(EXTERNAL_IP)):
-        assert dep.reaches(source, dep.pods["jupyter"], 8888)
-    assert not dep.reaches(pod(dep.pods["worker"]), dep.pods["jupyter"], RANDOM_PORT)
+def test_jupyter_admits_only_the_source_ranges_and_only_when_exposed(dep):
+    """Nothing in the cluster needs Jupyter: no pod of any namespace reaches it; the source
+    ranges do when it is exposed; the runner's port-forward (its node) always does."""
+    for source in (pod({"app": "x"}, "default"), pod(DATA_JOB), *(pod(labels) for labels in dep.pods.values()),
+                   ip(EXTERNAL_IP), ip(NODE_IP)):
+        assert not dep.reaches(source, dep.pods["jupyter"], 8888), source
+    assert dep.reaches(ip(CLIENT_IP), dep.pods["jupyter"], 8888) == dep.exposed
+    assert not dep.reaches(ip(CLIENT_IP), dep.pods["jupyter"], RANDOM_PORT)
+    assert dep.reaches(None, dep.pods["jupyter"], 8888)
 
 
 def test_nothing_reaches_the_data_jobs_pod(dep):
@@ -239,6 +273,104 @@ def test_nothing_reaches_the_data_jobs_pod(dep):
     for source in sources:
         for port in (operator_spec.SCHEDULER_PORT, operator_spec.DASHBOARD_PORT, 8888, 80, RANDOM_PORT):
             assert not dep.reaches(source, DATA_JOB, port)
+
+
+# --- egress ----------------------------------------------------------------------------------
+
+def test_every_dask_pod_resolves_names_over_udp_and_tcp(dep):
+    for labels in dep.pods.values():
+        for protocol in ("UDP", "TCP"):
+            assert dep.goes(labels, DNS_POD, 53, protocol)
+        assert not dep.goes(labels, DNS_POD, 8080)
+        assert not dep.goes(labels, {"namespace": "default", "labels": {"k8s-app": "kube-dns"}}, 53, "UDP")
+
+
+def test_the_dask_pods_reach_their_peers_on_their_ports(dep):
+    scheduler, jupyter = dep.pods["scheduler"], dep.pods["jupyter"]
+    for worker in dep.workers:
+        assert dep.goes(worker, pod(scheduler), operator_spec.SCHEDULER_PORT)
+        assert not dep.goes(worker, pod(scheduler), operator_spec.DASHBOARD_PORT)
+        assert dep.goes(scheduler, pod(worker), RANDOM_PORT)
+        assert dep.goes(jupyter, pod(worker), RANDOM_PORT)
+        for other in dep.workers:
+            assert dep.goes(worker, pod(other), RANDOM_PORT)
+    for port in (operator_spec.SCHEDULER_PORT, operator_spec.DASHBOARD_PORT):
+        assert dep.goes(jupyter, pod(scheduler), port)
+    assert not dep.goes(scheduler, pod(jupyter), 8888) and not dep.goes(dep.pods["worker"], pod(jupyter), 8888)
+
+
+def test_no_dask_pod_reaches_the_api_server_nor_the_outside(dep):
+    """The ``kubernetes`` Service before and after its address is rewritten (the plugin
+    decides which one the policy sees), the control plane's address on 6443, the nodes, and
+    any host outside: none, for a cluster whose workers install nothing at start."""
+    for labels in dep.pods.values():
+        assert not dep.goes(labels, ip(KUBERNETES_SERVICE_IP), 443)
+        for address in (NODE_IP, EXTERNAL_IP, INTERNET_IP):
+            for port in (API_SERVER_PORT, 443, 80, 2049):
+                assert not dep.goes(labels, ip(address), port), (labels, address, port)
+        assert not dep.goes(labels, pod({"component": "apiserver"}, "kube-system"), API_SERVER_PORT)
+
+
+def test_workers_that_install_at_start_reach_the_outside_on_their_index_ports_only():
+    dep = Deployment("helm", exposed=False, fetch_ports=(443, 8080))
+    worker = dep.pods["worker"]
+    assert dep.goes(worker, ip(INTERNET_IP), 443) and dep.goes(worker, ip(INTERNET_IP), 8080)
+    assert not dep.goes(worker, ip(INTERNET_IP), 80) and not dep.goes(worker, ip(INTERNET_IP), 22)
+    for address in (KUBERNETES_SERVICE_IP, NODE_IP, POD_IP):  # the cluster's own ranges
+        assert not dep.goes(worker, ip(address), 443)
+    for other in ("scheduler", "jupyter"):  # only the workers install
+        assert not dep.goes(dep.pods[other], ip(INTERNET_IP), 443)
+
+
+def test_a_fetch_policy_lets_its_pod_download_and_nothing_else():
+    urls = ["http://vision.stanford.edu/aditya86/ImageNetDogs/images.tar",
+            "https://d37ci6vzurychx.cloudfront.net/trip-data/yellow_tripdata_{month}.parquet"]
+    policies = [*Deployment("operator", exposed=True).policies,
+                fetch_policy(NS, "dataset-prepare", {"app.kubernetes.io/name": "dataset-prepare"}, urls, OUTSIDE)]
+    goes = lambda to, port, protocol="TCP": reaches(policies, NS_LABELS, DATA_JOB, to, port, protocol)  # noqa: E731
+    assert goes(ip(INTERNET_IP), 443) and goes(ip(INTERNET_IP), 80)
+    assert goes(DNS_POD, 53, "UDP") and goes(DNS_POD, 53, "TCP")
+    assert not goes(ip(INTERNET_IP), 8080) and not goes(ip(INTERNET_IP), API_SERVER_PORT)
+    for address in (KUBERNETES_SERVICE_IP, NODE_IP, POD_IP):
+        assert not goes(ip(address), 443) and not goes(ip(address), 80)
+    for peer in Deployment("operator", exposed=True).pods.values():
+        assert not goes(pod(peer), operator_spec.SCHEDULER_PORT) and not goes(pod(peer), RANDOM_PORT)
+    for port in (80, 8080, RANDOM_PORT):  # and nothing reaches it
+        assert not admits(policies, NS_LABELS, DATA_JOB, pod(_chart_pod("dask", "worker")), port)
+
+
+def test_a_fetch_policy_is_complete_by_itself():
+    """The Job waits for its own policy, not the namespace's: alone, it denies ingress and
+    everything but DNS and its ports."""
+    only = [fetch_policy(NS, "job", {"app": "job"}, ["https://pypi.org/simple"], OUTSIDE)]
+    assert only[0]["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert reaches(only, NS_LABELS, {"app": "job"}, ip(INTERNET_IP), 443)
+    assert not reaches(only, NS_LABELS, {"app": "job"}, ip(INTERNET_IP), 80)
+    assert not admits(only, NS_LABELS, {"app": "job"}, ip(CLIENT_IP), 443)
+
+
+def test_before_kubernetes_1_21_dns_is_found_by_its_pods_label_in_any_namespace():
+    """kube-system carries no name label before 1.21: a namespace selector by name would
+    select nothing and break every lookup."""
+    unnamed = Outside(excepted=OUTSIDE.excepted, dns_namespace_named=False)
+    network = NamespaceNetwork(outside=unnamed, pod_cidr=POD_CIDR)
+    policies = dask_network_policies(NS, DaskPodSelectors.for_helm("dask"), operator_namespace=None,
+                                     network=network, name_prefix="dask")
+    kube_system_1_20 = {**DNS_POD, "namespace_labels": {}}
+    assert reaches(policies, NS_LABELS, _chart_pod("dask", "worker"), kube_system_1_20, 53, "UDP")
+    named = dask_network_policies(NS, DaskPodSelectors.for_helm("dask"), operator_namespace=None,
+                                  network=NamespaceNetwork(outside=OUTSIDE, pod_cidr=POD_CIDR), name_prefix="dask")
+    assert not reaches(named, NS_LABELS, _chart_pod("dask", "worker"), kube_system_1_20, 53, "UDP")
+
+
+def test_public_exposure_admits_every_address_but_the_pod_network():
+    network = NamespaceNetwork(outside=OUTSIDE, pod_cidr=POD_CIDR, scheduler_exposed=True, jupyter_exposed=True,
+                               source_ranges=("0.0.0.0/0",))
+    policies = dask_network_policies(NS, DaskPodSelectors.for_helm("dask"), operator_namespace=None,
+                                     network=network, name_prefix="dask")
+    for target, port in ((_chart_pod("dask", "scheduler"), 8786), (_chart_pod("dask", "jupyter"), 8888)):
+        assert admits(policies, NS_LABELS, target, ip(EXTERNAL_IP), port)
+        assert not admits(policies, NS_LABELS, target, ip(POD_IP), port)
 
 
 # --- the evaluator ---------------------------------------------------------------------------
@@ -352,3 +484,29 @@ def test_match_expressions(expression, labels, expected):
 def test_the_target_namespace_must_be_named():
     with pytest.raises(ValueError, match="kubernetes.io/metadata.name"):
         admits([], {"team": "x"}, {}, ip(EXTERNAL_IP), 80)
+
+
+def test_egress_rules_match_to_and_ports_and_the_node_is_no_exception():
+    rule = [policy({}, None, types=("Egress",))]
+    rule[0]["spec"]["egress"] = [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}],
+                                  "ports": [{"port": 443}, {"protocol": "UDP", "port": 53}]}]
+    assert reaches(rule, NS_LABELS, {}, ip("10.2.0.1"), 443)
+    assert reaches(rule, NS_LABELS, {}, ip("10.2.0.1"), 53, "UDP")
+    assert not reaches(rule, NS_LABELS, {}, ip("10.2.0.1"), 53)  # TCP 53 not listed
+    assert not reaches(rule, NS_LABELS, {}, ip("10.1.0.1"), 443)
+    assert not reaches(rule, NS_LABELS, {}, pod({}), 443)  # a pod is no address
+
+
+def test_egress_is_open_until_a_policy_with_egress_selects_the_pod():
+    ingress_only = [policy({}, None)]
+    assert reaches(ingress_only, NS_LABELS, {}, ip(EXTERNAL_IP), 443)
+    implied = [{**policy({}, None), "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 443}]}]}}]
+    assert reaches(implied, NS_LABELS, {}, ip(EXTERNAL_IP), 443)  # policyTypes implied from egress
+    assert not reaches(implied, NS_LABELS, {}, ip(EXTERNAL_IP), 80)
+    elsewhere = [policy({}, None, namespace="default", types=("Egress",))]
+    assert reaches(elsewhere, NS_LABELS, {}, ip(EXTERNAL_IP), 443)
+
+
+def test_a_namespace_without_the_name_label_is_not_selected_by_it():
+    rule = [policy({}, [{"from": [{"namespaceSelector": {"matchLabels": {NAME_LABEL: "ops"}}}]}])]
+    assert not admits(rule, NS_LABELS, {}, {"namespace": "ops", "namespace_labels": {}, "labels": {}}, 80)
