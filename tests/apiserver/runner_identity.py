@@ -12,6 +12,7 @@ controller-manager to fill the program's ``kubernetes.io/service-account-token``
 from __future__ import annotations
 
 import base64
+import json
 import time
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def runner_objects(objects: list[dict], namespace: str, kinds: tuple[str, ...] =
 def apply_runner_identity(api, objects: list[dict], namespace: str, kinds: tuple[str, ...] = RBAC_KINDS) -> None:
     found = runner_objects(objects, namespace, kinds)
     assert sorted(o["kind"] for o in found) == sorted(kinds), f"the program declares {found!r}"
-    for kind in kinds:  # the account before its token Secret
+    for kind in (*RBAC_KINDS, "Secret"):  # the account before its token Secret
         for obj in (o for o in found if o["kind"] == kind):
             apply_manifest(api, obj)
 
@@ -83,3 +84,19 @@ def kubeconfig_for(admin_kubeconfig: Path, token: str, namespace: str, *, encode
     base64 (``encoded``: a Secret's data)."""
     token_b64 = token if encoded else base64.b64encode(token.encode()).decode()
     return runner_kubeconfig(admin_kubeconfig_inline(admin_kubeconfig), token_b64, namespace)
+
+
+def deploy_runner_identity(api, objects: list[dict], namespace: str, admin_kubeconfig: Path,
+                           kinds: tuple[str, ...] = (*RBAC_KINDS, "Secret")) -> str:
+    """The program's identity and token Secret applied (``kinds``: those not applied yet), the
+    token the cluster's token controller puts there, the runner's kubeconfig on it."""
+    apply_runner_identity(api, objects, namespace, kinds)
+    return kubeconfig_for(admin_kubeconfig, secret_token(api, namespace), namespace, encoded=True)
+
+
+def token_subject(kubeconfig: str) -> str:
+    """The ``sub`` claim of the kubeconfig's token, a JWT the cluster signed (not verified here:
+    the API server that accepts it does that)."""
+    token = yaml.safe_load(kubeconfig)["users"][0]["user"]["token"]
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["sub"]

@@ -3,7 +3,9 @@ over mutual TLS, a client without the certificate refused, Jupyter's login takin
 generated password and refusing others, no unintended listening port; the program's data
 Job filling the dataset claim from a server on the cluster's bridge (tests.cluster.data_job),
 and failing with the downloader's errors where that server lacks a file or serves a corrupt
-one; the runner from outside on the data the Job prepared.
+one; the runner from outside on the data the Job prepared, with the program's namespaced
+identity (its ServiceAccount's token, issued by this cluster's token controller), never the
+cluster's admin kubeconfig.
 
 What differs from the program's output is one list, in tests/cluster/post_render.py (the
 image stand-in with the Python environment mounted read-only from the node, CPU instead of
@@ -35,7 +37,9 @@ from distributed import Client
 from distributed.security import Security
 
 from components.dask.values import dashboard_url
+from components.dask.runner_access import TOKEN_TYPE
 from tests.apiserver.conftest import KUBE_CACHE, api_request, apply_manifest
+from tests.apiserver.runner_identity import deploy_runner_identity
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import data_job, helm
 from tests.cluster.jupyter import Browser, logged_in, serving
@@ -89,10 +93,13 @@ def runtime_differences(kube_cluster) -> dict:
 
 
 class Release:
-    def __init__(self, stack: DeclaredStack, tls_dir: Path, service_ips: dict[str, str], share: Path):
+    def __init__(self, stack: DeclaredStack, tls_dir: Path, service_ips: dict[str, str], share: Path,
+                 runner_kubeconfig: str):
         self.stack, self.namespace, self.tls_dir = stack, stack.dask_namespace, tls_dir
         self.scheduler_ip, self.jupyter_ip = service_ips["dask-scheduler"], service_ips["dask-jupyter"]
         self.share, self.program_outputs = share, stack.outputs
+        # the program's runnerKubeconfig, on the token this cluster's token controller issued
+        self.runner_kubeconfig = runner_kubeconfig
 
     @property
     def address(self) -> str:
@@ -129,10 +136,13 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
         for volume in volumes:
             apply_manifest(api, volume)
         apply_guest_half(api, stack, kinds=("Namespace", "RoleBinding", "ConfigMap", "PersistentVolumeClaim"))
+        runner_kubeconfig = deploy_runner_identity(api, stack.objects, ns, kube_cluster.kubeconfig,
+                                                   kinds=("ServiceAccount", "Role", "Secret"))
         bind_stand_in_pod_security(api, ns, [m["host"] for m in runtime_differences(kube_cluster)["mounts"]])
         tls = dask_tls_material(tmp / "tls", ["dask-scheduler", f"dask-scheduler.{ns}",
                                               f"dask-scheduler.{ns}.svc.cluster.local"])
-        for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns):
+        for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns
+                       and o.get("type") != TOKEN_TYPE):  # the runner's token: applied above
             if secret["metadata"]["name"] == "dask-tls":
                 assert set(secret["stringData"]) == set(tls), "the program's TLS Secret has other keys"
                 secret = {**secret, "stringData": tls}
@@ -144,7 +154,7 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
         wait_running(api, ns, "component=jupyter", 1, timeout_s=120)
         dataset_claim = stack.dask_release["values"]["worker"]["mounts"]["volumes"][0]["persistentVolumeClaim"]
         yield Release(stack, tmp / "tls", service_ips(api, ns, ("dask-scheduler", "dask-jupyter")),
-                      tmp / "share" / dataset_claim["claimName"])
+                      tmp / "share" / dataset_claim["claimName"], runner_kubeconfig)
     finally:
         delete_namespace(api, ns, timeout_s=120)
         delete_volumes(api, volumes)
@@ -334,7 +344,9 @@ def stack_outputs(release: Release) -> dict:
     """``pulumi stack output --json --show-secrets`` of the program's run, with the differences
     this cluster needs: the scheduler by its Service's ClusterIP (the program's address is the
     in-cluster DNS name; the host reaches the Service through its route onto the cluster
-    network), the real TLS material, and the stand-in's workers, image and Dask version."""
+    network), the real TLS material, the runner's kubeconfig on the token this cluster issued
+    for the program's ServiceAccount (not the admin's), and the stand-in's workers, image and
+    Dask version."""
     import distributed
 
     def plain(value):
@@ -345,6 +357,7 @@ def stack_outputs(release: Release) -> dict:
     outputs.update({"schedulerAddress": release.address, "dashboardUrl": f"http://{release.scheduler_ip}:8787",
                     "tlsCaCert": (tls / "ca.crt").read_text(), "tlsClientCert": (tls / "client.crt").read_text(),
                     "tlsClientKey": (tls / "client.key").read_text(), "workerCount": WORKERS,
+                    "runnerKubeconfig": release.runner_kubeconfig,
                     "gpusPerWorker": 0, "threadsPerWorker": 1, "daskVersion": distributed.__version__})
     return outputs
 

@@ -45,13 +45,14 @@ What runs, and how it differs from the defaults' deployment:
   dataset claim's volume by the benchmarks' own generators (smoke profile) in the layout the
   program's data Job leaves (tests/cluster/test_dask_release.py runs that Job itself);
 - the runner's outputs are the program's, with the scheduler and dashboard at the Service's
-  ClusterIP (the host routes to the service network), the real TLS material, the cluster's
-  kubeconfig (the operator backend resizes the DaskCluster through it) and the stand-in's
-  CPU workers (``gpusPerWorker`` 0, one thread each).
+  ClusterIP (the host routes to the service network), the real TLS material, the program's
+  ``runnerKubeconfig`` on the token this cluster's token controller put in the program's
+  ServiceAccount token Secret (the operator backend resizes the DaskCluster with that
+  namespaced identity alone, not the admin's) and the stand-in's CPU workers
+  (``gpusPerWorker`` 0, one thread each).
 """
 from __future__ import annotations
 
-import base64
 import contextlib
 import ipaddress
 import json
@@ -62,9 +63,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
+from tests.apiserver.runner_identity import deploy_runner_identity, token_subject
 from tests.cluster.data_job import _smoke_sources
 from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
                                 wait_default_service_account, wait_for, wait_running)
@@ -221,9 +222,10 @@ def smoke_dataset(share: Path, settings) -> None:
 
 class Deployed:
     def __init__(self, stack: DeclaredStack, namespace: str, scheduler_ip: str, tls_dir: Path, share: Path,
-                 env: dict, controller: Controller):
+                 env: dict, controller: Controller, runner_kubeconfig: str):
         self.stack, self.namespace, self.scheduler_ip = stack, namespace, scheduler_ip
         self.tls_dir, self.share, self.env, self.controller = tls_dir, share, env, controller
+        self.runner_kubeconfig = runner_kubeconfig
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +246,7 @@ def default_release(kube_cluster, tmp_path_factory):
         apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
         bind_stand_in_pod_security(api, ns, [m["host"] for m in d["mounts"]])
         wait_default_service_account(api, ns)
+        runner_kubeconfig = deploy_runner_identity(api, stack.objects, ns, kube_cluster.kubeconfig)
         for kind in ("ConfigMap", "PersistentVolumeClaim"):
             for obj in in_namespace(stack.objects, kind, ns):
                 apply_manifest(api, obj)
@@ -263,7 +266,8 @@ def default_release(kube_cluster, tmp_path_factory):
             wait_running(api, ns, "dask.org/component=worker", WORKERS, timeout_s=120)
         except TimeoutError as exc:
             raise AssertionError(f"{exc}\ncontroller log:\n{controller.tail()}") from None
-        yield Deployed(stack, ns, d["scheduler_ip"], tmp / "tls", tmp / "share" / dataset_claim, env, controller)
+        yield Deployed(stack, ns, d["scheduler_ip"], tmp / "tls", tmp / "share" / dataset_claim, env, controller,
+                       runner_kubeconfig)
     finally:
         try:
             delete_dask_resources(api, ns)  # while the controller runs: it drops its finalizers
@@ -350,15 +354,7 @@ def test_the_pods_hold_the_default_images_python_and_dask_and_nothing_of_this_pr
                          "repo_on_path": []}, name
 
 
-def inline_kubeconfig(kube_cluster) -> str:
-    config = yaml.safe_load(kube_cluster.kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    cluster["certificate-authority-data"] = base64.b64encode(
-        Path(cluster.pop("certificate-authority")).read_bytes()).decode()
-    return yaml.safe_dump(config)
-
-
-def runner_outputs(kube_cluster, release: Deployed) -> dict:
+def runner_outputs(release: Deployed) -> dict:
     def plain(value):
         return value["__secret__"] if isinstance(value, dict) and "__secret__" in value else value
 
@@ -367,7 +363,7 @@ def runner_outputs(kube_cluster, release: Deployed) -> dict:
     outputs.update({"schedulerAddress": f"tls://{release.scheduler_ip}:8786",
                     "dashboardUrl": f"http://{release.scheduler_ip}:8787",
                     "tlsCaCert": (tls / "ca.crt").read_text(), "tlsClientCert": (tls / "client.crt").read_text(),
-                    "tlsClientKey": (tls / "client.key").read_text(), "kubeconfig": inline_kubeconfig(kube_cluster),
+                    "tlsClientKey": (tls / "client.key").read_text(), "runnerKubeconfig": release.runner_kubeconfig,
                     "workerCount": WORKERS, "gpusPerWorker": 0, "threadsPerWorker": 1})
     return outputs
 
@@ -375,7 +371,10 @@ def runner_outputs(kube_cluster, release: Deployed) -> dict:
 def test_the_runner_drives_both_benchmarks_through_the_default_image(kube_cluster, default_release, tmp_path):
     import pyarrow.parquet as pq
 
-    outputs = runner_outputs(kube_cluster, default_release)
+    outputs = runner_outputs(default_release)
+    # the runner resizes the DaskCluster with the program's ServiceAccount token, not the admin's
+    assert "kubeconfig" not in outputs
+    assert token_subject(outputs["runnerKubeconfig"]) == f"system:serviceaccount:{default_release.namespace}:dask-runner"
     assert (outputs["daskBackend"], outputs["daskVersion"]) == ("operator", "2026.7.1")
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(outputs))

@@ -5,13 +5,14 @@ The program's Dask release is deployed as tests/cluster/test_dask_release.py dep
 Then the host's routes onto the pod and service ranges are replaced by ``unreachable``
 routes (nothing is sent anywhere; a direct connect fails at once), and the outputs are the
 program's own: the scheduler at its in-cluster DNS name, the dashboard likewise, plus the
-cluster's kubeconfig (CA inline, as a TKG kubeconfig carries it). The session runs in
+program's ``runnerKubeconfig``: the cluster's server and CA (inline, as a TKG kubeconfig
+carries it) with the token this cluster's token controller put in the program's
+ServiceAccount token Secret, whose Role is all the forward has. The session runs in
 tests/cluster/forward_session.py, in a mount namespace whose resolv.conf names only
 127.0.0.1, so that the in-cluster name's lookup never leaves loopback.
 """
 from __future__ import annotations
 
-import base64
 import json
 import queue
 import socket
@@ -24,20 +25,12 @@ import pytest
 import yaml
 
 from tests.apiserver.conftest import api_request
+from tests.apiserver.runner_identity import token_subject
 from tests.cluster.kube import pods, wait_running
 from tests.cluster.network import run
 from tests.cluster.test_dask_release import REPO, WORKERS, data_server, dask_release, stack_outputs  # noqa: F401
 
 SESSION_TIMEOUT_S = 420
-
-
-def inline_kubeconfig(kube_cluster) -> str:
-    """The cluster's admin kubeconfig with the CA inline, as ``pulumi stack output`` gives one."""
-    config = yaml.safe_load(kube_cluster.kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    ca = cluster.pop("certificate-authority")
-    cluster["certificate-authority-data"] = base64.b64encode(open(ca, "rb").read()).decode()
-    return yaml.safe_dump(config)
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +48,12 @@ def service_network_cut(kube_cluster, dask_release):
             run("ip", "route", "replace", cidr, "via", net.node_link_ip, "dev", net.veth_host)
 
 
-def program_outputs(kube_cluster, release) -> dict:
+def program_outputs(release) -> dict:
     """The stack's outputs with the program's own scheduler and dashboard addresses (the
-    in-cluster names) and the cluster's kubeconfig."""
+    in-cluster names) and the runner's kubeconfig (stack_outputs)."""
     outputs = stack_outputs(release)
     program = release.program_outputs
-    outputs.update({"schedulerAddress": program["schedulerAddress"], "dashboardUrl": program["dashboardUrl"],
-                    "kubeconfig": inline_kubeconfig(kube_cluster)})
+    outputs.update({"schedulerAddress": program["schedulerAddress"], "dashboardUrl": program["dashboardUrl"]})
     return outputs
 
 
@@ -117,8 +109,12 @@ def test_the_runner_reaches_a_clusterip_scheduler_through_its_own_port_forward(
     api, ns = kube_cluster.api_client, dask_release.namespace
     with pytest.raises(OSError):  # the host cannot reach the Service directly
         socket.create_connection((dask_release.scheduler_ip, 8786), timeout=3).close()
-    outputs = program_outputs(kube_cluster, dask_release)
+    outputs = program_outputs(dask_release)
     assert outputs["schedulerAddress"] == f"tls://dask-scheduler.{ns}.svc.cluster.local:8786"
+    # the runner's own identity, not the cluster's admin: a token of the program's ServiceAccount
+    assert "kubeconfig" not in outputs
+    assert token_subject(outputs["runnerKubeconfig"]) == f"system:serviceaccount:{ns}:dask-runner"
+    assert yaml.safe_load(outputs["runnerKubeconfig"])["contexts"][0]["context"]["namespace"] == ns
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(outputs))
     outputs_file.chmod(0o600)
@@ -152,7 +148,7 @@ def test_the_runner_reaches_a_clusterip_scheduler_through_its_own_port_forward(
         session.proc.wait(timeout=60)
         log = session.stderr()
         assert session.proc.returncode == 0, log[-4000:]
-        token = yaml.safe_load(outputs["kubeconfig"])["users"][0]["user"]["token"]
+        token = yaml.safe_load(outputs["runnerKubeconfig"])["users"][0]["user"]["token"]
         assert token not in log and outputs["tlsClientKey"].splitlines()[1] not in log
         assert "does not answer from here; port-forward to pod" in log, log[-4000:]
     finally:
