@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import pods, wait_for
+from components.addons.dataset_job import JOB_NAME
 from tests.prepare import nginx
 from workloads import prepare
 
@@ -132,6 +133,13 @@ def job_log(api, namespace: str, pod: dict, previous: bool) -> str:
     log = api_request(api, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log",
                       query={"previous": "true" if previous else None})
     return log if isinstance(log, str) else ""
+
+
+def apply_code(api, stack) -> None:
+    """The stack's code ConfigMap (downloader and digests), updated as ``pulumi up`` updates
+    it with the Job when the data settings change."""
+    (code,) = [c for c in stack.of_kind("ConfigMap") if c["metadata"]["name"] == f"{JOB_NAME}-code"]
+    apply_manifest(api, code, update_existing=True)
 
 
 def run_until_exit(api, job: dict, timeout_s: float) -> tuple[dict, dict, str]:

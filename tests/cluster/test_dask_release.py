@@ -295,10 +295,12 @@ def data_jobs(kube_cluster, dask_release, data_server):
     broken_stack = declared_stack("reference", data_server.config(dogsImagesUrl=data_job.CORRUPT_ARCHIVE,
                                                                   taxiMonths=[data_job.MISSING_MONTH]))
     broken = declared_job(broken_stack, kube_cluster)
+    data_job.apply_code(api, broken_stack)
     job, exited, log = data_job.run_until_exit(api, broken, timeout_s=120)
     runs = {"broken": {"job": job, "exit": exited, "log": log}}
     data_job.delete_job(api, ns, broken["metadata"]["name"])
     prepared = declared_job(dask_release.stack, kube_cluster)
+    data_job.apply_code(api, dask_release.stack)
     job, exited, log = data_job.run_until_exit(api, prepared, timeout_s=180)
     if exited["exitCode"] == 0:
         job = data_job.wait_complete(api, ns, prepared["metadata"]["name"], timeout_s=60)
