@@ -158,6 +158,9 @@ def test_the_preview_holds_no_ngc_key_licence_token_or_supervisor_kubeconfig(wor
     [secrets_step] = [s for s in steps(workflow) if "pulumi config set --secret" in str(s.get("run", ""))]
     assert secrets_step["env"]["VSPHERE_USER"] == "${{ vars.PREVIEW_VSPHERE_USER }}"  # the read-only account
     assert "pulumi config set --stack dev vsphere:user" in secrets_step["run"]
+    # The read-only account lacks the deploying role by design: the privilege check is skipped
+    # at preview only (pulumi up checks the deploying account anyway).
+    assert "pulumi config set --stack dev vcenterPrivilegeCheck false" in secrets_step["run"]
 
 
 def test_token_permissions_are_least(workflow: dict[str, Any]) -> None:
