@@ -13,7 +13,8 @@ from components.dask.exposure import ExposureArgs, external_host, external_servi
 from components.dask.network_policy import DaskPodSelectors, NamespaceNetwork, dask_network_policies
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
-from components.dask.values import DaskValuesInputs, dask_values, dashboard_url, fullname, scheduler_host
+from components.dask.values import (DaskValuesInputs, dask_values, dashboard_url, fullname, jupyter_url,
+                                    scheduler_host, service_names)
 from components.dask import facts
 from components.settings.checks import placement_pool, placement_warnings
 from components.settings.model import POOL_ROLE_LABEL, DaskSpec, Settings
@@ -74,13 +75,18 @@ class DaskRelease(pulumi.ComponentResource):
             pulumi.log.warn(scripts, resource=self)
 
         self.password = JupyterPassword(f"{name}-jupyter", child)
+        # The exposed Services first: their LoadBalancer addresses go into the certificates.
+        self.external: dict[str, k8s.core.v1.Service] = self._external_services(name, args, child)
         tls_secret = podspec.tls_secret_name(prefix) if d.tls else None
         self.tls = None
         if d.tls:
             self.tls = DaskTls(f"{name}-tls", DaskTlsArgs(
                 namespace=args.namespace, secret_name=tls_secret,
-                scheduler_dns_names=namespace.apply(
-                    lambda ns: [f"{prefix}-scheduler", *_service_names(prefix, ns)])), child)
+                scheduler_dns_names=namespace.apply(lambda ns: service_names(f"{prefix}-scheduler", ns)),
+                scheduler_external_host=self._external_host("scheduler"),
+                jupyter_dns_names=(namespace.apply(lambda ns: service_names(f"{prefix}-jupyter", ns))
+                                   if d.jupyter.enabled else None),
+                jupyter_external_host=self._external_host("jupyter")), child)
 
         def build(a: list) -> dict:
             ns, dataset, pip_cache, password_hash = a
@@ -111,16 +117,12 @@ class DaskRelease(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[*args.depends_on, *([self.tls] if self.tls else []), *self.network_policies]),
         )
-        after_release = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         scheme = "tls" if d.tls else "tcp"
         scheduler_dns = namespace.apply(lambda ns: scheduler_host(RELEASE, ns))
         self.scheduler_address = scheduler_dns.apply(lambda h: f"{scheme}://{h}:{chart.SCHEDULER_PORT}")
-        self.dashboard_url = namespace.apply(lambda ns: dashboard_url(RELEASE, ns))
-        self.jupyter_url = namespace.apply(
-            lambda ns: f"http://{prefix}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}" if d.jupyter.enabled else "")
-
-        self.external: dict[str, k8s.core.v1.Service] = {}
-        self._expose(name, args, after_release, scheme)
+        self.dashboard_url = namespace.apply(lambda ns: dashboard_url(RELEASE, ns, d.tls))
+        self.jupyter_url = namespace.apply(lambda ns: jupyter_url(RELEASE, ns, d.tls) if d.jupyter.enabled else "")
+        self._external_addresses(d, scheme)
 
         self.jupyter_password = self.password.password
         self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
@@ -131,38 +133,46 @@ class DaskRelease(pulumi.ComponentResource):
             "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
         })
 
-    def _expose(self, name: str, args: DaskReleaseArgs, after_release: pulumi.ResourceOptions, scheme: str) -> None:
-        """Guarded external Services where asked; the addresses follow a LoadBalancer's."""
+    def _external_services(self, name: str, args: DaskReleaseArgs,
+                           child: pulumi.ResourceOptions) -> dict[str, k8s.core.v1.Service]:
+        """Guarded external Services where asked. Before the release: the provider reports a
+        LoadBalancer Service created once it has an address and its Endpoints settled, pods
+        or none (pulumi-kubernetes provider/pkg/await/service.go, ``checkAndLogStatus``), and
+        the certificates the pods mount name that address."""
         d = args.dask
+        external = {}
         if d.scheduler.service_type != "ClusterIP":
-            svc = external_service(f"{name}-scheduler-external", ExposureArgs(
+            external["scheduler"] = external_service(f"{name}-scheduler-external", ExposureArgs(
                 namespace=args.namespace, release=RELEASE, component="scheduler",
                 service_type=d.scheduler.service_type,
                 ports=(("scheduler", chart.SCHEDULER_PORT, 8786), ("dashboard", chart.DASHBOARD_PORT, 8787)),
-                source_ranges=d.lb_source_ranges), after_release)
-            self.external["scheduler"] = svc
-            if d.scheduler.service_type == "LoadBalancer":
-                host = external_host(svc)
-                self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
-                    lambda a: f"{scheme}://{a[0]}:{chart.SCHEDULER_PORT}" if a[0] else a[1])
-                self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
-                    lambda a: f"http://{a[0]}:{chart.DASHBOARD_PORT}" if a[0] else a[1])
+                source_ranges=d.lb_source_ranges), child)
         if d.jupyter.enabled and d.jupyter.service_type != "ClusterIP":
-            svc = external_service(f"{name}-jupyter-external", ExposureArgs(
+            external["jupyter"] = external_service(f"{name}-jupyter-external", ExposureArgs(
                 namespace=args.namespace, release=RELEASE, component="jupyter",
                 service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, chart.JUPYTER_CONTAINER_PORT),),
-                source_ranges=d.lb_source_ranges), after_release)
-            self.external["jupyter"] = svc
-            if d.jupyter.service_type == "LoadBalancer":
-                self.jupyter_url = pulumi.Output.all(external_host(svc), self.jupyter_url).apply(
-                    lambda a: f"http://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
+                source_ranges=d.lb_source_ranges), child)
+        return external
+
+    def _external_host(self, component: str) -> pulumi.Input[str]:
+        """A LoadBalancer's address ("" until assigned, for NodePort, or not exposed)."""
+        return external_host(self.external[component]) if component in self.external else ""
+
+    def _external_addresses(self, d: DaskSpec, scheme: str) -> None:
+        """The addresses follow a LoadBalancer's, with the scheme its server speaks."""
+        web = "https" if d.tls else "http"
+        if d.scheduler.service_type == "LoadBalancer":
+            host = self._external_host("scheduler")
+            self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
+                lambda a: f"{scheme}://{a[0]}:{chart.SCHEDULER_PORT}" if a[0] else a[1])
+            self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
+                lambda a: f"{web}://{a[0]}:{chart.DASHBOARD_PORT}" if a[0] else a[1])
+        if "jupyter" in self.external and d.jupyter.service_type == "LoadBalancer":
+            self.jupyter_url = pulumi.Output.all(self._external_host("jupyter"), self.jupyter_url).apply(
+                lambda a: f"{web}://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
 
 
 def _selector(s: Settings, role: str) -> dict[str, str]:
     pool = placement_pool(s, role)
     return {POOL_ROLE_LABEL: pool.role} if pool else {}
 
-
-def _service_names(prefix: str, namespace: str) -> list[str]:
-    base = f"{prefix}-scheduler"
-    return [f"{base}.{namespace}", f"{base}.{namespace}.svc", f"{base}.{namespace}.svc.cluster.local"]

@@ -22,7 +22,7 @@ from components.dask.network_policy import DaskPodSelectors, dask_network_polici
 from components.dask.network_settings import namespace_network
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
-from components.dask.values import DaskValuesInputs, dask_values
+from components.dask.values import DaskValuesInputs, dask_values, jupyter_url, service_names
 from components.settings.checks import placement_pool
 from components.settings.model import POOL_ROLE_LABEL, Settings
 from components.settings.operator import initial_workers
@@ -92,13 +92,15 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             timeout=600,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
 
+        # The exposed Services first: their LoadBalancer addresses go into the certificates.
+        self.external = self._external_services(name, args)
         tls_secret = podspec.tls_secret_name(CLUSTER_NAME) if d.tls else None
         self.tls = self._tls(name, args, tls_secret, child)
         self.password = JupyterPassword(f"{name}-jupyter", child)
         self.network_policies = self._guard(name, s)  # before the pods: they start confined
         self._declare_cluster(name, args, tls_secret)
         self._declare_jupyter(name, args, tls_secret)
-        self._expose(name, args)
+        self._external_addresses(args)
 
         self.cluster_name = pulumi.Output.from_input(CLUSTER_NAME)
         self.jupyter_password = self.password.password
@@ -114,11 +116,14 @@ class DaskOperatorCluster(pulumi.ComponentResource):
     def _tls(self, name: str, args: DaskOperatorClusterArgs, secret: str | None, child) -> DaskTls | None:
         if not secret:
             return None
-        base = f"{CLUSTER_NAME}-scheduler"
         ns = args.settings.storage.namespace
+        jupyter = args.settings.dask.jupyter.enabled
         return DaskTls(f"{name}-tls", DaskTlsArgs(
             namespace=args.namespace, secret_name=secret,
-            scheduler_dns_names=[base, f"{base}.{ns}", f"{base}.{ns}.svc", f"{base}.{ns}.svc.cluster.local"]), child)
+            scheduler_dns_names=service_names(f"{CLUSTER_NAME}-scheduler", ns),
+            scheduler_external_host=self._external_host("scheduler"),
+            jupyter_dns_names=service_names(f"{JUPYTER_RELEASE}-jupyter", ns) if jupyter else None,
+            jupyter_external_host=self._external_host("jupyter")), child)
 
     def _declare_cluster(self, name: str, args: DaskOperatorClusterArgs, tls_secret: str | None) -> None:
         s = args.settings
@@ -181,6 +186,10 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                 jupyter_selector=selector(s, "jupyter"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 dataset_claim=dataset, pip_cache_claim=pip_cache, dataset_mount=s.storage.dataset_mount,
                 jupyter_password_hash=password_hash, tls_secret=tls_secret,
+                # The operator's controller calls the dashboard's HTTP API in plain HTTP
+                # (dask-kubernetes 2026.3.0 operator/networking.py builds ``tcp://host:port``
+                # and controller.py posts to it with aiohttp): the dashboard stays HTTP.
+                dashboard_tls=False,
                 enforces_psp=s.cluster.enforces_psp, environment=args.environment_subdir)))
 
         values = pulumi.Output.all(self.namespace, args.dataset_claim, args.pip_cache_claim,
@@ -192,36 +201,45 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.environment_steps,
                                                                  *self.network_policies,
                                                                  *([self.tls] if self.tls else [])]))
-        self.jupyter_url = self.namespace.apply(
-            lambda ns: f"http://{JUPYTER_RELEASE}-jupyter.{ns}.svc.cluster.local:{chart.JUPYTER_PORT}")
+        self.jupyter_url = self.namespace.apply(lambda ns: jupyter_url(JUPYTER_RELEASE, ns, d.tls))
 
-    def _expose(self, name: str, args: DaskOperatorClusterArgs) -> None:
+    def _external_services(self, name: str, args: DaskOperatorClusterArgs) -> dict[str, k8s.core.v1.Service]:
+        """Guarded external Services where asked, before the pods (as ``DaskRelease`` does:
+        the provider needs no pods behind a new LoadBalancer Service to report it created)."""
         d = args.settings.dask
-        scheme = "tls" if d.tls else "tcp"
-        self.external = {}
+        external = {}
         if d.scheduler.service_type != "ClusterIP":
-            svc = external_service(f"{name}-scheduler-external", ExposureArgs(
+            external["scheduler"] = external_service(f"{name}-scheduler-external", ExposureArgs(
                 namespace=args.namespace, release=CLUSTER_NAME, component="scheduler",
                 service_type=d.scheduler.service_type,
                 ports=(("scheduler", operator_spec.SCHEDULER_PORT, operator_spec.SCHEDULER_PORT),
                        ("dashboard", operator_spec.DASHBOARD_PORT, operator_spec.DASHBOARD_PORT)),
                 source_ranges=d.lb_source_ranges,
                 pod_selector={operator_spec.CLUSTER_LABEL: CLUSTER_NAME, operator_spec.COMPONENT_LABEL: "scheduler"}),
-                pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]))
-            self.external["scheduler"] = svc
-            if d.scheduler.service_type == "LoadBalancer":
-                host = external_host(svc)
-                self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
-                    lambda a: f"{scheme}://{a[0]}:{operator_spec.SCHEDULER_PORT}" if a[0] else a[1])
-                self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
-                    lambda a: f"http://{a[0]}:{operator_spec.DASHBOARD_PORT}" if a[0] else a[1])
-        if self.jupyter_release is not None and d.jupyter.service_type != "ClusterIP":
-            svc = external_service(f"{name}-jupyter-external", ExposureArgs(
+                pulumi.ResourceOptions(parent=self))
+        if d.jupyter.enabled and d.jupyter.service_type != "ClusterIP":
+            external["jupyter"] = external_service(f"{name}-jupyter-external", ExposureArgs(
                 namespace=args.namespace, release=JUPYTER_RELEASE, component="jupyter",
                 service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, 8888),),
-                source_ranges=d.lb_source_ranges), pulumi.ResourceOptions(parent=self, depends_on=[self.jupyter_release]))
-            self.external["jupyter"] = svc
-            if d.jupyter.service_type == "LoadBalancer":
-                self.jupyter_url = pulumi.Output.all(external_host(svc), self.jupyter_url).apply(
-                    lambda a: f"http://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
+                source_ranges=d.lb_source_ranges), pulumi.ResourceOptions(parent=self))
+        return external
+
+    def _external_host(self, component: str) -> pulumi.Input[str]:
+        """A LoadBalancer's address ("" until assigned, for NodePort, or not exposed)."""
+        return external_host(self.external[component]) if component in self.external else ""
+
+    def _external_addresses(self, args: DaskOperatorClusterArgs) -> None:
+        """The addresses follow a LoadBalancer's; the dashboard stays http (see _declare_jupyter)."""
+        d = args.settings.dask
+        scheme = "tls" if d.tls else "tcp"
+        if d.scheduler.service_type == "LoadBalancer":
+            host = self._external_host("scheduler")
+            self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
+                lambda a: f"{scheme}://{a[0]}:{operator_spec.SCHEDULER_PORT}" if a[0] else a[1])
+            self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
+                lambda a: f"http://{a[0]}:{operator_spec.DASHBOARD_PORT}" if a[0] else a[1])
+        if "jupyter" in self.external and d.jupyter.service_type == "LoadBalancer":
+            web = "https" if d.tls else "http"
+            self.jupyter_url = pulumi.Output.all(self._external_host("jupyter"), self.jupyter_url).apply(
+                lambda a: f"{web}://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
 

@@ -45,7 +45,18 @@ TLS_KEYS = {
 ROLE_KEYS = {
     "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
     "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
-    "jupyter": ("ca.crt", "client.crt", "client.key"),
+    # Jupyter's Dask clients use the client's pair; the Jupyter server its own (jupyter_tls_args).
+    "jupyter": ("ca.crt", "client.crt", "client.key", "jupyter.crt", "jupyter.key"),
+}
+# The scheduler's dashboard over TLS with the scheduler's certificate (it is served on the
+# scheduler's Services, whose names that certificate carries): distributed's
+# ``distributed.scheduler.dashboard.tls.{cert,key}`` (node.py ``start_http_server``; in every
+# release since 2.15, 2020, the paper's 2021.09.1 included), which also makes the dashboard
+# link https (utils.py ``format_dashboard_link``). No ``ca-file``: browsers bring no client
+# certificate.
+DASHBOARD_TLS_KEYS = {
+    "scheduler.crt": "DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TLS__CERT",
+    "scheduler.key": "DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TLS__KEY",
 }
 
 
@@ -150,15 +161,29 @@ def tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
         {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
         {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
     ]
-    env += [{"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in ROLE_KEYS[role]]
+    env += [{"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in ROLE_KEYS[role] if key in TLS_KEYS]
     return env
 
 
+def dashboard_tls_env(secret: str | None) -> list[dict[str, Any]]:
+    """The scheduler's dashboard served over TLS (``DASHBOARD_TLS_KEYS``); none without a Secret."""
+    return [{"name": name, "value": f"{TLS_DIR}/{key}"} for key, name in DASHBOARD_TLS_KEYS.items()] if secret else []
+
+
+def jupyter_tls_args(secret: str | None) -> list[str]:
+    """The Jupyter server's certificate and key: ``--certfile``/``--keyfile``, the aliases of
+    ``ServerApp.certfile``/``keyfile`` in Jupyter Server (1.x and 2.x, serverapp.py ``aliases``)
+    and of ``NotebookApp.*`` in the classic Notebook server, so every JupyterLab reads them."""
+    return [f"--certfile={TLS_DIR}/jupyter.crt", f"--keyfile={TLS_DIR}/jupyter.key"] if secret else []
+
+
 def tls_role(env: list[dict[str, Any]]) -> str | None:
-    """The role whose TLS files a container's environment names (None: no TLS files)."""
-    wanted = {e["name"] for e in env if str(e.get("value", "")).startswith(f"{TLS_DIR}/")}
+    """The role whose TLS files a container's environment names (None: no TLS files): the
+    Dask comm keys it names, which differ per role."""
+    wanted = {e["name"] for e in env
+              if e["name"] in TLS_KEYS.values() and str(e.get("value", "")).startswith(f"{TLS_DIR}/")}
     for role, keys in ROLE_KEYS.items():
-        if wanted and wanted == {TLS_KEYS[k] for k in keys}:
+        if wanted and wanted == {TLS_KEYS[k] for k in keys if k in TLS_KEYS}:
             return role
     return None
 

@@ -48,6 +48,9 @@ class DaskValuesInputs:
     dataset_mount: str
     jupyter_password_hash: str = field(repr=False)
     tls_secret: str | None = None
+    # The scheduler serves its dashboard over TLS when there is a Secret (the chart's scheduler);
+    # False where another scheduler serves it in plain HTTP (the operator backend's).
+    dashboard_tls: bool = True
     enforces_psp: bool = False  # the cluster admits pods by PodSecurityPolicy (up to 1.24)
     environment: str | None = None  # the prepared environment's directory (podspec.Claims.environment)
 
@@ -73,8 +76,24 @@ def scheduler_host(release: str, namespace: str) -> str:
     return f"{fullname(release)}-scheduler.{namespace}.svc.cluster.local"
 
 
-def dashboard_url(release: str, namespace: str) -> str:
-    return f"http://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
+def dashboard_url(release: str, namespace: str, tls: bool = False) -> str:
+    """The dashboard in the cluster: https when the scheduler serves it with its certificate
+    (``podspec.dashboard_tls_env``)."""
+    return f"{'https' if tls else 'http'}://{scheduler_host(release, namespace)}:{chart.DASHBOARD_PORT}"
+
+
+def jupyter_host(release: str, namespace: str) -> str:
+    return f"{fullname(release)}-jupyter.{namespace}.svc.cluster.local"
+
+
+def jupyter_url(release: str, namespace: str, tls: bool) -> str:
+    """Jupyter in the cluster: https when it serves the stack's certificate (``jupyter_tls_args``)."""
+    return f"{'https' if tls else 'http'}://{jupyter_host(release, namespace)}:{chart.JUPYTER_PORT}"
+
+
+def service_names(service: str, namespace: str) -> list[str]:
+    """The names a Service answers to in the cluster's DNS: a server certificate's names."""
+    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
 
 
 def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
@@ -108,6 +127,10 @@ def labextension_config(url: str) -> str:
     ])
 
 
+def _dashboard_secret(inputs: DaskValuesInputs) -> str | None:
+    return inputs.tls_secret if inputs.dashboard_tls else None
+
+
 def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
     d = inputs.dask
     return {
@@ -116,7 +139,7 @@ def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any
         "serviceType": "ClusterIP",
         "servicePort": chart.SCHEDULER_PORT,
         "extraArgs": ["--protocol", "tls"] if inputs.tls_secret else [],
-        "env": podspec.scheduler_env(inputs.tls_secret),
+        "env": podspec.scheduler_env(inputs.tls_secret) + podspec.dashboard_tls_env(_dashboard_secret(inputs)),
         "resources": _resources(d.scheduler.cpu, d.scheduler.memory),
         "nodeSelector": dict(inputs.scheduler_selector),
         **_pod_security(inputs),
@@ -152,14 +175,15 @@ def _jupyter(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         "rbac": False,
         "serviceAccountName": "",
         "image": dict(image),
-        "args": list(JUPYTER_ARGS),
+        "args": [*JUPYTER_ARGS, *podspec.jupyter_tls_args(inputs.tls_secret)],
         "serviceType": "ClusterIP",
         "servicePort": chart.JUPYTER_PORT,
         "password": inputs.jupyter_password_hash,
         "passwordHint": "see the jupyterPassword stack output (pulumi stack output --show-secrets)",
         "env": [NO_BACKGROUND_JUPYTER, *podspec.environment_env(d), *podspec.user_env(d.image),
                 *_tls_env("jupyter", inputs.tls_secret)],
-        "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace)),
+        "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace,
+                                                         bool(_dashboard_secret(inputs)))),
         "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
         "mounts": _claims(inputs, scratch=False),
         "nodeSelector": dict(inputs.jupyter_selector),

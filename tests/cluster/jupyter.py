@@ -1,4 +1,7 @@
-"""A browser's login to the release's JupyterLab, over plain HTTP as the chart serves it.
+"""A browser's login to the release's JupyterLab, over TLS with the certificate the program
+gives Jupyter: the browser trusts the stack's CA and checks that the certificate names the
+server it means (the Service's name, while it dials the Service's address: no cluster DNS
+here).
 
 The flow is Jupyter Server 2.21.1's (jupyter_server/auth/login.py, ``LoginFormHandler``;
 jupyter_server/auth/identity.py, ``PasswordIdentityProvider.process_login_form``): GET
@@ -10,11 +13,15 @@ a request without the login cookie or a token.
 """
 from __future__ import annotations
 
+import http.client
 import http.cookiejar
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -30,11 +37,34 @@ class Answer:
     cookies: set[str]
 
 
+class _NamedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to the address dialled, checking the certificate for ``server_name``."""
+
+    def __init__(self, *args, server_name: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.server_name = server_name
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.server_name)
+
+
+class _NamedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, context: ssl.SSLContext, server_name: str):
+        super().__init__(context=context)
+        self.server_name = server_name
+
+    def https_open(self, req):
+        return self.do_open(partial(_NamedHTTPSConnection, server_name=self.server_name), req, context=self._context)
+
+
 class Browser:
-    def __init__(self, base: str):
+    def __init__(self, base: str, ca_file: Path | None = None, server_name: str | None = None):
         self.base, self.jar = base.rstrip("/"), http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect,
-                                                  urllib.request.ProxyHandler({}))
+        handlers = [urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect, urllib.request.ProxyHandler({})]
+        if ca_file is not None:
+            handlers.append(_NamedHTTPSHandler(ssl.create_default_context(cafile=str(ca_file)), server_name))
+        self.opener = urllib.request.build_opener(*handlers)
 
     def request(self, path: str, form: dict | None = None) -> Answer:
         data = urllib.parse.urlencode(form).encode() if form is not None else None
@@ -56,11 +86,11 @@ class Browser:
         return self.request("/login?next=%2Flab", {"_xsrf": self.xsrf(), "password": password})
 
 
-def serving(base: str) -> bool:
+def serving(base: str, **trust) -> bool:
     """Whether Jupyter answers its login page yet (the pod is Running before it listens)."""
     try:
-        return Browser(base).request("/login").status == 200
-    except OSError:
+        return Browser(base, **trust).request("/login").status == 200
+    except (OSError, http.client.HTTPException):
         return False
 
 

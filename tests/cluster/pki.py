@@ -1,11 +1,13 @@
 """Throw-away certificates and tokens for the test cluster (ECDSA P-256: instant to generate)."""
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.apiserver.conftest import _openssl
+from tests.security.dask_pki import issue_pki
 
 EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
 
@@ -66,20 +68,19 @@ def make_cluster_pki(pki: Path, node_name: str, server_ips: list[str]) -> Cluste
     return ClusterPKI(pki, tokens)
 
 
-def dask_tls_material(directory: Path, scheduler_dns_names: list[str]) -> dict[str, str]:
+def _san(name: str) -> str:
+    """A subject alternative name: ``IP:`` for an address (what a test dials), else ``DNS:``."""
+    try:
+        return f"IP:{ipaddress.ip_address(name)}"
+    except ValueError:
+        return f"DNS:{name}"
+
+
+def dask_tls_material(directory: Path, scheduler_dns_names: list[str],
+                      jupyter_dns_names: list[str] = ()) -> dict[str, str]:
     """Real certificates with the shape components/dask/tls.py declares (ECDSA P-256, a
-    "dask-tkg CA", dask-scheduler/-worker/-client leaves usable for server and client auth,
-    the scheduler's DNS names), keyed as the program's Secret is. Needed because under
-    Pulumi's mocks the pulumi-tls resources return placeholder text, not certificates."""
-    directory.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", *EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3",
-             "-subj", "/O=dask-tkg/CN=dask-tkg CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
-    uses = ("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-            "extendedKeyUsage=serverAuth,clientAuth\n")
-    for role in ("scheduler", "worker", "client"):
-        sans = ",".join(f"DNS:{n}" for n in scheduler_dns_names) if role == "scheduler" else ""
-        _sign(directory, role, f"/O=dask-tkg/CN=dask-{role}", (f"subjectAltName={sans}\n" if sans else "") + uses)
-    return {name: (directory / name).read_text()
-            for name in ("ca.crt", "scheduler.crt", "scheduler.key", "worker.crt", "worker.key",
-                         "client.crt", "client.key")}
+    "dask-tkg CA", each role's key usages, names on the scheduler's and Jupyter's alone),
+    keyed as the program's Secret is (tests/security/dask_pki.py issues them). Needed because
+    under Pulumi's mocks the pulumi-tls resources return placeholder text, not certificates."""
+    names = {"scheduler": [_san(n) for n in scheduler_dns_names], "jupyter": [_san(n) for n in jupyter_dns_names]}
+    return issue_pki(directory, roles=("scheduler", "worker", "client", "jupyter"), names=names, days=3)

@@ -31,7 +31,11 @@ Deployments, and nothing else. The differences, and why each one is needed here:
    Dask JupyterLab extension's default URL into ``<sys.prefix>/share/jupyter/lab/settings``,
    writable in the RAPIDS image but read-only here (2.); without it the config would only
    report that it could not write there. Jupyter's command, config, password, ports and
-   mounts are otherwise the program's (JupyterLab from requirements-test.txt).
+   mounts are otherwise the program's (JupyterLab from requirements-test.txt);
+9. the scheduler's Service gets a fixed ClusterIP (``scheduler_ip``), which the test's
+   scheduler certificate names: the runner dials the Service by that address (no cluster
+   DNS here) and checks that the certificate names the address it dials (the program's
+   certificate names the Service's DNS names and, when exposed, its LoadBalancer address).
 
 The data Job is applied from the program's objects, not by Helm; :func:`change_job`
 applies 1., 2. (the interpreter only: its ``python`` runs the ConfigMap's standard-library
@@ -121,6 +125,9 @@ def main(argv: list[str]) -> int:
         obj = harden(obj)  # the release's own post-renderer first, as the program's Release runs it
         if obj.get("kind") == "Deployment":
             obj = change_deployment(obj, differences)
+        if obj.get("kind") == "Service" and obj["metadata"]["name"] == differences.get("scheduler_service") \
+                and differences.get("scheduler_ip"):
+            obj["spec"]["clusterIP"] = differences["scheduler_ip"]  # 9.
         out.append(obj)
     yaml.safe_dump_all(out, sys.stdout, sort_keys=False)
     return 0

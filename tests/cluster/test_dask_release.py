@@ -22,6 +22,7 @@ since there is no cluster DNS, a writable JupyterLab settings directory), plus, 
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import socket
@@ -36,7 +37,7 @@ import pytest
 from distributed import Client
 from distributed.security import Security
 
-from components.dask.values import dashboard_url
+from components.dask.values import dashboard_url, service_names
 from components.dask.runner_access import TOKEN_TYPE
 from tests.apiserver.conftest import KUBE_CACHE, api_request, apply_manifest
 from tests.apiserver.runner_identity import deploy_runner_identity
@@ -89,7 +90,8 @@ def runtime_differences(kube_cluster) -> dict:
                     "HOME": "/tmp"},
             "resources": {"scheduler": SMALL, "worker": SMALL, "jupyter": SMALL},
             "worker_replicas": WORKERS, "worker_threads": "1", "worker_memory": "2Gi",
-            "toleration": REAL_NODE_TOLERATION, "scheduler_service": "dask-scheduler"}
+            "toleration": REAL_NODE_TOLERATION, "scheduler_service": "dask-scheduler",
+            "scheduler_ip": str(ipaddress.ip_network(kube_cluster.net.service_cidr)[251])}
 
 
 class Release:
@@ -139,8 +141,10 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
         runner_kubeconfig = deploy_runner_identity(api, stack.objects, ns, kube_cluster.kubeconfig,
                                                    kinds=("ServiceAccount", "Role", "Secret"))
         bind_stand_in_pod_security(api, ns, [m["host"] for m in runtime_differences(kube_cluster)["mounts"]])
-        tls = dask_tls_material(tmp / "tls", ["dask-scheduler", f"dask-scheduler.{ns}",
-                                              f"dask-scheduler.{ns}.svc.cluster.local"])
+        # the scheduler's certificate names its Service's fixed ClusterIP too: what the tests dial
+        tls = dask_tls_material(tmp / "tls", [*service_names("dask-scheduler", ns),
+                                              runtime_differences(kube_cluster)["scheduler_ip"]],
+                                service_names("dask-jupyter", ns))
         for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns
                        and o.get("type") != TOKEN_TYPE):  # the runner's token: applied above
             if secret["metadata"]["name"] == "dask-tls":
@@ -180,18 +184,22 @@ def test_a_client_without_the_certificate_is_refused(dask_release):
 def test_jupyter_accepts_the_generated_password_and_refuses_others(dask_release):
     """A real login through the chart's Service, with the password the stack exports."""
     password = dask_release.program_outputs["jupyterPassword"]["__secret__"]
-    base = f"http://{dask_release.jupyter_ip}:80"
-    wait_for("Jupyter's login page", lambda: serving(base), 90)
-    refused = Browser(base)
+    base = f"https://{dask_release.jupyter_ip}:80"
+    # Jupyter's own certificate, from the stack's CA, checked against its Service's name
+    trust = {"ca_file": dask_release.tls_dir / "ca.crt",
+             "server_name": f"dask-jupyter.{dask_release.namespace}.svc.cluster.local"}
+    wait_for("Jupyter's login page", lambda: serving(base, **trust), 90)
+    assert not serving(f"http://{dask_release.jupyter_ip}:80")  # no plain HTTP
+    refused = Browser(base, **trust)
     wrong = refused.login(password + "x")
     assert (wrong.status, wrong.location) == (401, None) and "Invalid credentials" in wrong.body
     assert not logged_in(wrong) and refused.request("/api/status").status == 403
-    browser = Browser(base)
+    browser = Browser(base, **trust)
     right = browser.login(password)
     assert (right.status, right.location) == (302, "/lab") and logged_in(right), right
     status = browser.request("/api/status")
     assert status.status == 200 and '"kernels"' in status.body
-    assert Browser(base).request("/api/status?token=").status == 403  # no empty-token way in
+    assert Browser(base, **trust).request("/api/status?token=").status == 403  # no empty-token way in
 
 
 def test_jupyter_ran_the_whole_of_the_charts_config(kube_cluster, dask_release):
@@ -199,7 +207,8 @@ def test_jupyter_ran_the_whole_of_the_charts_config(kube_cluster, dask_release):
     (pod,) = pods(kube_cluster.api_client, dask_release.namespace, "component=jupyter")
     written = json.loads(pod_exec(kube_cluster, dask_release.namespace, pod["metadata"]["name"],
                                   "cat", str(LAB_SETTINGS / "overrides.json")))
-    assert written == {"dask-labextension:plugin": {"defaultURL": dashboard_url("dask", dask_release.namespace)}}
+    assert written == {"dask-labextension:plugin": {"defaultURL": dashboard_url("dask", dask_release.namespace,
+                                                                                tls=True)}}
 
 
 def pod_exec(kube_cluster, namespace: str, pod: str, *command: str) -> str:
@@ -239,7 +248,7 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
 # What each role's TLS directory holds (components/dask/podspec.py ROLE_KEYS)
 ROLE_FILES = {"scheduler": {"ca.crt", "scheduler.crt", "scheduler.key"},
               "worker": {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"},
-              "jupyter": {"ca.crt", "client.crt", "client.key"}}
+              "jupyter": {"ca.crt", "client.crt", "client.key", "jupyter.crt", "jupyter.key"}}
 # The main process's own view: not root, no new privileges (allowPrivilegeEscalation false), no
 # capability left (drop ALL), no service-account token mounted, the TLS material only as
 # files: its environment names paths and holds no PEM.
@@ -356,7 +365,7 @@ def stack_outputs(release: Release) -> dict:
 
     outputs = {k: plain(v) for k, v in release.program_outputs.items()}
     tls = release.tls_dir
-    outputs.update({"schedulerAddress": release.address, "dashboardUrl": f"http://{release.scheduler_ip}:8787",
+    outputs.update({"schedulerAddress": release.address, "dashboardUrl": f"https://{release.scheduler_ip}:8787",
                     "tlsCaCert": (tls / "ca.crt").read_text(), "tlsClientCert": (tls / "client.crt").read_text(),
                     "tlsClientKey": (tls / "client.key").read_text(), "workerCount": WORKERS,
                     "runnerKubeconfig": release.runner_kubeconfig,

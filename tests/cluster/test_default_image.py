@@ -64,6 +64,7 @@ from pathlib import Path
 
 import pytest
 
+from components.dask.values import service_names
 from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
 from tests.apiserver.runner_identity import deploy_runner_identity, token_subject
 from tests.cluster.data_job import _smoke_sources
@@ -250,7 +251,9 @@ def default_release(kube_cluster, tmp_path_factory):
         for kind in ("ConfigMap", "PersistentVolumeClaim"):
             for obj in in_namespace(stack.objects, kind, ns):
                 apply_manifest(api, obj)
-        tls = dask_tls_material(tmp / "tls", scheduler_names(ns))
+        # the scheduler's certificate names its fixed ClusterIP too: the address the runner dials here
+        tls = dask_tls_material(tmp / "tls", [*scheduler_names(ns), d["scheduler_ip"]],
+                                service_names("dask-jupyter", ns))
         (secret,) = [o for o in in_namespace(stack.objects, "Secret", ns) if o["metadata"]["name"] == "dask-tls"]
         assert set(secret["stringData"]) == set(tls), "the program's TLS Secret has other keys"
         apply_manifest(api, {**secret, "stringData": tls})

@@ -1,8 +1,13 @@
 """Mutual TLS for Dask, for real on a local cluster: certificates shaped like the ones the
-program issues (ECDSA P-256, one private CA, scheduler/worker/client pairs), a client with
-the client certificate computes; a client without one, or with a foreign CA's, is refused
-by the scheduler with the TLS alert that says why (and the scheduler logs the reason); a
-client trusting another CA refuses the scheduler's certificate; and the environment variables the Helm values set are the ones Dask reads."""
+program issues (ECDSA P-256, one private CA, scheduler/worker/client pairs, each with its
+role's extended key usage, components/dask/tls.py ``allowed_uses``, and names only on the
+scheduler's), a client with the client certificate computes; a client without one, or with
+a foreign CA's, is refused by the scheduler with the TLS alert that says why (and the
+scheduler logs the reason); a client trusting another CA refuses the scheduler's
+certificate; the runner's client refuses a scheduler whose certificate does not name the
+host it dials or, through a port-forward, the host the outputs give (a worker's key posing as
+the scheduler); a client's key cannot serve at all, even to a peer that checks no names (a
+worker); and the environment variables the Helm values set are the ones Dask reads."""
 from __future__ import annotations
 
 import asyncio
@@ -14,37 +19,22 @@ import ssl
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Scheduler
+from distributed.comm import connect
 from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
 from components.dask.values import TLS_KEYS
+from tests.security.dask_pki import SCHEDULER_NAME, issue_pki
+from workloads.cluster import endpoint, port_forward
 from workloads.cluster.endpoint import security_from_pems
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def issue_pki(folder: Path, roles=("scheduler", "worker", "client")) -> dict[str, str]:
-    """A CA and one certificate per role, as components/dask/tls.py issues them."""
-    folder.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
-             "-out", "ca.crt", "-days", "2", "-subj", "/O=dask-tkg/CN=dask-tkg CA", cwd=folder)
-    pems = {"ca.crt": (folder / "ca.crt").read_text()}
-    for role in roles:
-        _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{role}.key",
-                 "-out", f"{role}.csr", "-subj", f"/O=dask-tkg/CN=dask-{role}", cwd=folder)
-        (folder / "ext.cnf").write_text("subjectAltName=DNS:dask-scheduler,IP:127.0.0.1\n"
-                                        "extendedKeyUsage=serverAuth,clientAuth\n")
-        _openssl("x509", "-req", "-in", f"{role}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{role}.crt", "-days", "2", "-extfile", "ext.cnf", cwd=folder)
-        pems[f"{role}.crt"] = (folder / f"{role}.crt").read_text()
-        pems[f"{role}.key"] = (folder / f"{role}.key").read_text()
-    return pems
+from workloads.cluster.session import ClusterSession
+from workloads.core.errors import EndpointError
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +172,88 @@ def test_the_helm_values_env_variables_configure_dask(pki):
                                     check=True).stdout)
     assert out == {"ca": pki["ca.crt"], "worker": pki["worker.crt"], "client": pki["client.key"],
                    "require": True, "scheme": "tls"}
+
+
+@contextmanager
+def scheduler_presenting(pki: dict[str, str], role: str):
+    """A scheduler (no workers) on 127.0.0.1 that presents ``role``'s certificate and key as its
+    own: an impostor holding a key the CA certified for something else."""
+    security = Security(tls_ca_file=pki["ca.crt"], tls_scheduler_cert=pki[f"{role}.crt"],
+                        tls_scheduler_key=pki[f"{role}.key"], tls_client_cert=pki["client.crt"],
+                        tls_client_key=pki["client.key"], require_encryption=True)  # the client's: the cluster object's own
+    with LocalCluster(n_workers=0, processes=False, protocol="tls://", host="127.0.0.1", security=security,
+                      dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
+def runner_security(pki: dict[str, str]):
+    """What the runner builds from the stack's outputs."""
+    return security_from_pems(pki["ca.crt"], pki["client.crt"], pki["client.key"])
+
+
+def test_the_runner_refuses_a_scheduler_whose_certificate_does_not_name_the_address(pki):
+    with scheduler_presenting(pki, "worker") as address:
+        with pytest.raises(EndpointError, match=r"the scheduler at tls://127\.0\.0\.1:\d+ presents a certificate that"
+                                                r" does not name 127\.0\.0\.1: IP address mismatch"):
+            endpoint.connect(address, runner_security(pki), timeout=30).close()
+
+
+def test_the_runner_accepts_the_scheduler_by_the_address_its_certificate_names(pki):
+    with scheduler_presenting(pki, "scheduler") as address:
+        with endpoint.connect(address, runner_security(pki), timeout=30) as client:
+            assert client.scheduler_info()["address"] == address
+
+
+class LocalForward:
+    """The runner's port-forward, reduced to what the session asks of it: the scheduler's
+    Service is reached at a local address (a real forward: tests/workloads/test_port_forward.py)."""
+
+    def describe(self) -> str:
+        return "a forward to dask-scheduler"
+
+    def close(self) -> None:
+        pass
+
+
+def forwarded_session(pki: dict[str, str], local_address: str, monkeypatch) -> ClusterSession:
+    """The runner's session for outputs naming the scheduler by its Service, which does not
+    answer from here: it connects through a forward whose local end is ``local_address``."""
+    outputs = SimpleNamespace(scheduler_address=f"tls://{SCHEDULER_NAME}:8786", backend="helm")
+    where = endpoint.Endpoint(kind="outputs", source="test", scheduler_address=outputs.scheduler_address,
+                              security=runner_security(pki), outputs=outputs)
+    monkeypatch.setattr(port_forward, "open_for", lambda outputs, on_drop=None: (
+        LocalForward(), port_forward.Forwarded(local_address, "")))
+    return ClusterSession(where, echo=lambda *a, **k: None)
+
+
+def test_through_a_forward_the_runner_checks_the_name_the_outputs_give(pki, monkeypatch):
+    with scheduler_presenting(pki, "scheduler") as address:
+        with forwarded_session(pki, address, monkeypatch) as session:
+            assert session.connect().scheduler_info()["address"] == address
+    with scheduler_presenting(pki, "worker") as address:
+        with forwarded_session(pki, address, monkeypatch) as session:
+            with pytest.raises(EndpointError, match=f"presents a certificate that does not name {SCHEDULER_NAME}:"
+                                                    " Hostname mismatch"):
+                session.connect()
+
+
+def test_a_clients_key_cannot_serve_even_to_a_peer_that_checks_no_names(pki):
+    """A worker dials the scheduler without checking names (distributed's own contexts): a
+    client's certificate, certified for client authentication only, is refused as a server's
+    (OpenSSL checks the purpose of the peer's certificate against its side: X509_check_purpose,
+    SSL server). A bare scheduler: a LocalCluster's own client would be refused first."""
+    worker = Security(tls_ca_file=pki["ca.crt"], tls_worker_cert=pki["worker.crt"], tls_worker_key=pki["worker.key"],
+                      require_encryption=True)
+
+    async def dial_a_scheduler_presenting(role: str) -> None:
+        security = Security(tls_ca_file=pki["ca.crt"], tls_scheduler_cert=pki[f"{role}.crt"],
+                            tls_scheduler_key=pki[f"{role}.key"], require_encryption=True)
+        async with Scheduler(security=security, protocol="tls://", host="127.0.0.1", dashboard_address=":0") as s:
+            comm = await connect(s.address, timeout=30, **worker.get_connection_args("worker"))
+            await comm.close()
+
+    with pytest.raises(CommClosedError, match="TLS certificate does not match") as refused:
+        asyncio.run(dial_a_scheduler_presenting("client"))
+    cause = refused.value.__cause__
+    assert isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_message == "unsuitable certificate purpose"
+    asyncio.run(dial_a_scheduler_presenting("scheduler"))  # the scheduler's own, dialled by the same worker

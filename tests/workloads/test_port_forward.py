@@ -1,19 +1,17 @@
 """The runner's port-forward, the parts that need no cluster: which Service an address
 names, the reachability probe, when a forward is wanted, the bounded stream open against
-an API server that never answers, a drop closing its streams and naming the pod, the
-server-name check through a forward, and cleanup. tests/cluster/test_port_forward.py runs
+an API server that never answers, a drop closing its streams and naming the pod, and
+cleanup (the scheduler's name through a forward: tests/security/test_dask_tls.py). tests/cluster/test_port_forward.py runs
 the whole of it against a real API server and pod."""
 from __future__ import annotations
 
 import socket
-import ssl
 import threading
 import time
 
 import pytest
 from kubernetes import client as k8s
 
-from tests.cluster.pki import dask_tls_material
 from workloads.cluster import endpoint, port_forward
 from workloads.cluster.port_forward import PodTarget, ServiceForward, ServiceRef
 from workloads.cluster.session import ClusterSession
@@ -180,49 +178,3 @@ def test_closing_the_session_closes_its_forward():
     session.close()
     assert session.forward is None and not port_forward.reachable(host, int(port), timeout=1)
 
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory):
-    return dask_tls_material(tmp_path_factory.mktemp("tls"),
-                             ["dask-scheduler", "dask-scheduler.ns", "dask-scheduler.ns.svc.cluster.local"])
-
-
-@pytest.fixture
-def tls_scheduler(tls, tmp_path):
-    """A TLS server with the scheduler's certificate, asking for the client's, as the scheduler does."""
-    for name, text in tls.items():
-        (tmp_path / name).write_text(text)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(tmp_path / "ca.crt"))
-    context.load_cert_chain(tmp_path / "scheduler.crt", tmp_path / "scheduler.key")
-    context.verify_mode = ssl.CERT_REQUIRED
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except (socket.timeout, OSError):
-                continue
-            conn.settimeout(5)
-            try:
-                with context.wrap_socket(conn, server_side=True):
-                    pass
-            except (ssl.SSLError, OSError):
-                conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"tls://127.0.0.1:{server.getsockname()[1]}"
-    stop.set()
-    thread.join(2)
-    server.close()
-
-
-def test_through_the_forward_the_certificate_must_name_the_address_host(tls, tls_scheduler):
-    security = endpoint.security_from_pems(tls["ca.crt"], tls["client.crt"], tls["client.key"])
-    port_forward.check_server_name(tls_scheduler, "dask-scheduler.ns.svc.cluster.local", security)
-    with pytest.raises(EndpointError, match="no certificate for dask-scheduler.other.svc.cluster.local"):
-        port_forward.check_server_name(tls_scheduler, "dask-scheduler.other.svc.cluster.local", security)
-    port_forward.check_server_name(tls_scheduler, "10.97.0.12", security)  # an IP: the chain only, as distributed

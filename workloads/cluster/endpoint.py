@@ -149,13 +149,27 @@ def security_from_outputs(outputs: StackOutputs):
 
 def security_from_pems(ca: str, cert: str, key: str):
     """``Security`` built from the PEM text itself: distributed takes a value containing a
-    newline as the contents (CA through ``cadata``), so no key is written to disk here."""
-    from distributed.security import Security
+    newline as the contents (CA through ``cadata``), so no key is written to disk here. Its
+    connections check that the scheduler's certificate names the host dialled
+    (``server_name.NamedServerSecurity``)."""
+    from workloads.cluster.server_name import NamedServerSecurity
 
     if not (cert and key):
         raise ContractError("TLS scheduler but no client certificate/key in the outputs")
-    return Security(tls_ca_file=_pem(ca) if ca else None, tls_client_cert=_pem(cert), tls_client_key=_pem(key),
-                    require_encryption=True)
+    return NamedServerSecurity(tls_ca_file=_pem(ca) if ca else None, tls_client_cert=_pem(cert),
+                               tls_client_key=_pem(key), require_encryption=True)
+
+
+def _certificate_refused(exc: BaseException):
+    """The certificate check that failed behind a connection error, if one did (distributed
+    raises ``FatalCommClosedError`` from the ``SSLCertVerificationError``: comm/tcp.py)."""
+    import ssl
+
+    while exc is not None:
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _pem(text: str) -> str:
@@ -181,6 +195,11 @@ def connect(address: str, security: Any = None, timeout: float = 60):
     try:
         return Client(address, security=security, timeout=timeout)
     except (OSError, TimeoutError) as exc:
+        refused = _certificate_refused(exc)
+        if refused is not None:
+            host = getattr(security, "server_hostname", None) or address.split("://", 1)[-1].rsplit(":", 1)[0]
+            raise EndpointError(f"the scheduler at {redact(address)} presents a certificate that does not name"
+                                f" {host}: {refused.verify_message}") from None
         raise EndpointError(f"cannot reach the scheduler at {redact(address)} within {timeout:.0f} s: {exc}") from None
     except ValueError:  # distributed's message repeats the address, credentials included
         shown = redact(address) + (" (credentials not shown)" if "@" in address.split("://", 1)[-1] else "")

@@ -467,7 +467,7 @@ class Forwarded:
     """What the client uses once the forward is open."""
 
     scheduler_address: str  # tls://127.0.0.1:<port>
-    dashboard_url: str  # http://127.0.0.1:<port>/status, "" without a dashboard port
+    dashboard_url: str  # http(s)://127.0.0.1:<port>/status, "" without a dashboard port
 
 
 def needs_forward(scheduler_address: str, kubeconfig: str, probe_timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -503,7 +503,8 @@ def open_for(outputs, on_drop: Callable[[str], None] | None = None,
     streams = k8s.CoreV1Api(api_client(outputs.kubeconfig))
     forward = ServiceForward(core, service, ports, api=api_host(api), on_drop=on_drop, streams=streams).open()
     scheme = address.split("://", 1)[0]
-    dashboard = f"http://{forward.address(ports[1])}/status" if len(ports) > 1 else ""
+    web = "https" if outputs.dashboard_url.startswith("https://") else "http"  # the scheduler's own certificate
+    dashboard = f"{web}://{forward.address(ports[1])}/status" if len(ports) > 1 else ""
     return forward, Forwarded(f"{scheme}://{forward.address(port)}", dashboard)
 
 
@@ -517,23 +518,3 @@ def dashboard_port(dashboard_url: str, service) -> tuple[int, ...]:
         return ()
     return (port,) if any(p.port == port for p in service.spec.ports or ()) else ()
 
-
-def check_server_name(local_address: str, host: str, security, timeout: float = API_TIMEOUT_S) -> None:
-    """One TLS handshake through the forward with host-name checking: the scheduler's
-    certificate must name ``host``, the address the outputs give (distributed itself
-    checks only the chain). Skipped for an IP, which the program's certificates do not name."""
-    if security is None or is_ip(host):
-        return
-    import ssl
-
-    context = security.get_connection_args("client")["ssl_context"]  # a fresh context per call
-    context.check_hostname = True
-    local_host, local_port = host_port(local_address)
-    try:
-        with socket.create_connection((local_host, local_port), timeout=timeout) as raw:
-            context.wrap_socket(raw, server_hostname=host).close()  # the handshake is the check
-    except ssl.SSLCertVerificationError as exc:
-        raise EndpointError(f"the scheduler reached through the port-forward has no certificate for {host}:"
-                            f" {exc.verify_message}") from None
-    except (OSError, ssl.SSLError) as exc:
-        raise EndpointError(f"TLS through the port-forward to {host} failed: {exc}") from None

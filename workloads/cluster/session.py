@@ -79,7 +79,7 @@ class ClusterSession:
         """The client of the remote scheduler (connected on first use)."""
         if self.client is None:
             address = self.scheduler_route()
-            self.client = endpoints.connect(address, self.endpoint.security)
+            self.client = endpoints.connect(address, self.security())
             self.echo(f"dashboard: {self.dashboard()}")
             if self.endpoint.outputs is not None and self.scaler is None:
                 from workloads.cluster import scaling
@@ -102,9 +102,19 @@ class ClusterSession:
         self.forward, self.forwarded = opened
         self.echo(f"scheduler: {endpoints.redact(address)} does not answer from here; {self.forward.describe()}"
                   f" on {self.forwarded.scheduler_address}")
-        host, _ = port_forward.host_port(address)
-        port_forward.check_server_name(self.forwarded.scheduler_address, host, self.endpoint.security)
         return self.forwarded.scheduler_address
+
+    def security(self):
+        """The client's TLS settings: the endpoint's, which check that the scheduler's
+        certificate names the host dialled; through a port-forward, the host the outputs give
+        (the local end's address names nothing). None without TLS."""
+        security = self.endpoint.security
+        if security is None or self.forwarded is None or not hasattr(security, "for_server"):
+            return security
+        from workloads.cluster import port_forward
+
+        host, _ = port_forward.host_port(self.endpoint.scheduler_address)
+        return security.for_server(host)
 
     def _forward_dropped(self, why: str) -> None:
         if self.on_forward_drop is not None:
