@@ -15,7 +15,9 @@ pytestmark = pytest.mark.apiserver
 
 CONFIGS = {
     "reference": OPERATOR,
-    "cpu-group-no-tls": {**OPERATOR, "cpuWorkers": 2, "daskTls": False, "schedulerServiceType": "ClusterIP"},
+    # without TLS nothing is exposed (preview refuses that)
+    "cpu-group-no-tls": {**OPERATOR, "cpuWorkers": 2, "daskTls": False, "schedulerServiceType": "ClusterIP",
+                         "jupyterServiceType": "ClusterIP"},
     "topology-b-no-autoscaler": {**OPERATOR, "jupyterGpu": True, "gpuWorkers": 0, "daskAutoscale": False},
 }
 

@@ -30,7 +30,10 @@ def gpu_container(props: dict) -> dict:
     return props["spec"]["worker"]["spec"]["containers"][0]
 
 
-@pytest.mark.parametrize("config", [{}, {"cpuWorkers": 2}, {"jupyterGpu": True, "gpuWorkers": 0, "daskTls": False}],
+# topology B without TLS, so not exposed (preview refuses an exposure without TLS)
+@pytest.mark.parametrize("config", [{}, {"cpuWorkers": 2}, {"jupyterGpu": True, "gpuWorkers": 0, "daskTls": False,
+                                                           "schedulerServiceType": "ClusterIP",
+                                                           "jupyterServiceType": "ClusterIP"}],
                          ids=["reference", "cpu-group", "topology-b"])
 def test_the_programs_operator_stacks_pass_every_policy(config):
     g = run_program("reference", config={**OPERATOR, **config})
