@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.dask import chart, operator_spec, podspec, post_render
+from components.dask import chart, operator_rbac, operator_spec, podspec, post_render
 from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
 from components.dask.network_policy import DaskPodSelectors, dask_network_policies
 from components.dask.network_settings import namespace_network
@@ -83,14 +83,16 @@ class DaskOperatorCluster(pulumi.ComponentResource):
         self.operator_namespace = GuestNamespace(f"{name}-operator-ns", GuestNamespaceArgs(
             op.namespace, "restricted", s.cluster.enforces_psp,
             labels={"kubernetes.io/metadata.name": op.namespace}), child)  # automatic only from 1.21 on
+        self.operator_rights = self._operator_rights(name, args, op.namespace)
         self.operator = k8s.helm.v3.Release(
             f"{name}-operator",
             name=OPERATOR_RELEASE, chart=verified_chart(op.chart_pin), version=op.chart_version,
             namespace=self.operator_namespace.name,
-            values=operator_spec.operator_values(op, selector(s, "scheduler"), s.cluster.enforces_psp),
+            values=operator_spec.operator_values(op, selector(s, "scheduler"), [s.storage.namespace],
+                                                 s.cluster.enforces_psp),
             skip_crds=False,  # the CRDs come from the chart's crds/ folder
             timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self.operator_rights]))
 
         # The exposed Services first: their LoadBalancer addresses go into the certificates.
         self.external = self._external_services(name, args)
@@ -112,6 +114,29 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
             "cluster_name": self.cluster_name,
         })
+
+    def _operator_rights(self, name: str, args: DaskOperatorClusterArgs, operator_namespace: str) -> list:
+        """The controller's Role and RoleBinding in the Dask namespace, the only one it serves
+        (its kopf flags), and its read-only ClusterRole (namespaces, CRDs), there before it
+        starts: the chart grants it nothing (operator_rbac)."""
+        namespace = pulumi.Output.from_input(args.namespace)
+        role = namespace.apply(operator_rbac.operator_role)
+        binding = namespace.apply(lambda ns: operator_rbac.operator_role_binding(ns, operator_namespace))
+        observe, observe_binding = operator_rbac.observe_cluster_role(), operator_rbac.observe_binding(operator_namespace)
+        child = pulumi.ResourceOptions(parent=self)
+        return [
+            k8s.rbac.v1.Role(f"{name}-operator-role", metadata=role.apply(lambda r: r["metadata"]),
+                             rules=role.apply(lambda r: r["rules"]), opts=child),
+            k8s.rbac.v1.RoleBinding(f"{name}-operator-binding", metadata=binding.apply(lambda b: b["metadata"]),
+                                    role_ref=binding.apply(lambda b: b["roleRef"]),
+                                    subjects=binding.apply(lambda b: b["subjects"]), opts=child),
+            # read-only, cluster-wide: namespaces and CRDs, which kopf observes (operator_rbac.OBSERVE_RULES)
+            k8s.rbac.v1.ClusterRole(f"{name}-operator-observe", metadata=observe["metadata"], rules=observe["rules"],
+                                    opts=child),
+            k8s.rbac.v1.ClusterRoleBinding(f"{name}-operator-observe-binding", metadata=observe_binding["metadata"],
+                                           role_ref=observe_binding["roleRef"], subjects=observe_binding["subjects"],
+                                           opts=child),
+        ]
 
     def _tls(self, name: str, args: DaskOperatorClusterArgs, secret: str | None, child) -> DaskTls | None:
         if not secret:

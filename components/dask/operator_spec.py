@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context
-from components.dask import podspec, prepared_env
+from components.dask import operator_rbac, podspec, prepared_env
 from components.settings.model import DaskSpec, OperatorSpec
 
 API_VERSION = "kubernetes.dask.org/v1"
@@ -193,14 +193,17 @@ def autoscaler(inputs: DaskClusterInputs) -> dict[str, Any] | None:
     }
 
 
-def operator_values(op: OperatorSpec, selector: Mapping[str, str], enforces_psp: bool = False) -> dict[str, Any]:
+def operator_values(op: OperatorSpec, selector: Mapping[str, str], served: list[str],
+                    enforces_psp: bool = False) -> dict[str, Any]:
     """Values of the pinned dask-kubernetes-operator chart: its image pinned to the chart's own
-    version, the controller off the GPU nodes, the chart's restrictive container securityContext
-    kept (values.yaml: non-root 1000, no escalation, every capability dropped, read-only root)
-    and the pod's seccomp profile where Pod Security Admission wants one (``podSecurityContext``:
-    {} in values.yaml), so the controller's namespace is ``restricted``."""
+    version, the controller watching only the ``served`` namespaces with no RBAC of the chart's
+    (the program's Role in each, ``operator_rbac``), off the GPU nodes, the chart's restrictive
+    container securityContext kept (values.yaml: non-root 1000, no escalation, every capability
+    dropped, read-only root) and the pod's seccomp profile where Pod Security Admission wants one
+    (``podSecurityContext``: {} in values.yaml), so the controller's namespace is ``restricted``."""
     values: dict[str, Any] = {"image": {"name": OPERATOR_IMAGE, "tag": op.chart_version,
-                                        "pullPolicy": "IfNotPresent"}}
+                                        "pullPolicy": "IfNotPresent"},
+                              **operator_rbac.rbac_values(), "kopfArgs": operator_rbac.kopf_args(served)}
     pod_context = pod_security_context(enforces_psp)
     if pod_context:
         values["podSecurityContext"] = pod_context

@@ -230,7 +230,7 @@ def load(source: Source) -> Settings:
     )
     settings = with_chart_pins(settings, site_chart_pins)
     problems.extend(checks.cross_checks(settings))
-    problems.extend(chart_checks(settings, site_chart_pins))
+    problems.extend(chart_checks(settings, site_chart_pins, already=problems))
     if problems:
         raise SettingsError(problems, r.project)
     return settings

@@ -92,11 +92,14 @@ def with_chart_pins(s: Settings, site: tuple[Artifact, ...]) -> Settings:
         storage=dataclasses.replace(s.storage, nfs_chart_pin=pin["nfs"]), dask=dask)
 
 
-def chart_checks(s: Settings, site: tuple[Artifact, ...] = ()) -> list[Problem]:
-    """A deployed release whose chart has no pin, named by the setting to change."""
+def chart_checks(s: Settings, site: tuple[Artifact, ...] = (), already: list[Problem] = ()) -> list[Problem]:
+    """A deployed release whose chart has no pin, named by the setting to change (unless
+    another check ``already`` refuses that setting)."""
     pins = {"gpu_operator": s.gpu_operator.chart_pin, "nfs": s.storage.nfs_chart_pin, "dask": s.dask.chart_pin,
             "operator": s.dask.operator.chart_pin if s.dask.operator else None}
-    return [_unpinned(use, site) for name, use in chart_uses(s).items() if use.deployed and pins[name] is None]
+    refused = {p.key for p in already}
+    found = [_unpinned(use, site) for name, use in chart_uses(s).items() if use.deployed and pins[name] is None]
+    return [p for p in found if p.key not in refused]
 
 
 def _unpinned(use: ChartUse, site: tuple[Artifact, ...]) -> Problem:

@@ -49,6 +49,9 @@ def dask_values(args: ResourceValidationArgs) -> DaskValues | None:
         return None
     chart = args.props.get("chart")
     chart_name = chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
+    version = args.props.get("version")
+    if chart_name.endswith(".tgz") and isinstance(version, str):  # a local archive, <chart>-<version>.tgz
+        chart_name = chart_name.removesuffix(".tgz").removesuffix(f"-{version}")
     if chart_name not in ("dask", "rapidsai"):
         return None
     values = as_map(args.props.get("values"))

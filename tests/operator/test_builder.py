@@ -158,7 +158,7 @@ def test_initial_workers_sit_within_the_autoscalers_bounds():
 
 
 def test_operator_chart_values_pin_the_controller_image(s):
-    values = operator_spec.operator_values(s.dask.operator, {POOL_ROLE_LABEL: "cpu"})
+    values = operator_spec.operator_values(s.dask.operator, {POOL_ROLE_LABEL: "cpu"}, ["rapidsai"])
     assert values["image"] == {"name": "ghcr.io/dask/dask-kubernetes-operator", "tag": "2026.3.0",
                                "pullPolicy": "IfNotPresent"}
     assert values["nodeSelector"] == {POOL_ROLE_LABEL: "cpu"}

@@ -1,7 +1,10 @@
 """The real operator controller reconciles the program's DaskCluster on the Kubernetes 1.20 API
 server: dask-kubernetes 2026.3.0's kopf controller (``kopf run -m
 dask_kubernetes.operator.controller``, the pinned chart's image runs the same command, see its
-``operator/deployment/Dockerfile``) in a subprocess, scoped to the test's namespace.
+``operator/deployment/Dockerfile``) in a subprocess, with the flags the chart renders from the
+program's values (watching the Dask namespace only) and as the chart's ServiceAccount, whose
+rights are only what the chart and the program grant it (pods, Services, Deployments in the Dask
+namespace; cluster-wide, only reading namespaces and CRDs).
 
 The stand-in has no controller-manager or kubelet, so the Deployments the controller creates
 get no pods: what is checked is the objects themselves (the pods need not run). Growing a
@@ -24,6 +27,8 @@ import pytest
 from components.settings.model import POOL_ROLE_LABEL
 from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, get_object, patch_object
 from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
+from tests.operator.operator_identity import OperatorDeployment, allowed, kubeconfig_with_token
+from tests.operator.operator_identity import request_token as request_token_for
 from tests.operator.support import MODERN_IMAGE, OPERATOR
 from tests.program.graph import run_program
 from workloads.cluster.scaling import ClusterScaler, api_from_kubeconfig
@@ -56,14 +61,24 @@ def runner_scaler(server, namespace: str) -> ClusterScaler:
 
 @pytest.fixture
 def controller(kube_apiserver, operator_crds, kube_namespace, tmp_path):
-    """The controller running against the stand-in, watching the test's namespace only."""
+    """The controller as the program deploys it: the operator chart's account with only the RBAC
+    the chart renders from the program's values and the program's Role in the Dask namespace
+    (tests/operator/operator_identity.py), on a token the server issues for it, with the chart's
+    kopf flags (the namespaces it watches)."""
+    api = kube_apiserver.api_client
+    deployment = OperatorDeployment.of_program("reference", {**CONFIG, "daskNamespace": kube_namespace})
+    deployment.apply(api)
+    for elsewhere in ("default", "gpu-operator", None):  # only the namespaced rights
+        assert not allowed(api, deployment.user, "create", "pods", elsewhere), f"{deployment.user} in {elsewhere}"
+    token = request_token_for(api, deployment.operator_namespace, deployment.service_account)
+    kubeconfig = kubeconfig_with_token(kube_apiserver.kubeconfig, token, tmp_path / "operator.kubeconfig")
     log_path = tmp_path / "controller.log"
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env.update(KUBECONFIG=str(kube_apiserver.kubeconfig), NO_PROXY="127.0.0.1,localhost",
+    env.update(KUBECONFIG=str(kubeconfig), NO_PROXY="127.0.0.1,localhost",
                PYTHONWARNINGS="ignore::UserWarning")
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kopf", "run", "--standalone", "--namespace", kube_namespace, "--verbose",
+            [sys.executable, "-m", "kopf", "run", *deployment.kopf_args(), "--verbose",
              "-m", "dask_kubernetes.operator.controller"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     try:

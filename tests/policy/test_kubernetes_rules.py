@@ -134,7 +134,8 @@ def test_the_dask_charts_own_load_balancers_fail_without_opt_in(reference: Graph
 def test_the_data_job_image_is_pinned(reference: Graph, reference_dev: Graph) -> None:
     for graph in (reference, reference_dev):
         job = graph.named("dataset-job")
-        assert job.inputs["spec"]["template"]["spec"]["containers"][0]["image"] == "python:3.12-slim"
+        image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image.startswith("python:3.12.13-slim-trixie@sha256:")  # the default, by tag and digest
         assert violations(container_images_pinned, resource_args(job)) == []
 
 

@@ -109,11 +109,6 @@ def test_an_unpinned_chart_is_refused_at_preview(config, key, expected):
     assert "chartPins" in graph.error  # how a site pins its own chart
 
 
-def test_the_operator_chart_is_refused_unpinned_too():
-    error = problems(daskBackend="operator", daskOperatorChartVersion="2026.2.0")
-    assert any(p.key == "daskOperatorChartVersion" and "has no pinned digest" in p.message for p in error.problems)
-
-
 def test_a_sites_own_chart_deploys_by_the_digest_it_pins(tmp_path):
     """NVAIE's repository needs the NGC key and its digest is not public: a site pulls the
     archive itself into the cache's site-charts/ and pins its sha256 in chartPins."""
