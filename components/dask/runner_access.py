@@ -28,9 +28,10 @@ What the runner calls, and the rule each needs (``workloads/cluster``):
 The token is a ``kubernetes.io/service-account-token`` Secret: the token controller fills its
 ``data.token``, and pulumi-kubernetes waits for that before it reads the Secret back (since
 v3.20.0, pulumi/pulumi-kubernetes#2048, ``provider/pkg/await/awaiters.go``,
-``untilCoreV1SecretInitialized``; its ``data`` is a secret output). The Secret names the
-ServiceAccount, so it is created after it (the token controller deletes a token Secret whose
-account does not exist).
+``untilCoreV1SecretInitialized``; its ``data`` is a secret output). That wait is 5 s there:
+a token controller slower than that fails the Secret's creation, and the next ``pulumi up``
+reads it back filled. The Secret names the ServiceAccount, so it is created after it (the
+token controller deletes a token Secret whose account does not exist).
 """
 from __future__ import annotations
 
