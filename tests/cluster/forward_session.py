@@ -10,11 +10,13 @@ soon, the forward reopened to the new pod, a new client's computation there), th
 """
 from __future__ import annotations
 
+import http.client
 import json
 import socket
+import ssl
 import sys
 import time
-import urllib.request
+import urllib.parse
 
 from distributed import Client
 
@@ -39,14 +41,33 @@ def accepts(address: str) -> bool:
         return False
 
 
+def dashboard_answer(session: ClusterSession) -> int:
+    """The dashboard's answer through the forward, as a browser that trusts the stack's CA gets
+    it: https with the scheduler's certificate (the Helm backend), whose name is the scheduler's
+    in the outputs, not the forward's 127.0.0.1."""
+    url = urllib.parse.urlsplit(session.dashboard())
+    if url.scheme == "http":
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    else:
+        ca = session.security().tls_ca_file
+        context = ssl.create_default_context(**({"cadata": ca} if "-----BEGIN" in ca else {"cafile": ca}))
+        connection = http.client.HTTPSConnection(url.hostname, url.port, timeout=30, context=context)
+        connection.sock = context.wrap_socket(socket.create_connection((url.hostname, url.port), timeout=30),
+                                              server_hostname=session.security().server_hostname)
+    try:
+        connection.request("GET", url.path or "/")
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
 def connected(session: ClusterSession, workers: int) -> None:
     client = session.connect()
     found = session.wait(workers, timeout=60)
-    with urllib.request.urlopen(session.dashboard(), timeout=30) as page:
-        dashboard_status = page.status
+    answer = dashboard_answer(session)
     say("connected", address=client.scheduler.address, forward=session.forward.describe() if session.forward else None,
         pod=session.forward.target.pod if session.forward else None, dashboard=session.dashboard(),
-        dashboard_status=dashboard_status, workers=found, total=client.submit(sum, [1, 2, 3]).result(timeout=30))
+        dashboard_status=answer, workers=found, total=client.submit(sum, [1, 2, 3]).result(timeout=30))
 
 
 def after_deletion(session: ClusterSession, drops: list[tuple[float, str]], deleted_at: float, workers: int) -> None:

@@ -24,8 +24,10 @@ def test_the_release_is_refused_without_the_programs_binding_and_admitted_with_i
     stack = declared_stack("reference")
     ns = stack.dask_namespace
     namespace = next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns)
-    bindings = in_namespace(stack.objects, "RoleBinding", ns)
-    assert [b["roleRef"]["name"] for b in bindings] == ["psp:vmware-system-restricted"]
+    declared = in_namespace(stack.objects, "RoleBinding", ns)
+    # the pod security binding, and the runner's own (its Role names no pod security policy)
+    assert sorted(b["roleRef"]["name"] for b in declared) == ["dask-runner", "psp:vmware-system-restricted"]
+    bindings = [b for b in declared if b["roleRef"]["kind"] == "ClusterRole"]
     install_tkg_pod_security(api)
     apply_manifest(api, namespace)
     try:

@@ -124,7 +124,7 @@ def test_the_runner_reaches_a_clusterip_scheduler_through_its_own_port_forward(
         up = session.next_event("connected")
         assert up["address"].startswith("tls://127.0.0.1:"), up
         assert up["pod"] == scheduler_pod["metadata"]["name"] and f"service {ns}/dask-scheduler" in up["forward"]
-        assert up["dashboard"].startswith("http://127.0.0.1:") and up["dashboard"].endswith("/status")
+        assert up["dashboard"].startswith("https://127.0.0.1:") and up["dashboard"].endswith("/status")  # the scheduler's TLS
         assert up["dashboard_status"] == 200 and len(up["workers"]) == WORKERS and up["total"] == 6, up
 
         deleted = time.monotonic()

@@ -3,6 +3,8 @@ sessions verify against, and ``vsphere:allowUnverifiedSsl`` warns at preview, na
 unchecked (docs/reliability.md, V5-V7, SV46)."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from components.settings import DictSource, SettingsError, load
@@ -23,7 +25,18 @@ def test_a_vcenter_ca_that_is_not_pem_fails_at_preview():
     assert "dask-tkg:vcenterCaPem: must be PEM text" in str(info.value)
 
 
-def test_the_vcenter_ca_reaches_every_dynamic_resource():
+@pytest.fixture
+def event_loop_of_its_own():
+    """``pulumi.Output.secret`` makes futures on the current event loop; an earlier test's
+    ``asyncio.run`` leaves the main thread without one, so this test brings its own."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
+def test_the_vcenter_ca_reaches_every_dynamic_resource(event_loop_of_its_own):
     s = settings(vcenterCaPem=PEM)
     assert s.vsphere.ca_pem == PEM
     access = VCenterAccess(s.vsphere.server, s.vsphere.user, s.vsphere.password, s.vsphere.insecure, s.vsphere.ca_pem)

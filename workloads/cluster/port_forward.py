@@ -3,8 +3,9 @@
 The deployed scheduler and dashboard Services are ClusterIP by default, and the scheduler
 address in the stack outputs is the in-cluster DNS name
 (``tls://dask-scheduler.<ns>.svc.cluster.local:8786``), which a data scientist's machine
-cannot reach. When a short probe of that address fails and the outputs carry the guest
-``kubeconfig``, :func:`open_for` finds the Service behind the address, picks a ready pod
+cannot reach. When a short probe of that address fails and the outputs carry the runner's
+own ``runnerKubeconfig`` (the Dask namespace's ServiceAccount, never the cluster's admin),
+:func:`open_for` finds the Service behind the address, picks a ready pod
 from its Endpoints and serves each forwarded port (scheduler, dashboard) on
 ``127.0.0.1:<free port>``: a listener thread accepts local connections and opens one
 Kubernetes port-forward stream (``kubernetes.stream.portforward``) per connection.
@@ -112,7 +113,7 @@ class StreamNotOpened(Exception):
 
 # ----------------------------------------------------------------------------- the API
 def api_client(kubeconfig: str):
-    """A ``kubernetes`` ApiClient from the kubeconfig's text (the stack output). Errors
+    """A ``kubernetes`` ApiClient from the kubeconfig's text (the stack's runnerKubeconfig). Errors
     name the problem, never the file's contents."""
     import yaml
     from kubernetes import config
