@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 NAME = "images"
 REQUIRED_PACKAGES = ("torch", "torchvision", "PIL", "numpy")
 HEADLINE_METRICS = ("images_per_second", "accuracy", "images_failed")
+# What the data root holds for this benchmark (the runner names it when --data-dir is missing).
+DATA_LAYOUT = (f"dogs/{dataset.IMAGES_DIR}/<wnid>-<breed>/*.jpg (the Stanford Dogs images; or --dogs-dir),"
+               f" optionally dogs/{dataset.LABELS_FILE}")
 DEVICES = ("cpu", "cuda", "auto")
 
 

@@ -23,6 +23,9 @@ Optional, read with ``getattr`` by the runner:
 
 ``HEADLINE_METRICS: tuple[str, ...]``
     The metrics the terminal summary shows (default: the first four numeric ones).
+``DATA_LAYOUT: str``
+    What this benchmark expects under the dataset root (``dogs/Images/...``): the runner
+    names it when ``--data-dir`` does not exist, before any cluster starts.
 ``config.workers: tuple[str, ...]`` (a field of the config dataclass, default ``()``)
     When a remote cluster has more workers than a run wants (``--workers 1,2`` on 8), the
     runner fills it with ``dataclasses.replace`` and ``run`` must keep its tasks on those

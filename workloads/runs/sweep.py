@@ -22,7 +22,7 @@ from workloads.cluster.stopping import Stopper, stop_reason
 from workloads.cluster.watch import WorkerWatch
 from workloads.core.commands import load_yaml
 from workloads.core.config import cache_dir
-from workloads.core.errors import WorkersLostError, WorkloadError
+from workloads.core.errors import DatasetError, WorkersLostError, WorkloadError
 from workloads.observe import instrumentation
 from workloads.runs import record, results, summary
 from workloads.runs.record import Placement, RunContext, RunOutcome
@@ -69,6 +69,8 @@ class Runner:
         where = endpoints.resolve(args.stack, args.outputs, args.scheduler_address, args.local)
         self.echo(f"cluster: {where.describe()}")
         data_dir, generated = self.data_root(where)
+        if where.local and not generated:
+            check_local_data_root(data_dir, self.modules)
         self.context = RunContext(profile=args.profile, device_requested=args.device,
                                   max_lost_workers=args.max_lost_workers, endpoint_kind=where.kind,
                                   local=where.local, output=args.output, data_dir=data_dir,
@@ -309,6 +311,19 @@ class Runner:
         results.append_record(self.args.output, built)
         self.records.append(built)
         return built
+
+
+def check_local_data_root(data_dir: Path, modules: dict[str, ModuleType]) -> None:
+    """Refuse a ``--data-dir`` that is not a directory here, before a local cluster starts:
+    its workers read the same file system, and each benchmark would otherwise fail on them
+    with a worker traceback of its own. A remote cluster's path is the workers' to see."""
+    if data_dir.is_dir():
+        return
+    what = "is not a directory" if data_dir.exists() else "does not exist"
+    expected = "; ".join(f"{name}: {getattr(module, 'DATA_LAYOUT', 'its dataset')}" for name, module in modules.items())
+    raise DatasetError(f"--data-dir {data_dir} {what}. It is the dataset root the local cluster's workers read, and"
+                       f" should hold {expected}. Give the directory that holds these, or leave --data-dir out to"
+                       " run on data generated for the profile")
 
 
 def restrict(config: Any, addresses: list[str], connected: int) -> Any:

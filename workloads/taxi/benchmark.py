@@ -64,6 +64,8 @@ logger = logging.getLogger(__name__)
 NAME = "taxi"
 REQUIRED_PACKAGES = ("xgboost", "pyarrow", "pandas")
 HEADLINE_METRICS = ("rmse", "rows_clean", "load_rows_per_second", "train_rows_per_second")
+# What the data root holds for this benchmark (the runner names it when --data-dir is missing).
+DATA_LAYOUT = "taxi/ (or taxi-csv/) with the NYC yellow-taxi trip records, yellow_tripdata_*.csv or .parquet"
 
 
 def generate(data_dir: Path, profile: dict[str, Any]) -> None:
