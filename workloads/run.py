@@ -104,7 +104,7 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
     what.add_argument("--performance-report", action=argparse.BooleanOptionalAction, default=True,
                       help="write distributed's HTML performance report of each run beside the results (default)")
     what.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
-                      help="render <output>/report/report.html at the end (default)")
+                      help="render <output>/report.html at the end (default)")
     what.add_argument("--allocator", choices=local.ALLOCATORS, default="auto",
                       help="local cluster: tcmalloc when installed (auto), or glibc")
     what.add_argument("--dashboard-address", default="127.0.0.1:8787",

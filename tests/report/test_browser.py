@@ -82,3 +82,32 @@ def test_every_figure_loads_in_chromium(browser, rendered, artifacts_dir):
     assert path.read_bytes()[:8] == PNG_SIGNATURE
     width, height = png_size(path)
     assert width >= 1000 and height > 3000, (width, height)
+
+
+def test_the_default_runs_report_in_chromium(browser, tmp_path, artifacts_dir):
+    """The report of ``python -m workloads.run`` (local, smoke, CPU: fixtures/local-smoke) as a
+    person opens it: titled for the local cluster, every figure loaded, the accuracy's reason in
+    the runs table; the screenshot stays in the test artifacts."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from workloads.report import render
+
+    from .conftest import FIXTURES
+
+    browser.get(render(FIXTURES / "local-smoke", output=tmp_path).as_uri())
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script(
+        "return document.readyState === 'complete' && Array.from(document.images).every(i => i.complete)"))
+    heading = browser.find_element("css selector", "h1").text
+    assert heading.startswith("A local Dask cluster") and "vSphere" not in heading
+    sizes = browser.execute_script("return Array.from(document.images).map(i => i.naturalWidth * i.naturalHeight)")
+    assert len(sizes) == 6 and all(sizes), sizes
+    accuracy = [row.text for row in browser.find_elements("css selector", "#runs tbody tr") if "accuracy" in row.text]
+    assert len(accuracy) == 1 and "pass --weights" in accuracy[0]
+    path = artifacts_dir / "report-local-smoke.png"
+    metrics = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})
+    size = metrics.get("cssContentSize") or metrics["contentSize"]
+    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})
+    path.write_bytes(base64.b64decode(shot["data"]))
+    assert path.read_bytes()[:8] == PNG_SIGNATURE

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the directory holding results.jsonl (default: results/)")
     parser.add_argument("--compare", metavar="OTHER_DIR",
                         help="another results directory: add ratios this / other per matched configuration")
-    parser.add_argument("--output", metavar="DIR", help="where to write (default: RESULTS_DIR/report)")
+    parser.add_argument("--output", metavar="DIR", help="where to write (default: RESULTS_DIR, beside results.jsonl)")
     parser.add_argument("--utilization-runs", type=int, default=6, metavar="N",
                         help="draw the utilization of the latest N sampled runs (0: all; default 6)")
     parser.add_argument("-v", "--verbose", action="store_true")

@@ -12,7 +12,7 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import Formatter, MaxNLocator
 
 from .runs import Comparison, Run, describe
 
@@ -45,6 +45,33 @@ def _fmt(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}"
+
+
+class TickFormatter(Formatter):
+    """Tick labels with as many decimals as the ticks need and thousands separators: a
+    locator's half steps below 5 images/s read ``0.5, 1.0, 1.5``, never ``0, 1, 2, 2`` (a
+    whole-number format rounds them onto each other)."""
+
+    MAX_DECIMALS = 6
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ticks: list[float] = []
+
+    def set_locs(self, locs: Any) -> None:
+        self.ticks = [float(v) for v in locs]
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:,.{self.decimals()}f}"
+
+    def decimals(self) -> int:
+        """The fewest decimals that write every tick of the axis exactly."""
+        locs = self.ticks or [0.0]
+        scale = max(abs(v) for v in locs) or 1.0
+        for decimals in range(self.MAX_DECIMALS + 1):
+            if all(abs(round(v, decimals) - v) <= 1e-9 * scale for v in locs):
+                return decimals
+        return self.MAX_DECIMALS
 
 
 # ---------------------------------------------------------------------- figure 9
@@ -81,8 +108,8 @@ def throughput(runs: list[Run], path: Path) -> Path | None:
     if len(counts) == 1:
         only = next(iter(counts))
         axes.set_xlim(only - 1, only + 1)
-    axes.set_ylim(bottom=0)
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axes.set_ylim(0, axes.get_ylim()[1] * 1.08)  # room for the values written above the points
+    axes.yaxis.set_major_formatter(TickFormatter())
     axes.set_xlabel("Dask workers")
     axes.set_ylabel("Throughput (images/s)")
     axes.set_title("Image classification: throughput by number of workers and device")
@@ -155,17 +182,7 @@ def quality(runs: list[Run], path: Path) -> Path | None:
         ticks = [f"#{r.number}\n{r.device} w{r.workers}" + (f"\n{r.dataframe}" if r.dataframe else "")
                  for r in members]
         if benchmark == "images":
-            values = [r.metrics.get("accuracy") for r in members]
-            heights = [100 * v if isinstance(v, (int, float)) else 0.0 for v in values]
-            axes.bar(xs, heights, color=colours)
-            for x, v in zip(xs, values):
-                text = f"{100 * v:.1f} %" if isinstance(v, (int, float)) else "n/a"
-                axes.annotate(text, (x, 100 * v if isinstance(v, (int, float)) else 0), xytext=(0, 3),
-                              textcoords="offset points", ha="center", fontsize=8)
-            axes.set_ylim(0, 105)
-            axes.set_ylabel("Top-1 accuracy (%)")
-            axes.set_title("Image classification: accuracy per run (higher is better; n/a = not measured,"
-                           " e.g. random weights)", fontsize=10)
+            _accuracy_panel(axes, members, colours)
         else:
             values = [float(r.metrics["rmse"]) for r in members]
             axes.bar(xs, values, color=colours)
@@ -183,6 +200,30 @@ def quality(runs: list[Run], path: Path) -> Path | None:
     axes_list[0].legend(handles=handles, title="device", fontsize=8, title_fontsize=8, loc="upper right")
     axes_list[-1].set_xlabel("Run (number in results.jsonl, device, workers)")
     return _save(figure, path)
+
+
+def _accuracy_panel(axes: Any, members: list[Run], colours: list[str]) -> None:
+    """Accuracy bars; a run that measured none shows ``n/a`` and the panel says why, in the
+    benchmark's own words (its ``accuracy_note``: random weights, say)."""
+    values = [r.metrics.get("accuracy") for r in members]
+    measured = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in values]
+    xs = range(len(members))
+    axes.bar(xs, [100 * v if ok else 0.0 for v, ok in zip(values, measured)], color=colours)
+    for x, v, ok in zip(xs, values, measured):
+        axes.annotate(f"{100 * v:.1f} %" if ok else "n/a", (x, 100 * v if ok else 0), xytext=(0, 3),
+                      textcoords="offset points", ha="center", fontsize=8)
+    reasons = sorted({str(r.metrics.get("accuracy_note") or "the run recorded no accuracy")
+                      for r, ok in zip(members, measured) if not ok})
+    if not any(measured):
+        axes.text(0.5, 0.55, "No accuracy to show:\n" + "\n".join(reasons), transform=axes.transAxes,
+                  ha="center", va="center", fontsize=10, wrap=True,
+                  bbox={"boxstyle": "round", "facecolor": "#fff8e5", "edgecolor": "#f0dca0"})
+    elif reasons:
+        axes.text(0.01, 0.97, "n/a: " + "; ".join(reasons), transform=axes.transAxes, ha="left", va="top",
+                  fontsize=8)
+    axes.set_ylim(0, 105)
+    axes.set_ylabel("Top-1 accuracy (%)")
+    axes.set_title("Image classification: accuracy per run (higher is better; n/a = not measured)", fontsize=10)
 
 
 # ---------------------------------------------------------------------- figures 10, 11, 13

@@ -57,6 +57,7 @@ class RunRow:
     run: Run
     started: tuple[str, ...]  # date, time
     metrics: list[tuple[str, str]]  # the key metrics of a succeeded run
+    why_not: list[str]  # "<metric> n/a: <the benchmark's reason>" for a key metric it did not measure
     phases: list[tuple[str, str]]
     unfinished: list[tuple[str, str]]  # "<phase> (unfinished)", seconds
     utilization: list[tuple[str, str]]  # empty: not sampled
@@ -94,6 +95,7 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
     failures = [r for r in runs if not r.ok]
     links = present + [("runs", "All runs")] + ([("failures", "Failures")] if failures else [])
     return environment().get_template(TEMPLATE).render(
+        title=title(runs),
         directory=str(results.directory),
         results_file=str(results.directory / RESULTS_FILE),
         runs=runs,
@@ -114,6 +116,31 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
     )
 
 
+PLATFORM = "Dask on vSphere with Tanzu"  # where a stack's runs ran (--stack, --outputs)
+
+
+def title(runs: list[Run]) -> str:
+    """The page's heading, named for where its runs ran: the stack's platform, a local
+    cluster (and its host), or a cluster reached at a scheduler address."""
+    places = list(dict.fromkeys(_place(run) for run in runs))
+    if len(places) == 1:
+        return f"{places[0][0].upper()}{places[0][1:]}: benchmark report"
+    return f"Benchmark report: {', '.join(places[:-1])} and {places[-1]}"
+
+
+def _place(run: Run) -> str:
+    cluster = run.record.get("cluster") or {}
+    endpoint = run.config.get("endpoint") or ("local" if cluster.get("kind") == "local" else None)
+    if endpoint in ("stack", "outputs"):
+        return PLATFORM
+    if endpoint == "local":
+        host = ((run.record.get("hardware") or {}).get("client") or {}).get("host")
+        return "a local Dask cluster" + (f" (host {host})" if host else "")
+    if endpoint in ("address", "environment") and cluster.get("scheduler"):
+        return f"a Dask cluster at {cluster['scheduler']}"
+    return "a remote Dask cluster"
+
+
 def _run_row(run: Run, results_dir: Path, output: Path) -> RunRow:
     metrics = []
     if run.ok:
@@ -123,6 +150,7 @@ def _run_row(run: Run, results_dir: Path, output: Path) -> RunRow:
         run=run,
         started=tuple(run.started_at.rstrip("Z").split("T")),
         metrics=metrics,
+        why_not=[f"{key} n/a: {note}" for key, _ in metrics if (note := _why_not(run.metrics, key))],
         phases=[(p, _num(s)) for p, s in run.phases.items()],
         unfinished=[(f"{p} (unfinished)", _num(s)) for p, s in run.unfinished.items()],
         utilization=_utilization_summary(run),
@@ -182,6 +210,12 @@ def _num(value: Any) -> str:
     if isinstance(value, int) or abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:.4g}"
+
+
+def _why_not(metrics: dict[str, Any], key: str) -> str | None:
+    """The benchmark's reason (``<key>_note``) for a metric it did not measure."""
+    note = metrics.get(f"{key}_note")
+    return str(note) if metrics.get(key) is None and note else None
 
 
 def _ratio(value: float) -> str:

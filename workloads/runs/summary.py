@@ -15,7 +15,14 @@ def headline(record: dict[str, Any], keys: Sequence[str] | None = None) -> str:
     metrics = record.get("metrics") or {}
     if not keys:
         keys = [k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:4]
-    return ", ".join(f"{key}={_format(metrics.get(key))}" for key in keys if key in metrics)
+    return ", ".join(f"{key}={_metric(metrics, key)}" for key in keys if key in metrics)
+
+
+def _metric(metrics: dict[str, Any], key: str) -> str:
+    """The value; for a metric not measured, ``n/a`` and the benchmark's reason when it
+    gives one (``<key>_note``: accuracy under random weights)."""
+    value, note = metrics.get(key), metrics.get(f"{key}_note")
+    return f"n/a ({note})" if value is None and note else _format(value)
 
 
 def render(records: Iterable[dict[str, Any]], headlines: dict[str, Sequence[str]] | None = None) -> str:
