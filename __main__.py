@@ -20,11 +20,14 @@ from components.dask.network_settings import namespace_network, outside
 from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
 from components.dask.operator_cluster import CLUSTER_NAME, DaskOperatorCluster, DaskOperatorClusterArgs
 from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
+from components.dask.team import Team, TeamArgs
+from components.dask.team_spec import team_cluster_spec
 from components.settings import load_settings
 from components.settings.charts import image_warnings
 from components.settings.model import CLUSTER_API
 from components.settings.operator import initial_workers
 from components.settings.support import runner_image_notice, support_notice, support_warnings
+from components.settings.team import team_warnings
 from components.settings.trust import unverified_tls_warning
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
@@ -34,7 +37,7 @@ for notice in (support_notice(settings), runner_image_notice(settings), unverifi
                *support_warnings(settings)):
     if notice:
         pulumi.log.warn(notice)
-for notice in image_warnings(settings):  # images named by a tag alone
+for notice in (*image_warnings(settings), *team_warnings(settings)):  # tag-only images; a team's GPUs
     pulumi.log.warn(notice)
 
 # --- vSphere: VM classes, storage policies, content library, namespace, NFS share ------
@@ -85,10 +88,15 @@ if settings.dask.environment == "prepared":
         outside=outside(settings), enforces_psp=enforces_psp, depends_on=(storage,)), in_guest)
     environment_inputs = dict(environment_job=environment, environment_subdir=environment.subdir)
 
+# --- a team (users): a namespace of their own per person, before the Dask operator that serves it
+team = Team("team", TeamArgs(settings=settings, shared_claims={"dataset": storage.dataset,
+                                                               "pip-cache": storage.pip_cache}),
+            in_guest) if settings.team else None
+
 # --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
 dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
                    pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps,
-                                                                      *cluster.ready_for_workloads))
+                                                                      *cluster.ready_for_workloads, *([team] if team else [])))
 operator = settings.dask.operator if settings.dask.backend == "operator" else None
 if operator:
     dask = DaskOperatorCluster("dask", DaskOperatorClusterArgs(settings=settings, **dask_inputs, **environment_inputs), in_guest)
@@ -130,3 +138,6 @@ pulumi.export(contract.SUPERVISOR_NAMESPACE, platform.namespace)
 pulumi.export(contract.CLUSTER_NAME, cluster.name)
 pulumi.export(contract.NFS_SERVER, platform.nfs_server)
 pulumi.export(contract.NFS_PATH, platform.nfs_path)
+if team:
+    pulumi.export(contract.TEAM_USERS, team.users)
+    pulumi.export(contract.TEAM_CLUSTER_SPEC, team_cluster_spec(settings, environment_inputs.get("environment_subdir")))

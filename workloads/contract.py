@@ -6,7 +6,7 @@ without the Pulumi SDK (``--outputs FILE``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 SCHEDULER_ADDRESS = "schedulerAddress"  # tcp://host:8786 or tls://host:8786 (in-cluster DNS)
@@ -33,6 +33,12 @@ BACKEND = "daskBackend"  # helm | operator (absent in stacks older than the oper
 DASK_CLUSTER_NAME = "daskClusterName"  # the DaskCluster's name (operator backend), "" with Helm
 AUTOSCALE_MIN = "autoscaleMinWorkers"  # the DaskAutoscaler's bounds; 0/0 without one
 AUTOSCALE_MAX = "autoscaleMaxWorkers"
+# A team (the ``users`` setting; absent on a stack without one): each person's namespace, GPU
+# quota and idle timeout, {"<user>@<domain>": {"namespace", "gpus", "idleTimeout"}}, and the spec
+# of a DaskCluster for a person's own cluster, the shared cluster's pods with no namespace and
+# no TLS (components/dask/team_spec.py says what the runner completes). Neither is secret.
+TEAM_USERS = "teamUsers"
+TEAM_CLUSTER_SPEC = "teamClusterSpec"
 
 # Exported for the platform's operators; the runner does not read them.
 SUPERVISOR_NAMESPACE = "supervisorNamespace"
@@ -72,6 +78,8 @@ class StackOutputs:
     dask_cluster: str = ""  # the DaskCluster (operator backend)
     autoscale_min: int = 0
     autoscale_max: int = 0
+    team_users: Mapping[str, Any] = field(default_factory=dict)  # TEAM_USERS; empty without a team
+    team_cluster_spec: Mapping[str, Any] = field(default_factory=dict)  # TEAM_CLUSTER_SPEC
 
     def __repr__(self) -> str:  # never print secrets
         shown = {f.name: getattr(self, f.name) for f in fields(self)
@@ -106,6 +114,8 @@ _SCHEMA: dict[str, tuple[str, type, bool]] = {
     DASK_CLUSTER_NAME: ("dask_cluster", str, False),
     AUTOSCALE_MIN: ("autoscale_min", int, False),
     AUTOSCALE_MAX: ("autoscale_max", int, False),
+    TEAM_USERS: ("team_users", dict, False),
+    TEAM_CLUSTER_SPEC: ("team_cluster_spec", dict, False),
 }
 
 

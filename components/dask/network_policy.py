@@ -53,10 +53,15 @@ NAME_LABEL_SINCE = (1, 21, 0)
 
 @dataclass(frozen=True)
 class DaskPodSelectors:
-    """The matchLabels of the scheduler, worker and Jupyter pods (``jupyter`` None: no Jupyter)."""
+    """The matchLabels of the scheduler, worker and Jupyter pods (``jupyter`` None: no Jupyter).
+
+    ``jupyter`` is the in-cluster client of the scheduler and workers; ``client`` names its
+    policy (``<prefix>-<client>``): Jupyter's in the Dask namespace, a DaskJob's runner pod's
+    in a person's namespace."""
     scheduler: dict[str, str]
     worker: dict[str, str]
     jupyter: dict[str, str] | None
+    client: str = "jupyter"
 
     @classmethod
     def for_helm(cls, release: str) -> "DaskPodSelectors":
@@ -71,6 +76,15 @@ class DaskPodSelectors:
         return cls(scheduler={CLUSTER_LABEL: cluster_name, COMPONENT_LABEL: "scheduler"},
                    worker={CLUSTER_LABEL: cluster_name, COMPONENT_LABEL: "worker"},
                    jupyter=_chart_labels(jupyter_release, "jupyter") if jupyter_release else None)
+
+    @classmethod
+    def for_any_operator_cluster(cls) -> "DaskPodSelectors":
+        """The pods of every DaskCluster in the namespace (a person's, components/dask/team.py),
+        by the component label the controller gives them (dask-kubernetes 2026.3.0,
+        operator/controller/controller.py: ``scheduler``, ``worker``, ``job-runner``): the
+        scheduler, the workers, and as their client a DaskJob's runner pod."""
+        return cls(scheduler={COMPONENT_LABEL: "scheduler"}, worker={COMPONENT_LABEL: "worker"},
+                   jupyter={COMPONENT_LABEL: "job-runner"}, client="job-runner")
 
 
 def _chart_labels(release: str, component: str) -> dict[str, str]:
@@ -239,15 +253,16 @@ def worker_policy(namespace: str, selectors: DaskPodSelectors, network: Namespac
 
 def jupyter_policy(namespace: str, selectors: DaskPodSelectors, network: NamespaceNetwork,
                    name_prefix: str) -> dict[str, Any]:
-    """``<prefix>-jupyter``, on the Jupyter pod. In: its server's port only from the source
-    ranges, and only when exposed: nothing in the cluster needs Jupyter, and the runner's
-    port-forward arrives through the kubelet. Out: the scheduler's comm and dashboard ports,
-    the workers on any port."""
+    """``<prefix>-jupyter``, on the Jupyter pod (``<prefix>-<client>`` on the client
+    ``selectors`` name). In: its server's port only from the source ranges, and only when
+    exposed: nothing in the cluster needs Jupyter, and the runner's port-forward arrives
+    through the kubelet. Out: the scheduler's comm and dashboard ports, the workers on any
+    port."""
     ingress = ([{"from": source_blocks(network), "ports": _tcp(JUPYTER_CONTAINER_PORT)}]
                if network.jupyter_exposed else None)
     egress = [{"to": [_pods(selectors.scheduler)], "ports": _tcp(SCHEDULER_PORT, DASHBOARD_PORT)},
               {"to": [_pods(selectors.worker)]}]
-    return _policy(f"{name_prefix}-jupyter", namespace, {"matchLabels": dict(selectors.jupyter or {})},
+    return _policy(f"{name_prefix}-{selectors.client}", namespace, {"matchLabels": dict(selectors.jupyter or {})},
                    ingress=ingress, egress=egress)
 
 

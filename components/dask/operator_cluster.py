@@ -54,6 +54,12 @@ def selector(s: Settings, role: str) -> dict[str, str]:
     return {POOL_ROLE_LABEL: pool.role} if pool else {}
 
 
+def served_namespaces(s: Settings) -> list[str]:
+    """The namespaces the controller watches: the Dask namespace and each person's (users),
+    where the program grants it its Role (components/dask/person_space.py)."""
+    return [s.storage.namespace, *(m.namespace for m in s.team)]
+
+
 def jupyter_only_values(values: dict) -> dict:
     """The dask chart's values with only Jupyter running: the operator runs scheduler and workers."""
     values = {**values, "scheduler": {**values["scheduler"], "enabled": False},
@@ -88,7 +94,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             f"{name}-operator",
             name=OPERATOR_RELEASE, chart=verified_chart(op.chart_pin), version=op.chart_version,
             namespace=self.operator_namespace.name,
-            values=operator_spec.operator_values(op, selector(s, "scheduler"), [s.storage.namespace],
+            values=operator_spec.operator_values(op, selector(s, "scheduler"), served_namespaces(s),
                                                  s.cluster.enforces_psp),
             skip_crds=False,  # the CRDs come from the chart's crds/ folder
             timeout=600,

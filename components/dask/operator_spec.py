@@ -50,7 +50,9 @@ SCHEDULER_HTTP_ROUTES = [
 class DaskClusterInputs:
     dask: DaskSpec
     name: str  # the DaskCluster's name: its Services are <name>-scheduler
-    namespace: str
+    # None: namespace-neutral (a person's cluster, components/dask/team_spec.py): the workers are
+    # given no scheduler address, the controller sets DASK_SCHEDULER_ADDRESS in the cluster's own
+    namespace: str | None
     scheduler_selector: Mapping[str, str]
     worker_selector: Mapping[str, str]
     cpu_worker_selector: Mapping[str, str]
@@ -139,13 +141,15 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
                 selector: Mapping[str, str]) -> dict[str, Any]:
     """A worker group's ``worker``: GPU workers with ``gpus=1``, CPU-only ones with 0."""
     d = inputs.dask
-    address = scheduler_address(inputs.name, inputs.namespace, bool(inputs.tls_secret))
     command = [podspec.worker_command(d)] if gpus else ["dask", "worker"]
     threads = d.workers.threads if gpus else cpu
-    args = [*command, address, "--name", "$(DASK_WORKER_NAME)", "--nthreads", str(threads),
+    args = [*command, "--name", "$(DASK_WORKER_NAME)", "--nthreads", str(threads),
             "--memory-limit", podspec.worker_memory_limit(memory), "--no-dashboard", "--local-directory", podspec.SCRATCH_MOUNT]
-    env = [*podspec.worker_env(d), *podspec.tls_env("worker", inputs.tls_secret),
-           {"name": "DASK_SCHEDULER_ADDRESS", "value": address}]
+    env = [*podspec.worker_env(d), *podspec.tls_env("worker", inputs.tls_secret)]
+    if inputs.namespace is not None:
+        address = scheduler_address(inputs.name, inputs.namespace, bool(inputs.tls_secret))
+        args.insert(len(command), address)
+        env.append({"name": "DASK_SCHEDULER_ADDRESS", "value": address})
     mounts = podspec.mounts(inputs.claims, scratch=True, image=d.image)
     container = {
         "name": "worker", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,

@@ -85,6 +85,9 @@ class Claims:
     # workerEnvironment=prepared: the prepared environment's directory on the pip-cache claim
     # (prepared_env.subdir), mounted read-only instead of pip's cache; None: the image as it is
     environment: str | None = None
+    # every claim mounted read-only: a person's own claims of the shared volumes, bound to
+    # read-only PersistentVolumes (components/dask/team.py), which a pod must mount read-only too
+    read_only: bool = False
 
 
 def worker_tuning_env(threads: int, tcmalloc: bool, dask_version: str | None = None) -> list[dict[str, str]]:
@@ -200,14 +203,15 @@ def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
     """Volumes and mounts: dataset and pip cache on the shared claims (the cache where the
     image's user keeps it, ``facts.pip_cache_mount``); worker scratch on the node's local
     disk (emptyDir), never on the NFS share."""
-    volumes = [{"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim}}]
-    volume_mounts = [{"name": "dataset", "mountPath": claims.dataset_mount}]
+    read_only = {"readOnly": True} if claims.read_only else {}
+    volumes = [{"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim, **read_only}}]
+    volume_mounts = [{"name": "dataset", "mountPath": claims.dataset_mount, **read_only}]
     if claims.environment:  # the prepared environment, read-only; nothing installs at start
         volumes.append(prepared_env.pod_volume(claims.pip_cache_claim))
         volume_mounts.append(prepared_env.pod_mount(claims.environment))
     else:
-        volumes.append({"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim}})
-        volume_mounts.append({"name": "pip-cache", "mountPath": facts.pip_cache_mount(image)})
+        volumes.append({"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim, **read_only}})
+        volume_mounts.append({"name": "pip-cache", "mountPath": facts.pip_cache_mount(image), **read_only})
     if scratch:
         volumes.append({"name": "scratch", "emptyDir": {}})
         volume_mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})

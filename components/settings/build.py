@@ -18,6 +18,7 @@ import components.settings.records as records
 import components.settings.values as values
 from components.settings.worker_environment import read_worker_environment
 from components.settings.operator import read_operator
+from components.settings.team import read_team, team_checks
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
     POOL_ROLES,
@@ -210,6 +211,7 @@ def load(source: Source) -> Settings:
     )
     dask = _dask(r, cluster)
     site_chart_pins = read_chart_pins(r)
+    team = read_team(r)
 
     if problems:  # cross-field checks need sound parts
         raise SettingsError(problems, r.project)
@@ -227,10 +229,12 @@ def load(source: Source) -> Settings:
         storage=storage,
         data=data,
         dask=dask,
+        team=team,
     )
     settings = with_chart_pins(settings, site_chart_pins)
     problems.extend(checks.cross_checks(settings))
     problems.extend(chart_checks(settings, site_chart_pins, already=problems))
+    problems.extend(team_checks(settings))
     if problems:
         raise SettingsError(problems, r.project)
     return settings

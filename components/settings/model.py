@@ -297,6 +297,18 @@ class DaskSpec:
 
 
 @dataclass(frozen=True)
+class TeamMember:
+    """A person of ``users`` (or an SSO group of people): their own namespace in the workload
+    cluster, where their Dask clusters run under their own identity (components/dask/team.py)."""
+
+    name: str  # the vSphere SSO identity, <user>@<domain> (a group's <group>@<domain>)
+    kind: str  # User | Group: how the RoleBinding names the subject
+    gpus: int  # the namespace's GPU quota (requests.nvidia.com/gpu)
+    idle_timeout: int  # seconds an idle cluster of theirs lives (the DaskCluster's idleTimeout); 0 = ever
+    namespace: str  # dask-<the local part, as a DNS label> (components/settings/team.py)
+
+
+@dataclass(frozen=True)
 class Settings:
     project: str
     vsphere: VSphereSite
@@ -311,6 +323,7 @@ class Settings:
     storage: StorageSpec
     data: DataSpec
     dask: DaskSpec
+    team: tuple[TeamMember, ...] = ()  # users: the people with namespaces of their own
 
     @property
     def custom_vm_classes(self) -> tuple[VmClass, ...]:

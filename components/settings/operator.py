@@ -94,7 +94,7 @@ def operator_checks(s: Settings) -> list[Problem]:
         out.append(Problem("daskOperatorChartVersion", (
             f"{op.chart_version} is not the pinned {PINNED_OPERATOR_CHART}: the DaskCluster this program builds and"
             " its CRDs were checked against that chart only")))
-    free = _free_gpu_nodes(s)
+    free = free_gpu_nodes(s)
     if op.max_workers > free:
         out.append(Problem("autoscaleMaxWorkers", (
             f"{op.max_workers} GPU workers need {op.max_workers} GPU nodes but only {free} are free for workers"
@@ -109,7 +109,8 @@ def operator_checks(s: Settings) -> list[Problem]:
     return out
 
 
-def _free_gpu_nodes(s: Settings) -> int:
+def free_gpu_nodes(s: Settings) -> int:
+    """GPU nodes the Dask workers may use: the role=gpu pools less the one Jupyter takes (topology B)."""
     jupyter_on_gpu_node = (s.dask.jupyter.enabled and s.dask.jupyter.gpu
                            and not any(p.role == "jupyter" for p in s.cluster.node_pools))
     return max(s.gpu_nodes - (1 if jupyter_on_gpu_node else 0), 0)

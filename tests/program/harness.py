@@ -19,6 +19,7 @@ import os
 import runpy
 import sys
 import traceback
+import uuid
 from pathlib import Path
 
 from google.protobuf import json_format
@@ -72,6 +73,9 @@ contexts:
 current-context: tkc-admin@tkc
 """
 RUNNER_TOKEN = "mock-runner-token"
+# The workload cluster's UID (a Cluster API Cluster's metadata.uid), which vSphere CSI's
+# paravirtual driver puts in front of each volume's handle (below).
+CLUSTER_UID = "0b6f3a52-8a0e-4c1e-9d7a-2f64c1a3b1d5"
 
 
 def _b64(text: str) -> str:
@@ -90,6 +94,48 @@ class GraphMocks(pulumi.runtime.Mocks):
 
     def __init__(self, options: dict):
         self.options = options
+        self.claims: dict[str, dict] = {}  # volume name -> the claim bound to it
+        self.classes: dict[str, str] = {}  # StorageClass name -> provisioner
+        self.nfs_values: dict = {}  # nfs-subdir-external-provisioner's nfs values (server, path, mountOptions)
+
+    def bind_claim(self, state: dict) -> None:
+        """A claim comes back Bound (pulumi-kubernetes waits for it: provider/pkg/await/awaiters.go
+        ``untilCoreV1PersistentVolumeClaimReady``), to a volume ``pvc-<uid>`` as external
+        provisioners name theirs (sig-storage-lib-external-provisioner: "pvc-" + the claim's UID)."""
+        meta, spec = state.get("metadata") or {}, state.setdefault("spec", {})
+        if not spec.get("volumeName"):
+            uid = uuid.uuid5(uuid.NAMESPACE_URL, f"pvc/{meta.get('namespace')}/{meta.get('name')}")
+            spec["volumeName"] = f"pvc-{uid}"
+        self.claims[spec["volumeName"]] = {"metadata": meta, "spec": spec}
+        state["status"] = {"phase": "Bound", "accessModes": spec.get("accessModes", [])}
+
+    def bound_volume(self, name: str) -> dict:
+        """The PersistentVolume a claim was bound to, as its provisioner made it:
+        nfs-subdir-external-provisioner (cmd/nfs-subdir-external-provisioner/provisioner.go,
+        ``Provision``): ``nfs`` with the chart's server, ``<path>/<namespace>-<claim>-<volume>`` and
+        the StorageClass's mountOptions; vSphere CSI in a guest cluster
+        (kubernetes-sigs/vsphere-csi-driver pkg/csi/service/wcpguest/controller.go: the handle is
+        the Supervisor claim ``<cluster UID>-<volume UID>``; docs/book/features/file_volume.md: a
+        file volume's attributes)."""
+        claim = self.claims[name]
+        meta, spec = claim["metadata"], claim["spec"]
+        storage_class = spec.get("storageClassName", "")
+        volume = {"capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                  "accessModes": spec.get("accessModes", []), "persistentVolumeReclaimPolicy": "Retain",
+                  "storageClassName": storage_class, "volumeMode": "Filesystem",
+                  "claimRef": {"kind": "PersistentVolumeClaim", "namespace": meta["namespace"], "name": meta["name"]}}
+        if self.classes.get(storage_class) == "csi.vsphere.vmware.com":
+            volume["csi"] = {"driver": "csi.vsphere.vmware.com", "volumeHandle": f"{CLUSTER_UID}-{name[4:]}",
+                             "volumeAttributes": {"storage.kubernetes.io/csiProvisionerIdentity":
+                                                  "1700000000000-8081-csi.vsphere.vmware.com",
+                                                  "type": "vSphere CNS File Volume"}}
+        else:
+            path = f"{self.nfs_values['path'].rstrip('/')}/{meta['namespace']}-{meta['name']}-{name}"
+            volume["nfs"] = {"server": self.nfs_values["server"], "path": path}
+            volume["mountOptions"] = list(self.nfs_values.get("mountOptions") or [])
+        return {"apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": storage_class}},
+                "spec": volume, "status": {"phase": "Bound"}}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         state = dict(args.inputs)
@@ -107,7 +153,17 @@ class GraphMocks(pulumi.runtime.Mocks):
                 _default(state, "share_uuid", f"share-{state['share_name']}")
                 _default(state, "nfs_server", "192.168.100.50")
                 _default(state, "nfs_path", f"/{state['share_name']}")
+        elif typ == "kubernetes:core/v1:PersistentVolume" and args.resource_id:  # read: a claim's volume
+            state = self.bound_volume(args.resource_id)
+            rid = args.resource_id
+        elif typ == "kubernetes:core/v1:PersistentVolumeClaim":
+            self.bind_claim(state)
+        elif typ == "kubernetes:storage.k8s.io/v1:StorageClass":
+            self.classes[(state.get("metadata") or {}).get("name", "")] = state.get("provisioner", "")
         elif typ == "kubernetes:helm.sh/v3:Release":
+            if isinstance((state.get("values") or {}).get("nfs"), dict):  # nfs-subdir-external-provisioner
+                self.nfs_values = state["values"]["nfs"]
+                self.classes[state["values"]["storageClass"]["name"]] = "nfs-subdir"
             _default(state, "status", {"name": state.get("name", args.name), "namespace": state.get("namespace", ""),
                                         "status": "deployed", "version": state.get("version", ""), "revision": 1})
         elif typ == "kubernetes:core/v1:Secret" and args.resource_id:  # a read Secret: the cluster's kubeconfig
