@@ -2,7 +2,8 @@
 JSON line per run to ``<output>/results.jsonl``.
 
 Where: ``--stack NAME`` | ``--outputs FILE`` | ``--scheduler-address ADDR`` | ``--local``
-(default: ``DASK_SCHEDULER_ADDRESS`` when set, else a local cluster). What:
+(default: ``DASK_SCHEDULER_ADDRESS`` when set, else a local cluster); a person of the stack's
+``users`` adds ``--own-cluster`` to run on a cluster of their own (``workloads/cluster/own_run.py``). What:
 ``--benchmark images|taxi|all``, ``--profile smoke|small|reference``, ``--workers 1,2``
 (a sweep), ``--device cpu|cuda|auto``, ``--data-dir`` (else the stack's dataset mount, or
 data generated with a fixed seed for the local cluster).
@@ -26,7 +27,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from workloads.cluster import local
+from workloads.cluster import local, own_run
 from workloads.cluster.stopping import stop_reason
 from workloads.contract import ContractError
 from workloads.core.commands import load_yaml, prog, setup_logging
@@ -119,6 +120,7 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
                       help="skip the configurations results.jsonl already records as succeeded (same"
                            " benchmark, profile, device, worker count and benchmark options)")
     what.add_argument("-v", "--verbose", action="store_true")
+    own_run.add_arguments(parser)
     for module in dict.fromkeys(modules.values()):  # a module registered twice adds its options once
         module.add_arguments(parser)
     return parser
@@ -126,7 +128,10 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
 
 def main(argv: list[str] | None = None) -> int:
     modules, unavailable = import_benchmarks()
-    args = build_parser(modules, unavailable).parse_args(argv)
+    parser = build_parser(modules, unavailable)
+    args = parser.parse_args(argv)
+    if own_run.option_problem(args):
+        parser.error(own_run.option_problem(args))
     setup_logging(args.verbose)
     names = list(benchmarks.BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
     missing = [n for n in names if n not in modules]
@@ -138,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(args, {n: modules[n] for n in names})
     code = EXIT_SETUP
     try:
-        with runner.stopper.handlers():
+        with runner.stopper.handlers(), own_run.around(args, runner):
             code = runner.execute()
     except (ContractError, WorkloadError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -76,18 +76,29 @@ def from_outputs(raw: Any, source: str, kind: str = "outputs") -> Endpoint:
 
 def read_outputs_file(path: str | os.PathLike) -> Endpoint:
     """``--outputs FILE``: the JSON of ``pulumi stack output --json --show-secrets``."""
+    return from_outputs(outputs_file_json(path), str(path))
+
+
+def outputs_file_json(path: str | os.PathLike) -> Any:
+    """The JSON in an ``--outputs`` file."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise EndpointError(f"--outputs {path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise EndpointError(f"--outputs {path}: not valid JSON ({exc})") from None
-    return from_outputs(raw, str(path))
 
 
 def read_stack(name: str, timeout: float = 120) -> Endpoint:
     """``--stack NAME``: ask the pulumi CLI for the stack's outputs, secrets included."""
-    command = ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", name, "--non-interactive"]
+    return from_outputs(stack_outputs_json(name, timeout), f"stack {name}", kind="stack")
+
+
+def stack_outputs_json(name: str, timeout: float = 120, show_secrets: bool = True) -> Any:
+    """The stack's outputs from the pulumi CLI; without ``show_secrets`` each secret reads
+    ``"[secret]"`` (what a person without the stack's secrets runs with)."""
+    command = ["pulumi", "stack", "output", "--json", *(["--show-secrets"] if show_secrets else []),
+               "--stack", name, "--non-interactive"]
     if shutil.which("pulumi") is None:
         raise EndpointError("--stack needs the pulumi CLI, which is not on PATH: install it, or on a machine"
                             " that has it run `pulumi stack output --json --show-secrets > outputs.json`"
@@ -102,10 +113,9 @@ def read_stack(name: str, timeout: float = 120) -> Endpoint:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise EndpointError(f"`pulumi stack output --stack {name}` failed: {last}")
     try:
-        raw = json.loads(done.stdout)
+        return json.loads(done.stdout)
     except json.JSONDecodeError as exc:
         raise EndpointError(f"`pulumi stack output --stack {name}` did not print JSON ({exc})") from None
-    return from_outputs(raw, f"stack {name}", kind="stack")
 
 
 def from_environment() -> Endpoint | None:

@@ -62,11 +62,12 @@ class Runner:
         self.session: ClusterSession | None = None
         self.context: RunContext | None = None
         self.scheduler_lost: str | None = None  # why the sweep stopped early
+        self.where: endpoints.Endpoint | None = None  # set beforehand: a cluster made for this run (--own-cluster)
 
     # ------------------------------------------------------------------ top level
     def execute(self) -> int:
         args = self.args
-        where = endpoints.resolve(args.stack, args.outputs, args.scheduler_address, args.local)
+        where = self.where or endpoints.resolve(args.stack, args.outputs, args.scheduler_address, args.local)
         self.echo(f"cluster: {where.describe()}")
         data_dir, generated = self.data_root(where)
         if where.local and not generated:

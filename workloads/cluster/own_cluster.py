@@ -1,0 +1,250 @@
+"""``--own-cluster``: a person runs the benchmarks on a Dask cluster of their own, made for the
+run in their namespace with their own kubeconfig, and deleted at the end.
+
+In order: the person's namespace from the stack's ``teamUsers`` (``team.py``); their
+ResourceQuota against the whole cluster, before anything is made (``quota.py``); a CA and
+certificates of the cluster's own (``own_tls.py``); the DaskCluster from ``teamClusterSpec``
+with their idle timeout (``own_spec.py``), created by dask-kubernetes' ``KubeCluster``
+(``kube_tls.py``: upstream's class, speaking TLS), its TLS Secret owned by it; then the runs,
+exactly as on the shared cluster (``session.py`` through the person's port-forward, resizing
+through their Role); at the end, also after a failure or Ctrl-C, ``KubeCluster``'s own close
+deletes the DaskCluster (``shutdown_on_close``) and the Secret goes with it, unless
+``--keep-cluster``. Nothing here reads a stack secret.
+
+``KubeCluster`` runs in an event loop of its own (a thread), asynchronous, so that the
+runner bounds its start: upstream waits for the scheduler pod and for its first answer
+without end (networking.py ``wait_for_scheduler``, ``wait_for_scheduler_comm``).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import threading
+import time
+from typing import Any, Callable
+
+from workloads.cluster import endpoint as endpoints
+from workloads.cluster import kubeconfig, own_spec, own_tls, quota
+from workloads.cluster.team import Person, TeamOutputs
+from workloads.contract import StackOutputs
+from workloads.core.errors import EndpointError
+
+logger = logging.getLogger(__name__)
+
+DELETE_TIMEOUT_S = 120.0  # KubeCluster's close waits until the DaskCluster is gone
+GROUP, VERSION, PLURAL = "kubernetes.dask.org", "v1", "daskclusters"
+
+
+def cluster_name(given: str | None) -> str:
+    return given or f"dask-{secrets.token_hex(3)}"
+
+
+class LoopThread:
+    """An asyncio loop in a daemon thread; ``run`` waits for a coroutine, bounded."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="own-cluster loop", daemon=True)
+        self.thread.start()
+
+    def run(self, make: Callable[[], Any], timeout: float) -> Any:
+        future = asyncio.run_coroutine_threadsafe(_awaited(make), self.loop)
+        try:
+            return future.result(timeout)
+        except BaseException:  # the timeout, Ctrl-C: the coroutine is cancelled, not left running
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+async def _awaited(make: Callable[[], Any]) -> Any:
+    return await make()
+
+
+class OwnCluster:
+    """One person's cluster for one run: ``start`` makes it and returns the runner's endpoint,
+    ``close`` deletes it (unless kept)."""
+
+    def __init__(self, team: TeamOutputs, person: Person, kube: kubeconfig.Kubeconfig, name: str, workers: int,
+                 keep: bool = False, echo: Callable[..., None] = print):
+        self.team, self.person, self.kube, self.name, self.workers = team, person, kube, name, workers
+        self.keep, self.echo = keep, echo
+        self.namespace = person.namespace
+        self.api = None  # kubernetes ApiClient on the person's kubeconfig
+        self.loop: LoopThread | None = None
+        self.kube_cluster = None
+        self.created = False  # this run made the DaskCluster (only then is it ours to delete)
+        self.pems: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ start
+    def start(self, timeout: float) -> endpoints.Endpoint:
+        self.api = self.kube.api_client()
+        cluster = own_spec.build(self.team.cluster_spec, name=self.name, namespace=self.namespace,
+                                 workers=self.workers, idle_timeout=self.person.idle_timeout,
+                                 secret=own_tls.secret_name(self.name))
+        quota.check(self.quotas(), cluster, self.workers, self.namespace)
+        self.refuse_existing()
+        self.pems = own_tls.issue(own_spec.scheduler_names(self.name, self.namespace))
+        security = endpoints.security_from_pems(self.pems["ca.crt"], self.pems["client.crt"], self.pems["client.key"])
+        self.say_plan(cluster)
+        started = time.monotonic()
+        os.environ["KUBECONFIG"] = str(self.kube.path)  # kr8s, under KubeCluster, reads it
+        self.loop = LoopThread()
+        try:
+            self.loop.run(lambda: self.create(cluster, security), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise EndpointError(self.not_started(f"not ready within {timeout:.0f} s")) from None
+        except Exception as exc:  # noqa: BLE001  upstream's errors, named
+            raise EndpointError(self.not_started(f"{type(exc).__name__}: {exc}")) from None
+        self.echo(f"own cluster: {self.namespace}/{self.name} ready in {time.monotonic() - started:.0f} s")
+        return self.endpoint(cluster, security)
+
+    async def create(self, cluster: dict[str, Any], security: Any) -> None:
+        from dask_kubernetes.operator.kubecluster.kubecluster import CreateMode
+        from tornado.ioloop import IOLoop
+
+        from workloads.cluster.kube_tls import TlsKubeCluster
+
+        self.kube_cluster = TlsKubeCluster(
+            custom_cluster_spec=cluster, namespace=self.namespace, shutdown_on_close=not self.keep,
+            create_mode=CreateMode.CREATE_ONLY, quiet=True, asynchronous=True, loop=IOLoop.current(),
+            # outside a pod the Service's name never resolves: skip upstream's 10 s of lookups
+            port_forward_cluster_ip="KUBERNETES_SERVICE_HOST" not in os.environ,
+            security=security, server_name=own_spec.scheduler_host(self.name, self.namespace),
+            on_created=self.make_secret)
+        await self.kube_cluster
+
+    def make_secret(self) -> None:
+        """The TLS Secret, owned by the DaskCluster that now exists (KubeCluster's hook)."""
+        from kubernetes import client
+
+        made = client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, self.name)
+        self.created = True
+        owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DaskCluster", "name": self.name,
+                 "uid": made["metadata"]["uid"]}
+        body = own_tls.secret(own_tls.secret_name(self.name), self.namespace, self.pems, owner)
+        client.CoreV1Api(self.api).create_namespaced_secret(self.namespace, body)
+
+    def endpoint(self, cluster: dict[str, Any], security: Any) -> endpoints.Endpoint:
+        """The runner's endpoint: the scheduler by its Service name (reached through the
+        person's port-forward from outside), resized through the person's Role."""
+        address = own_spec.scheduler_address(self.name, self.namespace)
+        outputs = StackOutputs(
+            scheduler_address=address, dashboard_url=own_spec.dashboard_url(self.name, self.namespace),
+            jupyter_url="", namespace=self.namespace, release=self.name, dataset_mount=self.team.dataset_mount,
+            dataset_layout=self.team.dataset_layout, workers=self.workers, gpus_per_worker=quota.gpus_per_worker(cluster),
+            threads_per_worker=self.team.threads_per_worker, image=own_spec.worker_image(cluster) or self.team.image,
+            dask_version=self.team.dask_version, tls_ca=self.pems["ca.crt"], tls_client_cert=self.pems["client.crt"],
+            tls_client_key=self.pems["client.key"], kubeconfig=self.kube.text, backend="operator",
+            dask_cluster=self.name)
+        return endpoints.Endpoint(kind="own-cluster", source=f"DaskCluster {self.namespace}/{self.name}",
+                                  scheduler_address=address, dashboard_url=outputs.dashboard_url, security=security,
+                                  data_dir=self.team.dataset_mount, expected_workers=self.workers, outputs=outputs)
+
+    def not_started(self, why: str) -> str:
+        last = self.kube_cluster.last_error() if self.kube_cluster is not None else None
+        return (f"the DaskCluster {self.namespace}/{self.name} did not start: {why}"
+                + (f" (last answer from the scheduler: {last})" if last else "")
+                + "; kubectl get pods,events -n " + self.namespace + " says more")
+
+    # ------------------------------------------------------------------ the person's API
+    def quotas(self) -> list[dict[str, Any]]:
+        """The ResourceQuotas of the person's namespace, as plain objects."""
+        from kubernetes import client
+
+        try:
+            found = client.CoreV1Api(self.api).list_namespaced_resource_quota(self.namespace, _request_timeout=30)
+        except client.exceptions.ApiException as exc:
+            raise EndpointError(self.refused(exc, "read the ResourceQuotas")) from None
+        return [self.api.sanitize_for_serialization(q) for q in found.items]
+
+    def refuse_existing(self) -> None:
+        """A DaskCluster of this name already there is not this run's to use or delete."""
+        from kubernetes import client
+
+        try:
+            client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, self.name, _request_timeout=30)
+        except client.exceptions.ApiException as exc:
+            if exc.status == 404:
+                return
+            raise EndpointError(self.refused(exc, "read DaskClusters")) from None
+        raise EndpointError(f"a DaskCluster {self.name} already exists in {self.namespace}: choose another"
+                            " --cluster-name (or leave it out)")
+
+    def refused(self, exc: Any, what: str) -> str:
+        who = f"the kubeconfig's user (context {self.kube.context})"
+        if exc.status in (401, 403):
+            return (f"{who} may not {what} in {self.namespace} (HTTP {exc.status}): is --user right, and is"
+                    f" {self.person.name} among the stack's users?")
+        return f"{who} could not {what} in {self.namespace}: HTTP {exc.status} {exc.reason}"
+
+    def say_plan(self, cluster: dict[str, Any]) -> None:
+        gpus = quota.gpus_per_worker(cluster)
+        idle = f"{self.person.idle_timeout} s" if self.person.idle_timeout else "never"
+        self.echo(f"own cluster: DaskCluster {self.namespace}/{self.name} for {self.person.name}: {self.workers}"
+                  f" worker(s) x {gpus} GPU(s) (quota {self.person.gpus}), TLS of its own, deleted when idle for"
+                  f" {idle}" + (", kept after the run" if self.keep else ", deleted after the run"))
+
+    # ------------------------------------------------------------------ the end
+    def close(self) -> None:
+        """Delete the cluster (KubeCluster's close) and its Secret unless kept; a cluster this
+        run did not make is never touched."""
+        started = time.monotonic()
+        try:
+            if self.kube_cluster is not None and self.loop is not None:
+                if not self.created:
+                    self.kube_cluster.shutdown_on_close = False
+                try:
+                    self.loop.run(lambda: self.kube_cluster.close(timeout=DELETE_TIMEOUT_S), DELETE_TIMEOUT_S + 15)
+                except Exception as exc:  # noqa: BLE001  deleted by name below
+                    logger.warning("closing the KubeCluster: %s", exc)
+            if self.created and not self.keep:
+                self.delete_by_name()
+        finally:
+            if self.loop is not None:
+                self.loop.stop()
+            if self.api is not None:
+                self.api.close()
+        self.say_end(time.monotonic() - started)
+
+    def delete_by_name(self) -> None:
+        """The DaskCluster and its Secret, deleted if still there, and waited for (bounded)."""
+        from kubernetes import client
+
+        custom, core = client.CustomObjectsApi(self.api), client.CoreV1Api(self.api)
+        deletions = ((custom.delete_namespaced_custom_object, (GROUP, VERSION, self.namespace, PLURAL, self.name)),
+                     (core.delete_namespaced_secret, (own_tls.secret_name(self.name), self.namespace)))
+        for delete, arguments in deletions:
+            try:
+                delete(*arguments, _request_timeout=30)
+            except client.exceptions.ApiException as exc:
+                if exc.status != 404:
+                    logger.warning("deleting %s: HTTP %s %s", arguments[-1], exc.status, exc.reason)
+        deadline = time.monotonic() + DELETE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name,
+                                                    _request_timeout=30)
+            except client.exceptions.ApiException as exc:
+                if exc.status == 404:
+                    return
+            time.sleep(1)
+
+    def say_end(self, seconds: float) -> None:
+        if not self.created:
+            return
+        where = f"DaskCluster {self.namespace}/{self.name}"
+        if self.keep:
+            idle = (f"; deleted once idle for {self.person.idle_timeout} s" if self.person.idle_timeout else "")
+            self.echo(f"own cluster: kept {where}{idle}; delete it with kubectl delete daskcluster {self.name}"
+                      f" -n {self.namespace} (its Secret {own_tls.secret_name(self.name)} goes with it)")
+        else:
+            self.echo(f"own cluster: deleted {where} and its Secret {own_tls.secret_name(self.name)}"
+                      f" in {seconds:.0f} s")
