@@ -157,9 +157,9 @@ def pulumi_needs(s: Settings) -> Iterator[Endpoint]:
             endpoint = _url(url, f"the {what} archive, unless cached")
             yield endpoint
             if endpoint.host == "github.com":
-                yield from (Endpoint(h, 443, f"the {what} archive (GitHub's asset host)") for h in facts.GITHUB_ASSETS)
+                yield from (Endpoint(h, 443, f"the {what} archive (GitHub's redirect)") for h in facts.GITHUB_ASSETS)
     for host in facts.PLUGIN_HOSTS:
-        yield Endpoint(host, 443, "Pulumi's provider plugins, unless installed")
+        yield Endpoint(host, 443, "provider plugins, unless installed")
     yield Endpoint(facts.PULUMI_CLOUD, 443, "the state, where Pulumi Cloud is the backend (else the backend's URL)")
 
 
