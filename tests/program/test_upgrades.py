@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from components.artifacts.store import artifacts_dir
+from components.artifacts.charts import project_pins, verified_chart
 from tests.program.graph import REPO, SECRETS, Graph, _run, run_program
 from tests.program.update_model import changes
 
@@ -40,7 +40,8 @@ def test_a_new_tkr_on_the_papers_cluster_updates_the_tkc_in_place():
     assert done.get("tkc-tkc") == "update" and "replace" not in done.values(), done
 
 
-def _run_with_cache(cache, config: dict) -> Graph:
+def _run_uncached(config: dict) -> Graph:
+    """The program for the dev stack, run afresh (``run_program`` caches by spec, not by cache folder)."""
     spec = {"stack": "dev", "config": config, "secrets": SECRETS, "mock": {}}
     return Graph(json.loads(_run.__wrapped__(json.dumps(spec, sort_keys=True))))
 
@@ -49,15 +50,20 @@ def test_a_new_gpu_operator_upgrades_its_release_in_place(tmp_path, monkeypatch)
     """A version the project does not pin, pinned by the site (chartPins): the same archive bytes
     under another version stand in for NVIDIA's next chart."""
     cache = tmp_path / "cache"
-    shutil.copytree(artifacts_dir() / "charts", cache / "artifacts" / "charts")
+    current = None
+    for pin in project_pins():  # the project's archives, verified (fetched from the mirror where needed)
+        (cache / "artifacts" / pin.file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(verified_chart(pin), cache / "artifacts" / pin.file)
+        if (pin.chart, pin.chart_version) == ("gpu-operator", "v26.7.0"):
+            current = cache / "artifacts" / pin.file
     site = cache / "artifacts" / "site-charts" / f"gpu-operator-{NEXT_GPU_OPERATOR}.tgz"
     site.parent.mkdir(parents=True)
-    shutil.copy(artifacts_dir() / "charts" / "gpu-operator-v26.7.0.tgz", site)
+    shutil.copy(current, site)
     pin = (f"repo={GPU_OPERATOR_REPO},chart=gpu-operator,version={NEXT_GPU_OPERATOR},"
            f"sha256={hashlib.sha256(site.read_bytes()).hexdigest()}")
     monkeypatch.setenv("DASK_TKG__CACHE", str(cache))
-    before = _run_with_cache(cache, {})
-    after = _run_with_cache(cache, {"gpuOperatorVersion": NEXT_GPU_OPERATOR, "chartPins": [pin]})
+    before = _run_uncached({})
+    after = _run_uncached({"gpuOperatorVersion": NEXT_GPU_OPERATOR, "chartPins": [pin]})
     done = changes(before, after)
     assert {n: c.action for n, c in done.items()} == {"gpu-operator-release": "update"}
     assert {"chart", "version"} <= set(done["gpu-operator-release"].paths)  # helm upgrade to the new archive
