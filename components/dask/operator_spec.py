@@ -166,7 +166,8 @@ def dask_cluster(inputs: DaskClusterInputs) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION, "kind": "DaskCluster",
         "metadata": {"name": inputs.name, "namespace": inputs.namespace},
-        # idleTimeout 0: the controller must never delete the cluster it was given (Pulumi owns it)
+        # idleTimeout 0: the controller must never delete the cluster it was given (Pulumi owns it); its idle
+        # GPUs go back through its DaskAutoscaler instead (docs/dask.md, "For a team")
         "spec": {"idleTimeout": 0, "worker": gpu_workers, "scheduler": scheduler_spec(inputs)},
     }
 
