@@ -88,7 +88,7 @@ class PersonSpace(pulumi.ComponentResource):
 
     def _read_only(self, name: str, label: str, shared: SharedVolume, inside: pulumi.ResourceOptions) -> pulumi.Resource:
         """The person's read-only copy of one shared claim: its volume, then its claim."""
-        namespace = self.space.namespace.metadata.apply(lambda meta: meta["name"])
+        namespace = self.namespace
         built = pulumi.Output.all(namespace, shared.claim, shared.spec).apply(
             lambda a: team_volumes.read_only_volume(a[2], a[0], a[1]))
         volume = k8s.core.v1.PersistentVolume(
