@@ -5,9 +5,11 @@ cluster in it uses.
   (``storage_specs[].policy`` of the vSphere 7 ``SupervisorNamespace``, ``storagePolicies``
   of the vSphere 8 ``vsphere.Namespace``);
 - every ``VirtualMachineClass`` is offered by a namespace (``vm_classes`` / ``vmServices[].vmClasses``);
-- each TanzuKubernetesCluster in a namespace of the stack uses only VM classes and storage
-  classes that namespace offers (a storage class is the Kubernetes name of an attached
-  policy, known here for the stack's own ``VsanStoragePolicy`` resources).
+- each workload cluster in a namespace of the stack, a TanzuKubernetesCluster or a Cluster API
+  ``Cluster`` (read alike by ``clusters.read``: a Cluster's VM and storage classes are in its
+  topology's variables and each pool's overrides), uses only VM classes and storage classes
+  that namespace offers (a storage class is the Kubernetes name of an attached policy, known
+  here for the stack's own ``VsanStoragePolicy`` resources).
 
 Stack rules see the resources' outputs. A value unknown during a preview of a new stack
 skips the check that needs it (all of them while the namespace's own offering is unknown);
@@ -24,8 +26,9 @@ from pulumi_policy import (EnforcementLevel, PolicyResource, ReportViolation, St
                            StackValidationPolicy)
 from pulumi_policy.proxy import UnknownValueError
 
-from .common import (SUPERVISOR_NAMESPACE, TKC_TYPES, VM_CLASS, VSAN_POLICY, VSPHERE_NAMESPACE, as_list, as_map, dig,
-                     k8s_name, where)
+from .clusters import read as read_cluster
+from .common import (CLUSTER_TYPES, SUPERVISOR_NAMESPACE, VM_CLASS, VSAN_POLICY, VSPHERE_NAMESPACE, as_list, as_map, dig,
+                     where)
 
 
 @dataclass
@@ -88,36 +91,31 @@ def _offer(resource: PolicyResource) -> Offer:
     return offer
 
 
-def _check_cluster(tkc: PolicyResource, offer: Offer, storage_classes: set[str] | None,
+def _check_cluster(resource: PolicyResource, offer: Offer, storage_classes: set[str] | None,
                    report: ReportViolation) -> None:
-    cluster = where("TanzuKubernetesCluster", k8s_name(tkc.props, tkc.name), tkc.name)
-    spec = as_map(tkc.props.get("spec"))
-    topology = as_map(spec.get("topology"))
-    parts = [("spec.topology.controlPlane", as_map(topology.get("controlPlane")))]
-    parts += [(f"spec.topology.nodePools[{i}] ({as_map(p).get('name')!r})", as_map(p))
-              for i, p in enumerate(as_list(topology.get("nodePools")))]
+    cluster = read_cluster(resource.resource_type, resource.props, resource.name)
+    if cluster is None:
+        return
+    groups = [cluster.control_plane, *cluster.pools]
     offered_classes = ", ".join(sorted(offer.vm_classes)) or "none"
-    for where_, part in parts:
-        vm_class = part.get("vmClass")
-        if vm_class is not None and vm_class not in offer.vm_classes:
-            report(f"{cluster}: {where_} uses VM class {vm_class!r}, which {offer.label} does not offer "
-                   f"(it offers: {offered_classes}); its nodes would never be created. Fix: use an offered class or "
-                   f"add {vm_class!r} to the namespace's {offer.class_key} (stack settings vmClasses/"
-                   "predefinedVmClasses).", tkc.urn)
+    reported: set[tuple[str, str]] = set()
+    for group in groups:
+        vm_class = group.vm_class
+        if vm_class is not None and vm_class not in offer.vm_classes and (group.vm_class_at, vm_class) not in reported:
+            reported.add((group.vm_class_at, vm_class))  # a Cluster's pools may share the topology's vmClass
+            report(f"{cluster.label}: {group.vm_class_at} uses VM class {vm_class!r}, which {offer.label} does not "
+                   f"offer (it offers: {offered_classes}); its nodes would never be created. Fix: use an offered class "
+                   f"or add {vm_class!r} to the namespace's {offer.class_key} (stack settings vmClasses/"
+                   "predefinedVmClasses).", resource.urn)
     if storage_classes is None:
         return
-    used = [(f"{w}.storageClass", p.get("storageClass")) for w, p in parts]
-    used += [(f"{w}.volumes[{j}].storageClass", as_map(v).get("storageClass"))
-             for w, p in parts for j, v in enumerate(as_list(p.get("volumes")))]
-    used += [(f"spec.settings.storage.classes[{j}]", c)
-             for j, c in enumerate(as_list(dig(spec, "settings", "storage", "classes")))]
-    used.append(("spec.settings.storage.defaultClass", dig(spec, "settings", "storage", "defaultClass")))
+    used = list(dict.fromkeys([*(u for g in groups for u in g.storage), *cluster.storage]))
     offered_storage = ", ".join(sorted(storage_classes)) or "none"
     for where_, storage_class in used:
         if storage_class is not None and storage_class not in storage_classes:
-            report(f"{cluster}: {where_} is storage class {storage_class!r}, which {offer.label} does not offer (it "
-                   f"offers: {offered_storage}). Fix: use an offered class or attach the storage policy to the "
-                   f"namespace's {offer.policy_key} (stack setting storagePolicies).", tkc.urn)
+            report(f"{cluster.label}: {where_} is storage class {storage_class!r}, which {offer.label} does not offer "
+                   f"(it offers: {offered_storage}). Fix: use an offered class or attach the storage policy to the "
+                   f"namespace's {offer.policy_key} (stack setting storagePolicies).", resource.urn)
 
 
 def _check_namespace(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -157,22 +155,22 @@ def _check_namespace(args: StackValidationArgs, report: ReportViolation) -> None
                        "vmServices[].vmClasses (vSphere 8).", vm_class.urn)
 
     by_name = {o.name: o for o in offers}
-    for tkc in (r for r in resources if r.resource_type in TKC_TYPES):
+    for cluster in (r for r in resources if r.resource_type in CLUSTER_TYPES):
         with parts.part():
-            offer = by_name.get(str(dig(tkc.props, "metadata", "namespace")))
+            offer = by_name.get(str(dig(cluster.props, "metadata", "namespace")))
             if offer is None:
                 continue  # a namespace this stack does not manage
             # Storage classes are only known when every attached policy is one of the stack's.
             known = offer.policy_ids <= set(policy_names)
             storage_classes = {policy_names[i] for i in offer.policy_ids} if known else None
-            _check_cluster(tkc, offer, storage_classes, report)
+            _check_cluster(cluster, offer, storage_classes, report)
     parts.finish()
 
 
 namespace_offers = StackValidationPolicy(
     name="namespace-offers-classes-and-policies",
     description="The Supervisor namespace offers every storage policy and VM class the stack creates, and every VM "
-                "class and storage class its TanzuKubernetesCluster uses.",
+                "class and storage class its workload cluster (TanzuKubernetesCluster or Cluster) uses.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_check_namespace,
 )

@@ -47,7 +47,8 @@ def test_with_the_stacks_opt_in_the_public_stack_passes(public_lb: Graph, stack_
 
 def test_every_policy_is_mandatory_named_and_described() -> None:
     names = [p.name for p in POLICIES]
-    assert len(names) == len(set(names)) == 14  # 9 + the 4 dask-operator-* rules + file-share-clients-closed
+    # 9 + the 4 dask-operator-* rules + file-share-clients-closed + workload-cluster-shape
+    assert len(names) == len(set(names)) == 15
     for policy in POLICIES:
         assert policy.enforcement_level == EnforcementLevel.MANDATORY
         assert re.fullmatch(r"[a-z0-9-]+", policy.name) and len(policy.description) > 40
