@@ -85,7 +85,7 @@ def after_deletion(session: ClusterSession, drops: list[tuple[float, str]], dele
     total, error = None, None
     while total is None and time.monotonic() < deleted_at + NEW_SCHEDULER_WITHIN_S:
         try:  # a new client through the same local address: forwarded to the new scheduler pod
-            with Client(session.forwarded.scheduler_address, security=session.endpoint.security,
+            with Client(session.forwarded.scheduler_address, security=session.security(),
                         timeout=30) as client:
                 client.wait_for_workers(workers, timeout=NEW_SCHEDULER_WITHIN_S)
                 total, error = client.submit(sum, [4, 5, 6]).result(timeout=30), None
