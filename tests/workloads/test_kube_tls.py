@@ -76,3 +76,34 @@ def test_the_subclass_is_upstreams_kubecluster_with_two_hooks():
     assert issubclass(kube_tls.TlsKubeCluster, KubeCluster)
     assert overridden == {"__init__", "_wait_for_controller", "_get_scheduler_address", "_close", "last_error"}
     assert all(hasattr(KubeCluster, name) for name in overridden - {"last_error"})
+
+
+def test_kr8s_finds_built_in_kinds_on_a_server_that_gives_no_singular_names():
+    """A 1.20 API server's discovery (empty ``singularName``, as tests/cluster's node answers):
+    kr8s's lookup of ``pods`` names the ``Pod`` class once the runner's shim is in (kr8s 0.20.15
+    alone answers ``/v1``, and ``Service.ready_pods`` then raises TypeError)."""
+    from kr8s._api import Api
+    from kr8s._objects import Pod, get_class
+
+    discovery = [{"version": "v1", "name": "pods", "singularName": "", "kind": "Pod", "namespaced": True},
+                 {"version": "kubernetes.dask.org/v1", "name": "daskclusters", "singularName": "daskcluster",
+                  "kind": "DaskCluster", "namespaced": True}]
+
+    class Server(Api):
+        def __init__(self):  # no kubeconfig: only discovery is asked
+            pass
+
+    async def uncached(self):
+        return [dict(r) for r in discovery]
+
+    original = Api.async_api_resources_uncached
+    try:
+        Api.async_api_resources_uncached = uncached
+        kube_tls.kr8s_compat.apply()
+        kind, plural, namespaced = asyncio.run(Server().async_lookup_kind("pods", skip_cache=True))
+    finally:
+        Api.async_api_resources_uncached = original
+    assert (kind, plural, namespaced) == ("pod/v1", "pods", True)
+    assert issubclass(get_class(kind), Pod)
+    assert kube_tls.kr8s_compat.fill_singular_names(discovery)[1]["singularName"] == "daskcluster"
+    assert getattr(Api.async_api_resources_uncached, "_dask_tkg_fills_singular_names", False)  # kube_tls applied it

@@ -41,6 +41,10 @@ def cluster_name(given: str | None) -> str:
     return given or f"dask-{secrets.token_hex(3)}"
 
 
+class DeadlineExceeded(TimeoutError):
+    """The runner's own bound on a wait ran out (not a timeout raised by what it waited on)."""
+
+
 class LoopThread:
     """An asyncio loop in a daemon thread; ``run`` waits for a coroutine, bounded."""
 
@@ -53,7 +57,12 @@ class LoopThread:
         future = asyncio.run_coroutine_threadsafe(_awaited(make), self.loop)
         try:
             return future.result(timeout)
-        except BaseException:  # the timeout, Ctrl-C: the coroutine is cancelled, not left running
+        except TimeoutError:
+            if future.done():  # the coroutine's own TimeoutError
+                raise
+            future.cancel()
+            raise DeadlineExceeded(f"not done within {timeout:.0f} s") from None
+        except BaseException:  # Ctrl-C: the coroutine is cancelled, not left running
             future.cancel()
             raise
 
@@ -92,19 +101,21 @@ class OwnCluster:
         self.pems = own_tls.issue(own_spec.scheduler_names(self.name, self.namespace))
         security = endpoints.security_from_pems(self.pems["ca.crt"], self.pems["client.crt"], self.pems["client.key"])
         self.say_plan(cluster)
+        if not logger.isEnabledFor(logging.DEBUG):
+            logging.getLogger("httpx").setLevel(logging.WARNING)  # kr8s's client logs every request at INFO
         started = time.monotonic()
         os.environ["KUBECONFIG"] = str(self.kube.path)  # kr8s, under KubeCluster, reads it
         self.loop = LoopThread()
         try:
-            self.loop.run(lambda: self.create(cluster, security), timeout)
-        except (TimeoutError, asyncio.TimeoutError):
+            self.loop.run(lambda: self.create(cluster, security, timeout), timeout)
+        except DeadlineExceeded:
             raise EndpointError(self.not_started(f"not ready within {timeout:.0f} s")) from None
         except Exception as exc:  # noqa: BLE001  upstream's errors, named
             raise EndpointError(self.not_started(f"{type(exc).__name__}: {exc}")) from None
         self.echo(f"own cluster: {self.namespace}/{self.name} ready in {time.monotonic() - started:.0f} s")
         return self.endpoint(cluster, security)
 
-    async def create(self, cluster: dict[str, Any], security: Any) -> None:
+    async def create(self, cluster: dict[str, Any], security: Any, timeout: float) -> None:
         from dask_kubernetes.operator.kubecluster.kubecluster import CreateMode
         from tornado.ioloop import IOLoop
 
@@ -113,6 +124,8 @@ class OwnCluster:
         self.kube_cluster = TlsKubeCluster(
             custom_cluster_spec=cluster, namespace=self.namespace, shutdown_on_close=not self.keep,
             create_mode=CreateMode.CREATE_ONLY, quiet=True, asynchronous=True, loop=IOLoop.current(),
+            # how long the controller may take to set the cluster Running (upstream's default 60 s)
+            resource_timeout=int(timeout),
             # outside a pod the Service's name never resolves: skip upstream's 10 s of lookups
             port_forward_cluster_ip="KUBERNETES_SERVICE_HOST" not in os.environ,
             security=security, server_name=own_spec.scheduler_host(self.name, self.namespace),
@@ -150,8 +163,26 @@ class OwnCluster:
     def not_started(self, why: str) -> str:
         last = self.kube_cluster.last_error() if self.kube_cluster is not None else None
         return (f"the DaskCluster {self.namespace}/{self.name} did not start: {why}"
-                + (f" (last answer from the scheduler: {last})" if last else "")
-                + "; kubectl get pods,events -n " + self.namespace + " says more")
+                + (f" (last answer from the scheduler: {last})" if last else "") + f"; pods: {self.pod_states()};"
+                + f" kubectl get pods,events -n {self.namespace} says more")
+
+    def pod_states(self) -> str:
+        """Each of the cluster's pods: phase, readiness, and why a container waits or ended."""
+        from kubernetes import client
+
+        try:
+            found = client.CoreV1Api(self.api).list_namespaced_pod(
+                self.namespace, label_selector=f"{own_spec.CLUSTER_LABEL}={self.name}", _request_timeout=30).items
+        except Exception as exc:  # noqa: BLE001  a message, not a second failure
+            return f"not read ({type(exc).__name__})"
+        states = []
+        for pod in found:
+            why = [f"{c.name} {s.reason}" for c in pod.status.container_statuses or ()
+                   for s in (c.state.waiting, c.state.terminated) if s is not None and s.reason]
+            ready = [c.ready for c in pod.status.container_statuses or ()]
+            states.append(f"{pod.metadata.name} {pod.status.phase}{'' if ready and all(ready) else ' not ready'}"
+                          + (f" ({', '.join(why)})" if why else ""))
+        return "; ".join(states) or "none"
 
     # ------------------------------------------------------------------ the person's API
     def quotas(self) -> list[dict[str, Any]]:

@@ -111,11 +111,10 @@ def check(quotas: Iterable[Mapping[str, Any]], cluster: Mapping[str, Any], worke
     missing = shortfalls(quotas, cluster_charges(cluster, workers))
     if not missing:
         return
-    gpus = gpus_per_worker(cluster)
-    each = f"{workers} worker(s) x {gpus} GPU(s) each" if gpus else f"{workers} worker(s)"
-    raise QuotaError("; ".join(s.describe(namespace) for s in missing)
-                     + f" ({each}, plus the scheduler). Ask for fewer workers (--workers), or delete a cluster"
-                       f" you kept (kubectl get daskclusters -n {namespace}); nothing was created")
+    why = {GPU_KEY: f"{workers} worker(s) x {gpus_per_worker(cluster)} GPU(s) each"}
+    parts = [f"{s.describe(namespace)} ({why.get(s.key, f'the scheduler and {workers} worker(s)')})" for s in missing]
+    raise QuotaError("; ".join(parts) + ". Ask for fewer workers (--workers), or delete a cluster you kept"
+                     f" (kubectl get daskclusters -n {namespace}); nothing was created")
 
 
 def _number(value: Decimal) -> str:

@@ -1,0 +1,171 @@
+"""The people of a team on the real node (tests/cluster/test_team.py): their identities, what
+the program declares for them applied as declared, and what each person's run is given.
+
+- Identity: each person a client certificate the cluster's CA signs, whose common name is
+  the user VKS gives an SSO user inside a workload cluster (``sso:alice@vsphere.local``, the
+  RoleBinding's subject: components/dask/team_access.py); the API server authenticates it
+  (``--client-ca-file``, tests/cluster/node.py) and RBAC decides, as for a person who ran
+  ``kubectl vsphere login``. Their kubeconfig holds that certificate, the CA and the context's
+  namespace, inline, like the one the vSphere plugin writes.
+- GPUs: the node advertises ``nvidia.com/gpu`` as an extended resource, patched into its
+  status (Kubernetes docs, "Advertise Extended Resources for a Node"), so the scheduler places
+  a worker that requests one, and the person's ResourceQuota counts real requests.
+- Volumes: each person's PersistentVolumes are the program's (ReadOnlyMany, Retain, the
+  claimRef to their claim) with the shared stand-in's hostPath in place of the NFS source the
+  mocks give (no NFS server here; hostPath takes no mountOptions), over the same directories
+  as the shared claims' stand-ins (tests/cluster/test_placement.py).
+- The run's outputs: the stack's as ``pulumi stack output --json`` shows them to a person
+  (each secret ``"[secret]"``), ``teamClusterSpec`` changed for this node as
+  tests/cluster/test_default_image.py changes the shared DaskCluster (the image stand-in with
+  the project's own environment, CPU ``dask worker``, small requests, the real node's toleration, no node
+  selector, a fixed ClusterIP for the scheduler and ``hostAliases`` for its names: no cluster
+  DNS here), except that each worker keeps requesting one ``nvidia.com/gpu``.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
+from tests.cluster.pki import _sign
+from tests.cluster.test_default_image import Controller, change_pod_spec
+from workloads.cluster import own_spec
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_GPUS = "4"
+GPU = "nvidia.com/gpu"
+SMALL_GPU = {"requests": {"cpu": "100m", "memory": "256Mi", GPU: "1"}, "limits": {"cpu": "1", "memory": "2Gi", GPU: "1"}}
+PERSON_KINDS = ("Role", "RoleBinding", "ResourceQuota", "NetworkPolicy")
+
+
+def person_kubeconfig(cluster, name: str, namespace: str, folder: Path) -> Path:
+    """``name``'s kubeconfig: a client certificate of ``sso:<name>`` from the cluster's CA."""
+    pki = cluster.pki.dir
+    stem = "person-" + name.split("@", 1)[0]
+    _sign(pki, stem, f"/CN=sso:{name}", "basicConstraints=critical,CA:FALSE\n"
+          "keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+    data = {kind: base64.b64encode((pki / f"{stem}.{ext}").read_bytes()).decode()
+            for kind, ext in (("client-certificate-data", "crt"), ("client-key-data", "key"))}
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "tkc",
+              "clusters": [{"name": "tkc", "cluster": {
+                  "server": cluster.url, "certificate-authority-data": base64.b64encode(cluster.ca_file.read_bytes()).decode()}}],
+              "users": [{"name": f"wcp:{name}", "user": data}],
+              "contexts": [{"name": "tkc", "context": {"cluster": "tkc", "user": f"wcp:{name}", "namespace": namespace}}]}
+    path = folder / f"{stem}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def advertise_gpus(api, node: str, count: str | None) -> None:
+    """``count`` GPUs in the node's capacity and allocatable (None: removed)."""
+    key = GPU.replace("/", "~1")
+    ops = [{"op": "add" if count else "remove", "path": f"/status/{field}/{key}", **({"value": count} if count else {})}
+           for field in ("capacity", "allocatable")]
+    try:
+        api_request(api, "PATCH", f"/api/v1/nodes/{node}/status", body=ops, content_type="application/json-patch+json")
+    except KubeApiError as exc:
+        if count or exc.status != 422:  # removing what is not there
+            raise
+
+
+def person_volumes(stack, namespace: str, share: Path) -> list[dict]:
+    """The program's PersistentVolumes for ``namespace``, on the shared stand-ins' directories."""
+    volumes = []
+    for volume in stack.of_kind("PersistentVolume"):
+        claim = volume["spec"].get("claimRef") or {}
+        if claim.get("namespace") != namespace:
+            continue
+        volume = copy.deepcopy(volume)
+        spec = volume["spec"]
+        assert spec.pop("nfs", None) or spec.pop("csi", None), spec
+        spec.pop("mountOptions", None)
+        spec["hostPath"] = {"path": str(share / claim["name"])}
+        volumes.append(volume)
+    return volumes
+
+
+def apply_person(api, stack, namespace: str, host_paths: list[str], share: Path) -> list[dict]:
+    """The program's objects of one person's namespace, as declared; returns the volumes made."""
+    (space,) = [o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == namespace]
+    apply_manifest(api, space, update_existing=True)
+    bind_stand_in_pod_security(api, namespace, host_paths)  # a 1.20 node admits pods by PSP
+    wait_default_service_account(api, namespace)
+    for kind in PERSON_KINDS:
+        for obj in in_namespace(stack.objects, kind, namespace):
+            apply_manifest(api, obj, update_existing=True)
+    volumes = person_volumes(stack, namespace, share)
+    for volume in volumes:
+        apply_manifest(api, volume, update_existing=True)
+    for claim in in_namespace(stack.objects, "PersistentVolumeClaim", namespace):
+        apply_manifest(api, claim, update_existing=True)
+    return volumes
+
+
+def person_outputs(stack, d: dict, cluster: str, namespace: str, scheduler_ip: str) -> dict:
+    """What ``pulumi stack output --json`` (no ``--show-secrets``) shows a person, with
+    ``teamClusterSpec`` changed for this node (module docstring) for the cluster ``cluster``."""
+    outputs = {k: "[secret]" if isinstance(v, dict) and "__secret__" in v else v for k, v in stack.outputs.items()}
+    spec = copy.deepcopy(outputs["teamClusterSpec"])
+    here = {**d, "scheduler_ip": scheduler_ip, "scheduler_names": own_spec.scheduler_names(cluster, namespace)}
+    change_pod_spec(spec["scheduler"]["spec"], "scheduler", here)
+    spec["scheduler"]["service"]["clusterIP"] = scheduler_ip
+    change_pod_spec(spec["worker"]["spec"], "worker", here)
+    for container in spec["worker"]["spec"]["containers"]:
+        container["resources"] = copy.deepcopy(SMALL_GPU)
+    outputs["teamClusterSpec"] = spec
+    return outputs
+
+
+class TeamController(Controller):
+    """dask-kubernetes' controller on the host, as tests/cluster/test_default_image.py runs it
+    (its own mount namespace, resolv.conf naming only 127.0.0.1), serving every person's
+    namespace, its /etc/hosts naming each person's scheduler (``hosts``: ClusterIP -> names)."""
+
+    def __init__(self, kubeconfig: Path, namespaces: list[str], workdir: Path, hosts: dict[str, list[str]]):
+        self.log_path = workdir / "controller.log"
+        (workdir / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+        lines = "".join(f"{ip} {' '.join(names)}\n" for ip, names in hosts.items())
+        (workdir / "hosts").write_text(Path("/etc/hosts").read_text() + "\n" + lines)
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        env.update(KUBECONFIG=str(kubeconfig), PYTHONWARNINGS="ignore::UserWarning")
+        served = " ".join(f"--namespace {ns}" for ns in namespaces)
+        script = (f'set -e; mount --bind "{workdir / "resolv.conf"}" /etc/resolv.conf; '
+                  f'mount --bind "{workdir / "hosts"}" /etc/hosts; '
+                  f'exec "{sys.executable}" -m kopf run --standalone {served} -m dask_kubernetes.operator.controller')
+        with self.log_path.open("wb") as out:
+            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
+                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                         start_new_session=True)
+
+
+def runner_command(argv: list[str], tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """``python -m workloads.run ARGV`` as a person's machine runs it: in a mount namespace whose
+    resolv.conf names only 127.0.0.1 (in-cluster names never resolve, nor leave loopback);
+    ``unshare`` and ``sh`` exec into the runner, so a signal to the process reaches it."""
+    resolv = tmp / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.1\n")
+    command = " ".join(json.dumps(a) for a in [sys.executable, "-m", "workloads.run", *argv])
+    script = f'set -e; mount --bind "{resolv}" /etc/resolv.conf; exec {command}'
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower() and k != "KUBECONFIG"}
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script], env
+
+
+def runner(argv: list[str], tmp: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    command, env = runner_command(argv, tmp)
+    return subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          stdin=subprocess.DEVNULL, env=env, timeout=timeout_s)
+
+
+def start_runner(argv: list[str], tmp: Path) -> subprocess.Popen:
+    command, env = runner_command(argv, tmp)
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, env=env)
