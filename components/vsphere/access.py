@@ -20,13 +20,16 @@ class VCenterAccess:
     password: pulumi.Input[str] = field(repr=False)
     insecure: bool = False
     ca_pem: str = ""  # vcenterCaPem: verified by the dynamic providers even with ``insecure``
+    port: int = 443
 
     def inputs(self) -> dict[str, Any]:
-        """Keyword arguments every dynamic resource of ``components.vsphere.providers`` takes."""
+        """The connection properties of every dynamic resource of ``components.vsphere.providers``
+        (``session.CONNECTION_KEYS``), the password a secret."""
         return {
             "server": self.server,
             "user": self.user,
             "password": pulumi.Output.secret(self.password),
             "insecure": self.insecure,
             "ca_pem": self.ca_pem or None,
+            "port": self.port,
         }

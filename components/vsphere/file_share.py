@@ -43,7 +43,7 @@ class FileShare(pulumi.ComponentResource):
                 net_permissions=[
                     {"ips": c.ips, "permissions": c.permissions, "allow_root": c.allow_root} for c in spec.clients
                 ],
-                **args.vcenter.inputs(),
+                vcenter=args.vcenter,
             )
             self.nfs_server = self.share.nfs_server
             self.nfs_path = self.share.nfs_path

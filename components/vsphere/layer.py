@@ -90,7 +90,7 @@ class VSphereLayer(pulumi.ComponentResource):
                 creates_library and not args.content_library.existing,
                 any(not c.predefined for c in args.vm_classes), args.file_share.mode == "vsan")),
             datacenter=args.site.datacenter, cluster=args.site.compute_cluster, datastore=library_datastore,
-            at_preview=args.site.privilege_check, **args.vcenter.inputs())
+            at_preview=args.site.privilege_check, vcenter=args.vcenter)
         child = pulumi.ResourceOptions(parent=self, depends_on=[self.privileges])
         self.classes = VmClasses(f"{name}-vmclasses", VmClassesArgs(classes=args.vm_classes), child)
         self.policies = StoragePolicies(

@@ -63,7 +63,7 @@ class Namespace(pulumi.ComponentResource):
                     storage_limits=[s for s in _storage_specs(spec, args.policy_ids) if "limit" in s],
                     namespace_spec=pulumi.Output.all(storage_policies=self.resource.storage_policies,
                                                      vm_services=self.resource.vm_services),
-                    **args.vcenter.inputs(),
+                    vcenter=args.vcenter,
                 )
         else:
             self.resource = SupervisorNamespace(
@@ -75,7 +75,7 @@ class Namespace(pulumi.ComponentResource):
                 access_list=_access_list(spec),
                 storage_specs=_storage_specs(spec, args.policy_ids),
                 vm_classes=args.vm_classes,
-                **args.vcenter.inputs(),
+                vcenter=args.vcenter,
             )
             self.name = self.resource.namespace
         self.register_outputs({"name": self.name})

@@ -35,7 +35,7 @@ class StoragePolicies(pulumi.ComponentResource):
                 policy_name=policy.name,
                 description=policy.description or f"vSAN policy {policy.name} (managed by dask-tkg)",
                 rules=dict(policy.rules),
-                **args.vcenter.inputs(),
+                vcenter=args.vcenter,
             )
         self.ids = {n: r.policy_id for n, r in self.resources.items()}
         self.register_outputs({"ids": self.ids})

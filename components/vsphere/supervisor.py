@@ -57,7 +57,7 @@ class Supervisor(pulumi.ComponentResource):
                 library_id=args.content_library_id,
                 set_library=args.spec.set_tkr_library,
                 os_names=list(args.release_os),
-                **args.vcenter.inputs(),
+                vcenter=args.vcenter,
             )
             # Namespaces wait for the check: a Supervisor without the release stops the deploy here.
             self.ref = self.release_library.supervisor
@@ -69,7 +69,7 @@ class Supervisor(pulumi.ComponentResource):
                 tkr=args.tkr,
                 library_id=args.content_library_id,
                 set_library=args.spec.set_tkr_library,
-                **args.vcenter.inputs(),
+                vcenter=args.vcenter,
             )
             # Namespaces wait for the check: a Supervisor without the TKR stops the deploy here.
             self.ref = self.tkr_library.cluster

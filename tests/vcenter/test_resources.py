@@ -35,12 +35,13 @@ SCRIPT = textwrap.dedent(
 
     pulumi.runtime.set_mocks(Mocks(), preview=False)
 
+    from components.vsphere.access import VCenterAccess
     from components.vsphere.providers.file_share import VsanFileShare
     from components.vsphere.providers.namespace_rest import SupervisorNamespace
     from components.vsphere.providers.spbm import VsanStoragePolicy
 
-    conn = dict(server="vc.example.com", user="administrator@vsphere.local",
-                password=pulumi.Output.secret("not-a-real-password"))
+    conn = dict(vcenter=VCenterAccess(server="vc.example.com", user="administrator@vsphere.local",
+                                      password=pulumi.Output.secret("not-a-real-password")))
 
     @pulumi.runtime.test
     def build():

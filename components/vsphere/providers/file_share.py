@@ -25,17 +25,9 @@ from typing import Any, Optional, TypeVar
 import pulumi
 import pulumi.dynamic as dyn
 
-from .session import (
-    CONNECTION_KEYS,
-    VCenterConnection,
-    VCenterError,
-    changed_keys,
-    connection_inputs,
-    is_unknown,
-    vcenter,
-    vsan_stub,
-    password_stays_secret,
-)
+from ..access import VCenterAccess
+from .base import PollingVCenterProvider, VCenterResource
+from .session import VCenterError, changed_keys, vcenter, vsan_stub
 
 logger = logging.getLogger(__name__)
 
@@ -235,13 +227,11 @@ def share_differences(share, quota_gib: int, policy_id: Optional[str]) -> list[s
     return differences
 
 
-class VsanFileShareProvider(dyn.ResourceProvider):
+class VsanFileShareProvider(PollingVCenterProvider):
     """Creates (or adopts), reconfigures and removes one vSAN file-service NFS share."""
 
-    def __init__(self, timeout_s: float = 1800.0, poll_s: float = 10.0):
-        super().__init__()
-        self.timeout_s = timeout_s
-        self.poll_s = poll_s
+    TIMEOUT_S = 1800.0
+    POLL_S = 10.0
 
     @staticmethod
     def _spec(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -274,7 +264,7 @@ class VsanFileShareProvider(dyn.ResourceProvider):
 
     def _outs(self, props, spec, share, adopted: bool) -> dict[str, Any]:
         server, path = nfs_server(share, spec["nfs_address"]) or ("", "")
-        outs = {k: props.get(k) for k in CONNECTION_KEYS}
+        outs = self.stored(props)
         outs.update(spec, share_uuid=share.uuid, nfs_server=server, nfs_path=path, adopted=adopted)
         outs["domain_name"] = getattr(share.config, "domainName", None) or spec["domain_name"]
         return outs
@@ -290,15 +280,10 @@ class VsanFileShareProvider(dyn.ResourceProvider):
         return share
 
     def check(self, olds, news):
-        try:
-            if not any(is_unknown(v) for v in news.values()):
-                self._spec(news)
-        except ValueError as exc:
-            return dyn.CheckResult(news, [dyn.CheckFailure("share_name", str(exc))])
-        return dyn.CheckResult(news, [])
+        return self.validated(news, "share_name", self._spec)
 
     def create(self, props):
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         spec = self._spec(props)
         name = spec["share_name"]
         with vcenter(conn, f"creating vSAN file share {name!r}") as si:
@@ -321,7 +306,7 @@ class VsanFileShareProvider(dyn.ResourceProvider):
         return dyn.CreateResult(share.uuid, self._outs(props, spec, share, adopted))
 
     def read(self, id_, props):
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         spec = self._spec(props)
         with vcenter(conn, f"reading vSAN file share {spec['share_name']!r}") as si:
             share = find_share(file_service(si), cluster_ref(si, spec["cluster"]), spec["share_name"])
@@ -349,13 +334,10 @@ class VsanFileShareProvider(dyn.ResourceProvider):
         domain = [] if not news.get("domain_name") else changed_keys(olds, news, ["domain_name"], normalize)
         replaces = changed_keys(olds, news, ["share_name", "cluster"], normalize) + domain
         changes = changed_keys(olds, news, SPEC_KEYS + ("nfs_address",), normalize)
-        reconnect = changed_keys(olds, news, CONNECTION_KEYS)  # stored for later calls; nothing on vCenter
-        return dyn.DiffResult(
-            changes=bool(replaces or changes or reconnect), replaces=replaces, delete_before_replace=True
-        )
+        return self.diff_result(olds, news, replaces, changes, delete_before_replace=True)
 
     def update(self, id_, olds, news):
-        conn = VCenterConnection.from_props(news)
+        conn = self.connection(news)
         spec = self._spec(news)
         name = spec["share_name"]
         reconfigure = changed_keys(self._spec(olds), spec, SPEC_KEYS)
@@ -375,10 +357,9 @@ class VsanFileShareProvider(dyn.ResourceProvider):
 
     def delete(self, id_, props):
         name = props.get("share_name")
-        if props.get("adopted"):
-            logger.info("vSAN file share %r (%s) was adopted, not created by this stack: leaving it", name, id_)
+        if self.leaves_adopted(props, f"vSAN file share {name!r} ({id_})"):
             return
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with vcenter(conn, f"removing vSAN file share {name!r}") as si:
             fs = file_service(si)
             cluster = cluster_ref(si, props["cluster"])
@@ -391,7 +372,7 @@ class VsanFileShareProvider(dyn.ResourceProvider):
             logger.info("removed vSAN file share %r (%s)", name, id_)
 
 
-class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
+class VsanFileShare(VCenterResource, module="vsphere", name="VsanFileShare"):
     """A vSAN file-service NFS share; outputs ``share_uuid``, ``nfs_server``, ``nfs_path``, ``adopted``.
 
     ``cluster`` is the vSAN cluster's managed object id (``domain-c8``) or name;
@@ -405,25 +386,12 @@ class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
     nfs_path: pulumi.Output[str]
     adopted: pulumi.Output[bool]
 
-    def __init__(
-        self,
-        name: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        share_name: pulumi.Input[str],
-        cluster: pulumi.Input[str],
-        quota_gib: pulumi.Input[int],
-        policy_id: Optional[pulumi.Input[str]] = None,
-        net_permissions: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
-        domain_name: Optional[pulumi.Input[str]] = None,
-        nfs_address: pulumi.Input[str] = "fqdn",
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        ca_pem: Optional[pulumi.Input[str]] = None,
-        port: pulumi.Input[int] = 443,
-    ) -> None:
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, share_name: pulumi.Input[str],
+                 cluster: pulumi.Input[str], quota_gib: pulumi.Input[int],
+                 policy_id: Optional[pulumi.Input[str]] = None,
+                 net_permissions: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
+                 domain_name: Optional[pulumi.Input[str]] = None, nfs_address: pulumi.Input[str] = "fqdn",
+                 vcenter: VCenterAccess) -> None:
         if isinstance(net_permissions, (list, tuple)) and all(
             isinstance(p, Mapping) and not any(isinstance(v, pulumi.Output) for v in p.values())
             for p in net_permissions
@@ -441,7 +409,5 @@ class VsanFileShare(dyn.Resource, module="vsphere", name="VsanFileShare"):
             "nfs_server": None,
             "nfs_path": None,
             "adopted": None,
-            **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = password_stays_secret(opts)
-        super().__init__(VsanFileShareProvider(), name, props, opts)
+        super().__init__(VsanFileShareProvider(), name, opts, props, vcenter)

@@ -43,25 +43,12 @@ from typing import Any, Optional
 import pulumi
 import pulumi.dynamic as dyn
 
-from .namespace_rest import (
-    _DNS_LABEL,
-    NamespaceClient,
-    _access,
-    _access_key,
-    _canonical,
-    _merge,
-    _storage,
-)
-from .session import (
-    CONNECTION_KEYS,
-    VCenterConnection,
-    VCenterError,
-    changed_keys,
-    connection_inputs,
-    is_unknown,
-    rest_api,
-    password_stays_secret,
-)
+from ..access import VCenterAccess
+from .base import PollingVCenterProvider, VCenterResource, plain_list
+from .namespace_entries import (ACCESS_FIELDS, access_key, canonical, is_namespace_name, merge_entries,
+                                sorted_access, storage_entry)
+from .namespace_rest import NamespaceClient
+from .session import VCenterConnection, VCenterError, changed_keys, is_unknown, rest_api
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +77,7 @@ class AccessAndLimits:
 
 
 def _limit(entry: Mapping[str, Any], i: int) -> dict[str, Any]:
-    out = _storage(entry, i)
+    out = storage_entry(entry, i)
     if "limit" not in out:
         raise ValueError(f"storage_limits[{i}].limit: a limit in MiB is required (omit the policy for no limit)")
     return out
@@ -99,10 +86,9 @@ def _limit(entry: Mapping[str, Any], i: int) -> dict[str, Any]:
 def build_wanted(props: Mapping[str, Any]) -> AccessAndLimits:
     """Validate provider properties into :class:`AccessAndLimits`; ``ValueError`` names the property."""
     name = props.get("namespace") or ""
-    if len(name) > 63 or not _DNS_LABEL.match(name):
+    if not is_namespace_name(name):
         raise ValueError(f"namespace: {name!r} must be an RFC 1123 label of at most 63 characters")
-    access = sorted((_access(a, i) for i, a in enumerate(props.get("access_list") or [])),
-                    key=lambda a: (a["domain"], a["subject"], a["subject_type"]))
+    access = sorted_access(props.get("access_list") or [])
     limits = sorted((_limit(s, i) for i, s in enumerate(props.get("storage_limits") or [])),
                     key=lambda s: s["policy"])
     return AccessAndLimits(namespace=name, access_list=tuple(access), limits=tuple(limits))
@@ -138,49 +124,37 @@ def update_body(info: Mapping[str, Any], wanted: AccessAndLimits,
     """The ``Instances.UpdateSpec`` that brings ``info`` to ``wanted``: only the lists that change."""
     body: dict[str, Any] = {}
     server_access = [dict(a) for a in info.get("access_list") or []]
-    access = _merge(server_access, wanted.access_list, previous.access_list if previous else (), _access_key)
-    if _canonical(access) != _canonical(server_access):
+    access = merge_entries(server_access, wanted.access_list, previous.access_list if previous else (), access_key)
+    if canonical(access) != canonical(server_access):
         body["access_list"] = access
     server_storage = [_storage_entry(s) for s in info.get("storage_specs") or []]
     limited_before = previous.limit_by_policy if previous else {}
     storage = limited_storage(server_storage, wanted.limit_by_policy, limited_before)
-    if _canonical(storage) != _canonical(server_storage):
+    if canonical(storage) != canonical(server_storage):
         body["storage_specs"] = storage
     return body
 
 
 def owned_on_server(info: Mapping[str, Any], wanted: AccessAndLimits) -> AccessAndLimits:
     """What the server holds of the program's entries (a refresh sees a removed entry or limit)."""
-    keys = {_access_key(a) for a in wanted.access_list}
-    access = [{k: a.get(k) for k in ("subject_type", "subject", "domain", "role")}
-              for a in info.get("access_list") or [] if _access_key(a) in keys]
+    keys = {access_key(a) for a in wanted.access_list}
+    access = [{k: a.get(k) for k in ACCESS_FIELDS} for a in info.get("access_list") or [] if access_key(a) in keys]
     policies = set(wanted.limit_by_policy)
     limits = [{"policy": s["policy"], "limit": s["limit"]}
               for s in info.get("storage_specs") or [] if s["policy"] in policies and s.get("limit") is not None]
     return build_wanted({"namespace": wanted.namespace, "access_list": access, "storage_limits": limits})
 
 
-class NamespaceAccessAndLimitsProvider(dyn.ResourceProvider):
+class NamespaceAccessAndLimitsProvider(PollingVCenterProvider):
     """Sets, updates and removes the program's access entries and limits on one namespace."""
 
-    def __init__(self, timeout_s: float = 600.0, poll_s: float = 5.0):
-        super().__init__()
-        self.timeout_s = timeout_s
-        self.poll_s = poll_s
-
-    @staticmethod
-    def _outs(props: Mapping[str, Any], applied: AccessAndLimits) -> dict[str, Any]:
-        outs = {k: props.get(k) for k in (*CONNECTION_KEYS, "supervisor", "namespace_spec")}
+    def _outs(self, props: Mapping[str, Any], applied: AccessAndLimits) -> dict[str, Any]:
+        outs = self.stored(props, "supervisor", "namespace_spec")
         outs.update(applied.values())
         return outs
 
     def check(self, olds, news):
-        try:
-            if not any(is_unknown(v) for v in news.values()):
-                build_wanted(news)
-        except ValueError as exc:
-            return dyn.CheckResult(news, [dyn.CheckFailure("namespace", str(exc))])
-        return dyn.CheckResult(news, [])
+        return self.validated(news, "namespace", build_wanted)
 
     def _running_info(self, client: NamespaceClient, conn: VCenterConnection, namespace: str) -> dict[str, Any]:
         info = client.get(namespace)
@@ -193,7 +167,7 @@ class NamespaceAccessAndLimitsProvider(dyn.ResourceProvider):
 
     def _apply(self, props: Mapping[str, Any], wanted: AccessAndLimits,
                previous: Optional[AccessAndLimits]) -> None:
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"setting the access list and storage limits of namespace {wanted.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
             body = update_body(self._running_info(client, conn, wanted.namespace), wanted, previous)
@@ -209,7 +183,7 @@ class NamespaceAccessAndLimitsProvider(dyn.ResourceProvider):
 
     def read(self, id_, props):
         wanted = build_wanted(props)
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"reading namespace {wanted.namespace!r}") as http:
             info = NamespaceClient(http, conn.base_url).get(wanted.namespace)
         if info is None:
@@ -227,8 +201,7 @@ class NamespaceAccessAndLimitsProvider(dyn.ResourceProvider):
         new_values.update({k: news[k] for k in news if is_unknown(news[k])})
         replaces = changed_keys(old_values, new_values, REPLACE_KEYS)
         changes = changed_keys(old_values, new_values, SPEC_KEYS)
-        reconnect = changed_keys(olds, news, CONNECTION_KEYS)
-        return dyn.DiffResult(changes=bool(replaces or changes or reconnect), replaces=replaces)
+        return self.diff_result(olds, news, replaces, changes)
 
     def update(self, id_, olds, news):
         wanted = build_wanted(news)
@@ -238,7 +211,7 @@ class NamespaceAccessAndLimitsProvider(dyn.ResourceProvider):
     def delete(self, id_, props):
         """Take the program's access entries and limits out; the namespace stays (vsphere.Namespace's)."""
         owned = build_wanted(props)
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"removing the access list and storage limits of namespace {owned.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
             info = client.get(owned.namespace)
@@ -251,7 +224,7 @@ class NamespaceAccessAndLimitsProvider(dyn.ResourceProvider):
                 client.wait_running(owned.namespace, self.timeout_s, self.poll_s)
 
 
-class NamespaceAccessAndLimits(dyn.Resource, module="vsphere", name="NamespaceAccessAndLimits"):
+class NamespaceAccessAndLimits(VCenterResource, module="vsphere", name="NamespaceAccessAndLimits"):
     """The access list and per-policy storage limits of a vSphere 8/9 namespace.
 
     ``access_list`` is ``[{"subject_type": USER|GROUP, "subject", "domain", "role": OWNER|EDIT|VIEW}]``;
@@ -264,30 +237,15 @@ class NamespaceAccessAndLimits(dyn.Resource, module="vsphere", name="NamespaceAc
     access_list: pulumi.Output[list]
     storage_limits: pulumi.Output[list]
 
-    def __init__(
-        self,
-        name: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        namespace: pulumi.Input[str],
-        supervisor: pulumi.Input[str],
-        access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
-        storage_limits: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
-        namespace_spec: pulumi.Input[Any] = None,
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        ca_pem: Optional[pulumi.Input[str]] = None,
-        port: pulumi.Input[int] = 443,
-    ) -> None:
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, namespace: pulumi.Input[str],
+                 supervisor: pulumi.Input[str], access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
+                 storage_limits: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
+                 namespace_spec: pulumi.Input[Any] = None, vcenter: VCenterAccess) -> None:
         props = {
             "namespace": namespace,
             "supervisor": supervisor,
-            "access_list": list(access_list) if isinstance(access_list, (list, tuple)) else access_list,
-            "storage_limits": list(storage_limits) if isinstance(storage_limits, (list, tuple)) else storage_limits,
+            "access_list": plain_list(access_list),
+            "storage_limits": plain_list(storage_limits),
             "namespace_spec": namespace_spec,
-            **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = password_stays_secret(opts)
-        super().__init__(NamespaceAccessAndLimitsProvider(), name, props, opts)
+        super().__init__(NamespaceAccessAndLimitsProvider(), name, opts, props, vcenter)

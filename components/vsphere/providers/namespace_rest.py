@@ -19,7 +19,6 @@ plus the program's: an adopted namespace keeps its owner, policies and classes.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,23 +28,15 @@ import pulumi
 import pulumi.dynamic as dyn
 import requests
 
-from .session import (
-    CONNECTION_KEYS,
-    VCenterConnection,
-    VCenterError,
-    changed_keys,
-    connection_inputs,
-    is_unknown,
-    rest_api,
-    password_stays_secret,
-)
+from ..access import VCenterAccess
+from .base import PollingVCenterProvider, VCenterResource, plain_list
+from .namespace_entries import (ACCESS_FIELDS, access_key, canonical, is_namespace_name, merge_entries,
+                                sorted_access, storage_entry, storage_key)
+from .session import VCenterError, changed_keys, is_unknown, rest_api
 
 logger = logging.getLogger(__name__)
 
 INSTANCES = "/api/vcenter/namespaces/instances"
-SUBJECT_TYPES = ("USER", "GROUP")
-ROLES = ("OWNER", "EDIT", "VIEW")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 SPEC_KEYS = ("description", "access_list", "storage_specs", "vm_classes", "content_libraries")
 
 
@@ -101,18 +92,18 @@ class NamespaceSpec:
         body: dict[str, Any] = {"description": self.description}
         vm_service = info.get("vm_service_spec") or {}
         merges = (
-            ("access_list", info.get("access_list") or [], self.access_list, _access_key),
-            ("storage_specs", info.get("storage_specs") or [], self.storage_specs, _storage_key),
+            ("access_list", info.get("access_list") or [], self.access_list, access_key),
+            ("storage_specs", info.get("storage_specs") or [], self.storage_specs, storage_key),
             ("vm_classes", vm_service.get("vm_classes") or [], self.vm_classes, None),
             ("content_libraries", vm_service.get("content_libraries") or [], self.content_libraries, None),
         )
         merged = {}
         for field_name, server, ours, key in merges:
             owned_before = getattr(previous, field_name, ()) if previous else ()
-            merged[field_name] = (server, _merge(server, ours, owned_before, key))
+            merged[field_name] = (server, merge_entries(server, ours, owned_before, key))
         for field_name in ("access_list", "storage_specs"):
             server, wanted = merged[field_name]
-            if _canonical(wanted) != _canonical(server):
+            if canonical(wanted) != canonical(server):
                 body[field_name] = wanted
         classes, libraries = merged["vm_classes"], merged["content_libraries"]
         if sorted(classes[1]) != sorted(classes[0]) or sorted(libraries[1]) != sorted(libraries[0]):
@@ -132,62 +123,6 @@ class NamespaceSpec:
         }
 
 
-def _access_key(entry: Mapping[str, Any]) -> tuple:
-    return entry.get("subject_type"), entry.get("subject"), entry.get("domain")
-
-
-def _storage_key(entry: Mapping[str, Any]) -> str:
-    return entry.get("policy")
-
-
-def _canonical(entries: Sequence[Any]) -> list[str]:
-    import json
-
-    return sorted(json.dumps(e, sort_keys=True) for e in entries)
-
-
-def _merge(server: Sequence[Any], ours: Sequence[Any], owned_before: Sequence[Any], key=None) -> list[Any]:
-    """The server's entries without the ones the program dropped, then the program's
-    (an entry of ours replaces the server's with the same key: same subject, same policy)."""
-    key = key or (lambda entry: entry)
-    replaced = {key(e) for e in ours} | ({key(e) for e in owned_before} - {key(e) for e in ours})
-    kept = [dict(e) if isinstance(e, Mapping) else e for e in server if key(e) not in replaced]
-    return kept + [dict(e) if isinstance(e, Mapping) else e for e in ours]
-
-
-def _access(entry: Mapping[str, Any], i: int) -> dict[str, str]:
-    where = f"access_list[{i}]"
-    missing = [k for k in ("subject_type", "subject", "domain", "role") if not entry.get(k)]
-    if missing:
-        raise ValueError(f"{where}: missing {', '.join(missing)}")
-    unknown = set(entry) - {"subject_type", "subject", "domain", "role"}
-    if unknown:
-        raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    if entry["subject_type"] not in SUBJECT_TYPES:
-        raise ValueError(f"{where}.subject_type: {entry['subject_type']!r} is not one of {' | '.join(SUBJECT_TYPES)}")
-    if entry["role"] not in ROLES:
-        raise ValueError(f"{where}.role: {entry['role']!r} is not one of {' | '.join(ROLES)}")
-    return {k: str(entry[k]) for k in ("subject_type", "subject", "domain", "role")}
-
-
-def _storage(entry: Mapping[str, Any], i: int) -> dict[str, Any]:
-    where = f"storage_specs[{i}]"
-    if not entry.get("policy"):
-        raise ValueError(f"{where}.policy: the storage policy id is required")
-    unknown = set(entry) - {"policy", "limit"}
-    if unknown:
-        raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    out: dict[str, Any] = {"policy": str(entry["policy"])}
-    if entry.get("limit") is not None:
-        limit = entry["limit"]
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"{where}.limit: expected a whole number of MiB >= 0, got {entry['limit']!r}")
-        out["limit"] = limit
-    return out
-
-
 def build_spec(props: Mapping[str, Any]) -> NamespaceSpec:
     """Validate provider properties into a :class:`NamespaceSpec`.
 
@@ -197,18 +132,15 @@ def build_spec(props: Mapping[str, Any]) -> NamespaceSpec:
         Naming the offending property.
     """
     name = props.get("namespace") or ""
-    if len(name) > 63 or not _DNS_LABEL.match(name):
+    if not is_namespace_name(name):
         raise ValueError(
             f"namespace: {name!r} must be an RFC 1123 label (lower-case letters, digits and '-', at most 63 characters)"
         )
     if not props.get("cluster"):
         raise ValueError(f"namespace {name!r}: cluster (the Supervisor cluster's id, e.g. domain-c8) is required")
-    access = sorted(
-        (_access(a, i) for i, a in enumerate(props.get("access_list") or [])),
-        key=lambda a: (a["domain"], a["subject"], a["subject_type"]),
-    )
+    access = sorted_access(props.get("access_list") or [])
     storage = sorted(
-        (_storage(s, i) for i, s in enumerate(props.get("storage_specs") or [])), key=lambda s: s["policy"]
+        (storage_entry(s, i) for i, s in enumerate(props.get("storage_specs") or [])), key=lambda s: s["policy"]
     )
     return NamespaceSpec(
         namespace=name,
@@ -229,10 +161,7 @@ def spec_from_info(namespace: str, info: Mapping[str, Any]) -> NamespaceSpec:
             "namespace": namespace,
             "cluster": info.get("cluster"),
             "description": info.get("description"),
-            "access_list": [
-                {k: a.get(k) for k in ("subject_type", "subject", "domain", "role")}
-                for a in info.get("access_list") or []
-            ],
+            "access_list": [{k: a.get(k) for k in ACCESS_FIELDS} for a in info.get("access_list") or []],
             "storage_specs": info.get("storage_specs") or [],
             "vm_classes": vm_service.get("vm_classes") or [],
             "content_libraries": vm_service.get("content_libraries") or [],
@@ -247,12 +176,12 @@ def owned_part(server: NamespaceSpec, props: Mapping[str, Any]) -> NamespaceSpec
         ours = build_spec(props)
     except (ValueError, TypeError):
         return server
-    access = {_access_key(a) for a in ours.access_list}
-    policies = {_storage_key(p) for p in ours.storage_specs}
+    access = {access_key(a) for a in ours.access_list}
+    policies = {storage_key(p) for p in ours.storage_specs}
     return replace(
         server,
-        access_list=tuple(a for a in server.access_list if _access_key(a) in access),
-        storage_specs=tuple(p for p in server.storage_specs if _storage_key(p) in policies),
+        access_list=tuple(a for a in server.access_list if access_key(a) in access),
+        storage_specs=tuple(p for p in server.storage_specs if storage_key(p) in policies),
         vm_classes=tuple(c for c in server.vm_classes if c in ours.vm_classes),
         content_libraries=tuple(c for c in server.content_libraries if c in ours.content_libraries),
     )
@@ -345,30 +274,20 @@ class NamespaceClient:
             time.sleep(poll_s)
 
 
-class SupervisorNamespaceProvider(dyn.ResourceProvider):
+class SupervisorNamespaceProvider(PollingVCenterProvider):
     """Creates (or adopts), patches and deletes one vSphere 7 Supervisor namespace."""
 
-    def __init__(self, timeout_s: float = 600.0, poll_s: float = 5.0):
-        super().__init__()
-        self.timeout_s = timeout_s
-        self.poll_s = poll_s
-
-    @staticmethod
-    def _outs(props: Mapping[str, Any], spec: NamespaceSpec, info: Mapping[str, Any], adopted: bool) -> dict[str, Any]:
-        outs = {k: props.get(k) for k in CONNECTION_KEYS}
+    def _outs(self, props: Mapping[str, Any], spec: NamespaceSpec, info: Mapping[str, Any],
+              adopted: bool) -> dict[str, Any]:
+        outs = self.stored(props)
         outs.update(spec.values(), config_status=info.get("config_status", ""), adopted=adopted)
         return outs
 
     def check(self, olds, news):
-        try:
-            if not any(is_unknown(v) for v in news.values()):
-                build_spec(news)
-        except ValueError as exc:
-            return dyn.CheckResult(news, [dyn.CheckFailure("namespace", str(exc))])
-        return dyn.CheckResult(news, [])
+        return self.validated(news, "namespace", build_spec)
 
     def create(self, props):
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         spec = build_spec(props)
         with rest_api(conn, f"creating namespace {spec.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
@@ -393,7 +312,7 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
         return dyn.CreateResult(spec.namespace, self._outs(props, spec, info, adopted))
 
     def read(self, id_, props):
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"reading namespace {id_!r}") as http:
             info = NamespaceClient(http, conn.base_url).get(id_)
         if info is None:
@@ -412,17 +331,14 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
         unknown = {k: news[k] for k in news if is_unknown(news[k])}
         replaces = changed_keys(old_values, {**new_values, **unknown}, ["namespace", "cluster"])
         changes = changed_keys(old_values, {**new_values, **unknown}, SPEC_KEYS)
-        reconnect = changed_keys(olds, news, CONNECTION_KEYS)  # stored for later calls; nothing on vCenter
-        return dyn.DiffResult(
-            changes=bool(replaces or changes or reconnect), replaces=replaces, delete_before_replace=True
-        )
+        return self.diff_result(olds, news, replaces, changes, delete_before_replace=True)
 
     def update(self, id_, olds, news):
-        conn = VCenterConnection.from_props(news)
+        conn = self.connection(news)
         spec = build_spec(news)
         if spec == build_spec(olds):
             logger.info("namespace %r: only the connection changed; nothing to do on vCenter", spec.namespace)
-            return dyn.UpdateResult({**olds, **{k: news.get(k) for k in CONNECTION_KEYS}})
+            return dyn.UpdateResult({**olds, **self.stored(news)})
         with rest_api(conn, f"updating namespace {spec.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
             info = client.get(spec.namespace)
@@ -433,10 +349,9 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
         return dyn.UpdateResult(self._outs(news, spec, info, bool(olds.get("adopted"))))
 
     def delete(self, id_, props):
-        if props.get("adopted"):
-            logger.info("namespace %r was adopted, not created by this stack: leaving it", id_)
+        if self.leaves_adopted(props, f"namespace {id_!r}"):
             return
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"deleting namespace {id_!r}") as http:
             client = NamespaceClient(http, conn.base_url)
             if client.delete(id_):
@@ -446,7 +361,7 @@ class SupervisorNamespaceProvider(dyn.ResourceProvider):
                 logger.info("namespace %r is already gone", id_)
 
 
-class SupervisorNamespace(dyn.Resource, module="vsphere", name="SupervisorNamespace"):
+class SupervisorNamespace(VCenterResource, module="vsphere", name="SupervisorNamespace"):
     """A vSphere 7 Supervisor namespace with storage policies, VM classes, libraries and access.
 
     ``storage_specs`` is ``[{"policy": <SPBM profile id>, "limit": <MiB, optional>}]``;
@@ -459,40 +374,23 @@ class SupervisorNamespace(dyn.Resource, module="vsphere", name="SupervisorNamesp
     config_status: pulumi.Output[str]
     adopted: pulumi.Output[bool]
 
-    def __init__(
-        self,
-        name: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        namespace: pulumi.Input[str],
-        cluster: pulumi.Input[str],
-        description: pulumi.Input[str] = "",
-        access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
-        storage_specs: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
-        vm_classes: pulumi.Input[Sequence[str]] = (),
-        content_libraries: pulumi.Input[Sequence[str]] = (),
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        ca_pem: Optional[pulumi.Input[str]] = None,
-        port: pulumi.Input[int] = 443,
-    ) -> None:
-        if isinstance(namespace, str) and (len(namespace) > 63 or not _DNS_LABEL.match(namespace)):
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, namespace: pulumi.Input[str],
+                 cluster: pulumi.Input[str], description: pulumi.Input[str] = "",
+                 access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
+                 storage_specs: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
+                 vm_classes: pulumi.Input[Sequence[str]] = (), content_libraries: pulumi.Input[Sequence[str]] = (),
+                 vcenter: VCenterAccess) -> None:
+        if isinstance(namespace, str) and not is_namespace_name(namespace):
             raise ValueError(f"namespace: {namespace!r} must be an RFC 1123 label of at most 63 characters")
         props = {
             "namespace": namespace,
             "cluster": cluster,
             "description": description,
-            "access_list": list(access_list) if isinstance(access_list, (list, tuple)) else access_list,
-            "storage_specs": list(storage_specs) if isinstance(storage_specs, (list, tuple)) else storage_specs,
-            "vm_classes": list(vm_classes) if isinstance(vm_classes, (list, tuple)) else vm_classes,
-            "content_libraries": (
-                list(content_libraries) if isinstance(content_libraries, (list, tuple)) else content_libraries
-            ),
+            "access_list": plain_list(access_list),
+            "storage_specs": plain_list(storage_specs),
+            "vm_classes": plain_list(vm_classes),
+            "content_libraries": plain_list(content_libraries),
             "config_status": None,
             "adopted": None,
-            **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = password_stays_secret(opts)
-        super().__init__(SupervisorNamespaceProvider(), name, props, opts)
+        super().__init__(SupervisorNamespaceProvider(), name, opts, props, vcenter)

@@ -20,9 +20,10 @@ from typing import Any, Optional
 import pulumi
 import pulumi.dynamic as dyn
 
+from ..access import VCenterAccess
 from ..privileges import CLUSTER, DATASTORE, ENTITY_LABELS, ROOT
-from .session import (CONNECTION_KEYS, VCenterConnection, VCenterError, changed_keys, connection_inputs, is_unknown,
-                      password_stays_secret, vcenter)
+from .base import VCenterProvider, VCenterResource
+from .session import VCenterError, changed_keys, is_unknown, vcenter
 
 logger = logging.getLogger(__name__)
 SPEC_KEYS = ("needs", "datacenter", "cluster", "datastore")
@@ -67,11 +68,11 @@ def missing_privileges(si, needs: Mapping[str, Mapping[str, list]], found: Mappi
     return lines
 
 
-class VCenterPrivilegesProvider(dyn.ResourceProvider):
+class VCenterPrivilegesProvider(VCenterProvider):
     """Checks the account's privileges; holds no vCenter object."""
 
     def _missing(self, props: Mapping[str, Any]) -> list[str]:
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with vcenter(conn, "checking the vCenter account's privileges") as si:
             found = entities(si, props["datacenter"], props["cluster"], props.get("datastore"))
             return missing_privileges(si, props["needs"], found)
@@ -93,13 +94,13 @@ class VCenterPrivilegesProvider(dyn.ResourceProvider):
         missing = self._missing(props)
         if missing:
             raise VCenterError(self._message(props, missing))
-        return {k: props.get(k) for k in (*SPEC_KEYS, *CONNECTION_KEYS)}
+        return {k: props.get(k) for k in SPEC_KEYS} | self.stored(props)
 
     def create(self, props):
         return dyn.CreateResult("vcenter-privileges", self._checked(props))
 
     def diff(self, id_, olds, news):
-        return dyn.DiffResult(changes=bool(changed_keys(olds, news, (*SPEC_KEYS, *CONNECTION_KEYS))), replaces=[])
+        return self.diff_result(olds, news, [], changed_keys(olds, news, SPEC_KEYS))
 
     def update(self, id_, olds, news):
         return dyn.UpdateResult(self._checked(news))
@@ -108,17 +109,14 @@ class VCenterPrivilegesProvider(dyn.ResourceProvider):
         logger.info("vCenter privilege check: nothing to remove on vCenter")
 
 
-class VCenterPrivileges(dyn.Resource, module="vsphere", name="VCenterPrivileges"):
+class VCenterPrivileges(VCenterResource, module="vsphere", name="VCenterPrivileges"):
     """The account's privileges, checked at preview: ``needs`` is ``{entity kind: {privilege:
     [components]}}`` (``components.vsphere.privileges.by_entity``)."""
 
     def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *,
                  needs: Mapping[str, Mapping[str, list]], datacenter: pulumi.Input[str], cluster: pulumi.Input[str],
                  datastore: Optional[pulumi.Input[str]] = None, at_preview: bool = True,
-                 server: pulumi.Input[str], user: pulumi.Input[str],
-                 password: pulumi.Input[str], insecure: pulumi.Input[bool] = False,
-                 ca_pem: Optional[pulumi.Input[str]] = None, port: pulumi.Input[int] = 443) -> None:
+                 vcenter: VCenterAccess) -> None:
         props = {"needs": needs, "datacenter": datacenter, "cluster": cluster, "datastore": datastore,
-                 "at_preview": at_preview,
-                 **connection_inputs(server, user, password, insecure, ca_pem, port)}
-        super().__init__(VCenterPrivilegesProvider(), name, props, password_stays_secret(opts))
+                 "at_preview": at_preview}
+        super().__init__(VCenterPrivilegesProvider(), name, opts, props, vcenter)

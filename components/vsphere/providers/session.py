@@ -345,30 +345,6 @@ def rest_api(conn: VCenterConnection, action: str = "vCenter REST call") -> Iter
             http.close()
 
 
-def password_stays_secret(opts: Any) -> Any:
-    """``opts`` with ``password`` among the resource's secret outputs: a dynamic resource's
-    outputs echo its inputs, and the state must keep the vCenter password encrypted."""
-    import pulumi
-
-    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["password"]))
-
-
-def connection_inputs(
-    server: Any, user: Any, password: Any, insecure: Any = False, ca_pem: Any = None, port: Any = 443
-) -> dict[str, Any]:
-    """Connection properties for a dynamic resource, with the password marked secret."""
-    import pulumi
-
-    return {
-        "server": server,
-        "user": user,
-        "password": pulumi.Output.secret(password),
-        "insecure": insecure,
-        "ca_pem": ca_pem,
-        "port": port,
-    }
-
-
 def is_unknown(value: Any) -> bool:
     """True when ``value``, or anything inside it, is not known yet (during a preview)."""
     from pulumi.runtime import rpc

@@ -21,17 +21,9 @@ from typing import Any, Optional
 import pulumi
 import pulumi.dynamic as dyn
 
-from .session import (
-    CONNECTION_KEYS,
-    VCenterConnection,
-    VCenterError,
-    changed_keys,
-    connection_inputs,
-    is_unknown,
-    pbm_service,
-    vcenter,
-    password_stays_secret,
-)
+from ..access import VCenterAccess
+from .base import VCenterProvider, VCenterResource
+from .session import VCenterError, changed_keys, is_unknown, pbm_service, vcenter
 
 logger = logging.getLogger(__name__)
 
@@ -238,7 +230,7 @@ def update_policy(pm, policy_id: str, name: str, description: str, rules: Rules,
     return new_id
 
 
-class VsanStoragePolicyProvider(dyn.ResourceProvider):
+class VsanStoragePolicyProvider(VCenterProvider):
     """Creates, adopts, updates and deletes one vSAN storage policy.
 
     Properties: ``policy_name``, ``description``, ``rules`` plus the connection
@@ -247,7 +239,7 @@ class VsanStoragePolicyProvider(dyn.ResourceProvider):
     """
 
     def _outs(self, props: Mapping[str, Any], policy_id: str, rules: Rules, adopted: bool) -> dict[str, Any]:
-        outs = {k: props.get(k) for k in CONNECTION_KEYS}
+        outs = self.stored(props)
         outs.update(
             policy_name=props["policy_name"],
             description=props.get("description") or "",
@@ -268,7 +260,7 @@ class VsanStoragePolicyProvider(dyn.ResourceProvider):
         return dyn.CheckResult(news, [])
 
     def create(self, props):
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         name = props["policy_name"]
         rules = validate_rules(props["rules"], name)
         with vcenter(conn, f"creating storage policy {name!r}") as si:
@@ -291,7 +283,7 @@ class VsanStoragePolicyProvider(dyn.ResourceProvider):
         return dyn.CreateResult(policy_id, self._outs(props, policy_id, rules, False))
 
     def read(self, id_, props):
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         policy_id = props.get("policy_id") or id_
         with vcenter(conn, f"reading storage policy {policy_id}") as si:
             policy = read_policy(profile_manager(si), policy_id)
@@ -311,17 +303,10 @@ class VsanStoragePolicyProvider(dyn.ResourceProvider):
 
         replaces = changed_keys(olds, news, ["policy_name"])
         changes = changed_keys(olds, news, ["description", "rules"], normalize)
-        # The connection is only how the policy is reached: a new password or
-        # CA changes nothing on vCenter, but is stored so delete can log in.
-        reconnect = changed_keys(olds, news, CONNECTION_KEYS)
-        return dyn.DiffResult(
-            changes=bool(replaces or changes or reconnect),
-            replaces=replaces,
-            delete_before_replace=False,
-        )
+        return self.diff_result(olds, news, replaces, changes, delete_before_replace=False)
 
     def update(self, id_, olds, news):
-        conn = VCenterConnection.from_props(news)
+        conn = self.connection(news)
         name = news["policy_name"]
         rules = validate_rules(news["rules"], name)
         adopted = bool(olds.get("adopted"))
@@ -349,10 +334,9 @@ class VsanStoragePolicyProvider(dyn.ResourceProvider):
     def delete(self, id_, props):
         name = props.get("policy_name")
         policy_id = props.get("policy_id") or id_
-        if props.get("adopted"):
-            logger.info("storage policy %r (%s) was adopted, not created by this stack: leaving it", name, policy_id)
+        if self.leaves_adopted(props, f"storage policy {name!r} ({policy_id})"):
             return
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with vcenter(conn, f"deleting storage policy {name!r}") as si:
             pm = profile_manager(si)
             if read_policy(pm, policy_id) is None:
@@ -362,7 +346,7 @@ class VsanStoragePolicyProvider(dyn.ResourceProvider):
             logger.info("deleted storage policy %r (%s)", name, policy_id)
 
 
-class VsanStoragePolicy(dyn.Resource, module="vsphere", name="VsanStoragePolicy"):
+class VsanStoragePolicy(VCenterResource, module="vsphere", name="VsanStoragePolicy"):
     """A vSAN storage policy (SPBM capability profile), adopted when it already exists.
 
     Outputs ``policy_id`` (what a namespace's ``storage_specs[].policy`` takes),
@@ -374,21 +358,9 @@ class VsanStoragePolicy(dyn.Resource, module="vsphere", name="VsanStoragePolicy"
     rules: pulumi.Output[dict]
     adopted: pulumi.Output[bool]
 
-    def __init__(
-        self,
-        name: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        policy_name: pulumi.Input[str],
-        description: pulumi.Input[str] = "",
-        rules: pulumi.Input[Mapping[str, Any]],
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        ca_pem: Optional[pulumi.Input[str]] = None,
-        port: pulumi.Input[int] = 443,
-    ) -> None:
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, policy_name: pulumi.Input[str],
+                 description: pulumi.Input[str] = "", rules: pulumi.Input[Mapping[str, Any]],
+                 vcenter: VCenterAccess) -> None:
         if isinstance(rules, Mapping) and not any(isinstance(v, pulumi.Output) for v in rules.values()):
             validate_rules(rules, policy_name if isinstance(policy_name, str) else "")  # fail at construction
         props = {
@@ -397,7 +369,5 @@ class VsanStoragePolicy(dyn.Resource, module="vsphere", name="VsanStoragePolicy"
             "rules": rules,
             "policy_id": None,
             "adopted": None,
-            **connection_inputs(server, user, password, insecure, ca_pem, port),
         }
-        opts = password_stays_secret(opts)
-        super().__init__(VsanStoragePolicyProvider(), name, props, opts)
+        super().__init__(VsanStoragePolicyProvider(), name, opts, props, vcenter)

@@ -42,16 +42,9 @@ import pulumi
 import pulumi.dynamic as dyn
 import requests
 
-from .session import (
-    CONNECTION_KEYS,
-    VCenterConnection,
-    VCenterError,
-    changed_keys,
-    connection_inputs,
-    is_unknown,
-    rest_api,
-    password_stays_secret,
-)
+from ..access import VCenterAccess
+from .base import PollingVCenterProvider, VCenterResource, plain_list
+from .session import VCenterError, changed_keys, is_unknown, rest_api
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +150,7 @@ def tkr_problem(http, base: str, library_id: str, tkr: str, where: str,
             " (is the library subscribed to the TKR feed and synced?)")
 
 
-class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
+class SupervisorTkrLibraryProvider(PollingVCenterProvider):
     """Reads (and optionally sets) one Supervisor's TKR library and checks it holds the TKR.
 
     ``address_key`` is the input that names the Supervisor: ``cluster`` on vSphere 7.
@@ -165,11 +158,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
 
     address_key = "cluster"
     spec_keys = SPEC_KEYS
-
-    def __init__(self, timeout_s: float = 600.0, poll_s: float = 10.0):
-        super().__init__()
-        self.timeout_s = timeout_s
-        self.poll_s = poll_s
+    POLL_S = 10.0
 
     def _cluster(self, http, conn, props) -> str:
         """The cluster whose ``Clusters`` Info holds the library: the input itself on vSphere 7."""
@@ -189,7 +178,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
         failures = [dyn.CheckFailure(k, f"{k} is required") for k in (self.address_key, "tkr") if not news.get(k)]
         if failures or any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, failures)  # not known yet (preview of a new library)
-        conn = VCenterConnection.from_props(news)
+        conn = self.connection(news)
         with rest_api(conn, f"reading the TKR library of Supervisor {news[self.address_key]!r}") as http:
             try:
                 cluster = self._cluster(http, conn, news)
@@ -199,7 +188,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
         return dyn.CheckResult(news, [dyn.CheckFailure("tkr", problem)] if problem else [])
 
     def _apply(self, props) -> dict[str, Any]:
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"setting the TKR library of Supervisor {props[self.address_key]!r}") as http:
             cluster = self._cluster(http, conn, props)
             previous = supervisor_library(http, conn.base_url, cluster)
@@ -214,7 +203,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
                 if time.monotonic() > deadline:
                     raise TkrLibraryError(problem)
                 time.sleep(self.poll_s)
-        outs = {k: props.get(k) for k in (*CONNECTION_KEYS, self.address_key, *self.spec_keys)}
+        outs = self.stored(props, self.address_key, *self.spec_keys)
         outs.update(cluster=cluster, supervisor_library=current, previous_library=previous)
         return outs
 
@@ -225,8 +214,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
     def diff(self, id_, olds, news):
         replaces = changed_keys(olds, news, [self.address_key])
         changes = changed_keys(olds, news, self.spec_keys, lambda _k, v: v or None)
-        reconnect = changed_keys(olds, news, CONNECTION_KEYS)
-        return dyn.DiffResult(changes=bool(replaces or changes or reconnect), replaces=replaces)
+        return self.diff_result(olds, news, replaces, changes)
 
     def update(self, id_, olds, news):
         outs = self._apply(news)
@@ -239,7 +227,7 @@ class SupervisorTkrLibraryProvider(dyn.ResourceProvider):
         previous = props.get("previous_library")
         if not props.get("set_library") or not previous or previous == props.get("library_id"):
             return
-        conn = VCenterConnection.from_props(props)
+        conn = self.connection(props)
         with rest_api(conn, f"restoring the TKR library of Supervisor {props[self.address_key]!r}") as http:
             cluster = self._cluster(http, conn, props)
             if supervisor_library(http, conn.base_url, cluster) == props.get("library_id"):
@@ -257,15 +245,17 @@ class SupervisorReleaseLibraryProvider(SupervisorTkrLibraryProvider):
         return supervisor_cluster(http, conn.base_url, props["supervisor"])
 
 
-def _library_props(address: dict[str, Any], tkr: Any, library_id: Any, set_library: Any,
-                   connection: dict[str, Any]) -> dict[str, Any]:
-    """The inputs of either library resource (``address`` names the Supervisor), with the
-    outputs the provider fills in declared as None."""
-    return {**address, "tkr": tkr, "library_id": library_id, "set_library": set_library,
-            "supervisor_library": None, "previous_library": None, **connection}
+class _SupervisorLibrary(VCenterResource):
+    """What both library resources take besides the Supervisor's address, and the outputs
+    the provider fills in (declared as None)."""
+
+    def __init__(self, provider: SupervisorTkrLibraryProvider, name: str, opts: Optional[pulumi.ResourceOptions],
+                 address: dict[str, Any], spec: dict[str, Any], vcenter: VCenterAccess) -> None:
+        props = {**address, **spec, "supervisor_library": None, "previous_library": None}
+        super().__init__(provider, name, opts, props, vcenter)
 
 
-class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLibrary"):
+class SupervisorTkrLibrary(_SupervisorLibrary, module="vsphere", name="SupervisorTkrLibrary"):
     """The TKR library of a vSphere 7 Supervisor (``cluster``), checked to hold ``tkr``.
 
     With ``set_library`` the Supervisor is pointed at ``library_id``; without it the
@@ -275,28 +265,14 @@ class SupervisorTkrLibrary(dyn.Resource, module="vsphere", name="SupervisorTkrLi
     cluster: pulumi.Output[str]
     supervisor_library: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        cluster: pulumi.Input[str],
-        tkr: pulumi.Input[str],
-        library_id: pulumi.Input[str] = "",
-        set_library: pulumi.Input[bool] = False,
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        ca_pem: Optional[pulumi.Input[str]] = None,
-        port: pulumi.Input[int] = 443,
-    ) -> None:
-        props = _library_props({"cluster": cluster}, tkr, library_id, set_library,
-                               connection_inputs(server, user, password, insecure, ca_pem, port))
-        super().__init__(SupervisorTkrLibraryProvider(), name, props, password_stays_secret(opts))
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, cluster: pulumi.Input[str],
+                 tkr: pulumi.Input[str], library_id: pulumi.Input[str] = "", set_library: pulumi.Input[bool] = False,
+                 vcenter: VCenterAccess) -> None:
+        spec = {"tkr": tkr, "library_id": library_id, "set_library": set_library}
+        super().__init__(SupervisorTkrLibraryProvider(), name, opts, {"cluster": cluster}, spec, vcenter)
 
 
-class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorReleaseLibrary"):
+class SupervisorReleaseLibrary(_SupervisorLibrary, module="vsphere", name="SupervisorReleaseLibrary"):
     """The Kubernetes-service library of a vSphere 8/9 Supervisor (``supervisor``: its id),
     checked to hold the release ``tkr`` (a TKR or VKr) at preview and at ``pulumi up``, with an
     image of each OS in ``os_names`` (the node pools' asks: Ubuntu for GPU pools).
@@ -310,24 +286,9 @@ class SupervisorReleaseLibrary(dyn.Resource, module="vsphere", name="SupervisorR
     cluster: pulumi.Output[str]
     supervisor_library: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        supervisor: pulumi.Input[str],
-        tkr: pulumi.Input[str],
-        library_id: pulumi.Input[str] = "",
-        set_library: pulumi.Input[bool] = False,
-        os_names: pulumi.Input[list[str]] = (),
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        ca_pem: Optional[pulumi.Input[str]] = None,
-        port: pulumi.Input[int] = 443,
-    ) -> None:
-        props = _library_props({"supervisor": supervisor, "cluster": None}, tkr, library_id, set_library,
-                               connection_inputs(server, user, password, insecure, ca_pem, port))
-        props["os_names"] = list(os_names) if isinstance(os_names, (list, tuple)) else os_names
-        super().__init__(SupervisorReleaseLibraryProvider(), name, props, password_stays_secret(opts))
+    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, supervisor: pulumi.Input[str],
+                 tkr: pulumi.Input[str], library_id: pulumi.Input[str] = "", set_library: pulumi.Input[bool] = False,
+                 os_names: pulumi.Input[list[str]] = (), vcenter: VCenterAccess) -> None:
+        spec = {"tkr": tkr, "library_id": library_id, "set_library": set_library, "os_names": plain_list(os_names)}
+        super().__init__(SupervisorReleaseLibraryProvider(), name, opts, {"supervisor": supervisor, "cluster": None},
+                         spec, vcenter)
