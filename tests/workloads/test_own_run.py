@@ -142,3 +142,19 @@ def test_a_run_over_quota_fails_before_anything_is_made(tmp_path, monkeypatch, c
     assert code == 2
     assert "error: quota allows 2 GPUs in dask-alice; asked 4 (4 worker(s) x 1 GPU(s) each" in capsys.readouterr().err
     assert calls == ["quotas"]
+
+
+def test_a_persons_runs_are_titled_as_the_platforms(tmp_path):
+    """A report of runs on a person's own cluster (endpoint ``own-cluster``) names the platform,
+    as the shared cluster's runs do."""
+    import re
+
+    from tests.report.conftest import FIXTURES
+    from workloads.report import render
+
+    records = [json.loads(line) for line in (FIXTURES / "results.jsonl").read_text().splitlines()]
+    for record in records:
+        record["config"]["endpoint"] = "own-cluster"
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    page = render(tmp_path, output=tmp_path / "out").read_text(encoding="utf-8")
+    assert re.findall(r"<h1>(.*?)</h1>", page) == ["Dask on vSphere with Tanzu: benchmark report"]

@@ -11,22 +11,21 @@ through their Role); at the end, also after a failure or Ctrl-C, ``KubeCluster``
 deletes the DaskCluster (``shutdown_on_close``) and the Secret goes with it, unless
 ``--keep-cluster``. Nothing here reads a stack secret.
 
-``KubeCluster`` runs in an event loop of its own (a thread), asynchronous, so that the
-runner bounds its start: upstream waits for the scheduler pod and for its first answer
-without end (networking.py ``wait_for_scheduler``, ``wait_for_scheduler_comm``).
+``KubeCluster`` runs asynchronous in an event loop of its own (``loop_thread.py``), so that
+the runner bounds its start.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import secrets
-import threading
+import sys
 import time
 from typing import Any, Callable
 
 from workloads.cluster import endpoint as endpoints
 from workloads.cluster import kubeconfig, own_spec, own_tls, quota
+from workloads.cluster.loop_thread import DeadlineExceeded, LoopThread
 from workloads.cluster.team import Person, TeamOutputs
 from workloads.contract import StackOutputs
 from workloads.core.errors import EndpointError
@@ -37,42 +36,12 @@ DELETE_TIMEOUT_S = 120.0  # KubeCluster's close waits until the DaskCluster is g
 GROUP, VERSION, PLURAL = "kubernetes.dask.org", "v1", "daskclusters"
 
 
+def say(text: str, error: bool = False) -> None:
+    print(text, file=sys.stderr if error else sys.stdout, flush=True)
+
+
 def cluster_name(given: str | None) -> str:
     return given or f"dask-{secrets.token_hex(3)}"
-
-
-class DeadlineExceeded(TimeoutError):
-    """The runner's own bound on a wait ran out (not a timeout raised by what it waited on)."""
-
-
-class LoopThread:
-    """An asyncio loop in a daemon thread; ``run`` waits for a coroutine, bounded."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="own-cluster loop", daemon=True)
-        self.thread.start()
-
-    def run(self, make: Callable[[], Any], timeout: float) -> Any:
-        future = asyncio.run_coroutine_threadsafe(_awaited(make), self.loop)
-        try:
-            return future.result(timeout)
-        except TimeoutError:
-            if future.done():  # the coroutine's own TimeoutError
-                raise
-            future.cancel()
-            raise DeadlineExceeded(f"not done within {timeout:.0f} s") from None
-        except BaseException:  # Ctrl-C: the coroutine is cancelled, not left running
-            future.cancel()
-            raise
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
-async def _awaited(make: Callable[[], Any]) -> Any:
-    return await make()
 
 
 class OwnCluster:
@@ -80,14 +49,16 @@ class OwnCluster:
     ``close`` deletes it (unless kept)."""
 
     def __init__(self, team: TeamOutputs, person: Person, kube: kubeconfig.Kubeconfig, name: str, workers: int,
-                 keep: bool = False, echo: Callable[..., None] = print):
+                 keep: bool = False, echo: Callable[..., None] | None = None):
         self.team, self.person, self.kube, self.name, self.workers = team, person, kube, name, workers
-        self.keep, self.echo = keep, echo
+        self.keep, self.echo = keep, echo or say
         self.namespace = person.namespace
         self.api = None  # kubernetes ApiClient on the person's kubeconfig
         self.loop: LoopThread | None = None
         self.kube_cluster = None
-        self.created = False  # this run made the DaskCluster (only then is it ours to delete)
+        # no DaskCluster of this name was there before this run: one there now is this run's to delete
+        # (also when Ctrl-C comes between its creation and anything that would say so)
+        self.claimed = False
         self.pems: dict[str, str] = {}
 
     # ------------------------------------------------------------------ start
@@ -98,6 +69,7 @@ class OwnCluster:
                                  secret=own_tls.secret_name(self.name))
         quota.check(self.quotas(), cluster, self.workers, self.namespace)
         self.refuse_existing()
+        self.claimed = True
         self.pems = own_tls.issue(own_spec.scheduler_names(self.name, self.namespace))
         security = endpoints.security_from_pems(self.pems["ca.crt"], self.pems["client.crt"], self.pems["client.key"])
         self.say_plan(cluster)
@@ -136,13 +108,15 @@ class OwnCluster:
         """The TLS Secret, owned by the DaskCluster that now exists (KubeCluster's hook)."""
         from kubernetes import client
 
-        made = client.CustomObjectsApi(self.api).get_namespaced_custom_object(
-            GROUP, VERSION, self.namespace, PLURAL, self.name)
-        self.created = True
-        owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DaskCluster", "name": self.name,
-                 "uid": made["metadata"]["uid"]}
-        body = own_tls.secret(own_tls.secret_name(self.name), self.namespace, self.pems, owner)
-        client.CoreV1Api(self.api).create_namespaced_secret(self.namespace, body)
+        try:
+            made = client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, self.name, _request_timeout=30)
+            owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DaskCluster", "name": self.name,
+                     "uid": made["metadata"]["uid"]}
+            body = own_tls.secret(own_tls.secret_name(self.name), self.namespace, self.pems, owner)
+            client.CoreV1Api(self.api).create_namespaced_secret(self.namespace, body, _request_timeout=30)
+        except client.exceptions.ApiException as exc:
+            raise EndpointError(self.refused(exc, f"create the Secret {own_tls.secret_name(self.name)}")) from None
 
     def endpoint(self, cluster: dict[str, Any], security: Any) -> endpoints.Endpoint:
         """The runner's endpoint: the scheduler by its Service name (reached through the
@@ -230,23 +204,23 @@ class OwnCluster:
         started = time.monotonic()
         try:
             if self.kube_cluster is not None and self.loop is not None:
-                if not self.created:
+                if not self.claimed:
                     self.kube_cluster.shutdown_on_close = False
                 try:
                     self.loop.run(lambda: self.kube_cluster.close(timeout=DELETE_TIMEOUT_S), DELETE_TIMEOUT_S + 15)
                 except Exception as exc:  # noqa: BLE001  deleted by name below
                     logger.warning("closing the KubeCluster: %s", exc)
-            if self.created and not self.keep:
-                self.delete_by_name()
+            gone = self.delete_by_name() if self.claimed and not self.keep else None
         finally:
             if self.loop is not None:
                 self.loop.stop()
             if self.api is not None:
                 self.api.close()
-        self.say_end(time.monotonic() - started)
+        self.say_end(time.monotonic() - started, gone)
 
-    def delete_by_name(self) -> None:
-        """The DaskCluster and its Secret, deleted if still there, and waited for (bounded)."""
+    def delete_by_name(self) -> bool:
+        """The DaskCluster and its Secret, deleted if still there, and waited for (bounded):
+        whether the DaskCluster is gone."""
         from kubernetes import client
 
         custom, core = client.CustomObjectsApi(self.api), client.CoreV1Api(self.api)
@@ -265,14 +239,18 @@ class OwnCluster:
                                                     _request_timeout=30)
             except client.exceptions.ApiException as exc:
                 if exc.status == 404:
-                    return
+                    return True
             time.sleep(1)
+        return False
 
-    def say_end(self, seconds: float) -> None:
-        if not self.created:
+    def say_end(self, seconds: float, gone: bool | None) -> None:
+        if not self.claimed:
             return
         where = f"DaskCluster {self.namespace}/{self.name}"
-        if self.keep:
+        if gone is False:
+            self.echo(f"own cluster: {where} is not gone after {seconds:.0f} s: kubectl delete daskcluster"
+                      f" {self.name} -n {self.namespace}", error=True)
+        elif self.keep:
             idle = (f"; deleted once idle for {self.person.idle_timeout} s" if self.person.idle_timeout else "")
             self.echo(f"own cluster: kept {where}{idle}; delete it with kubectl delete daskcluster {self.name}"
                       f" -n {self.namespace} (its Secret {own_tls.secret_name(self.name)} goes with it)")

@@ -116,7 +116,7 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
     )
 
 
-PLATFORM = "Dask on vSphere with Tanzu"  # where a stack's runs ran (--stack, --outputs)
+PLATFORM = "Dask on vSphere with Tanzu"  # where a stack's runs ran (--stack, --outputs, --own-cluster)
 
 
 def title(runs: list[Run]) -> str:
@@ -131,7 +131,7 @@ def title(runs: list[Run]) -> str:
 def _place(run: Run) -> str:
     cluster = run.record.get("cluster") or {}
     endpoint = run.config.get("endpoint") or ("local" if cluster.get("kind") == "local" else None)
-    if endpoint in ("stack", "outputs"):
+    if endpoint in ("stack", "outputs", "own-cluster"):
         return PLATFORM
     if endpoint == "local":
         host = ((run.record.get("hardware") or {}).get("client") or {}).get("host")
