@@ -62,6 +62,7 @@ def test_a_local_sweep_starts_no_cluster_for_what_is_done(cluster, tmp_path, fla
     """The first run was on another cluster (the worker addresses are not part of the
     configuration); with an explicit device nothing is started for worker count 1."""
     sweep(cluster, tmp_path, "--workers", "1")
+    (tmp_path / "data").mkdir(exist_ok=True)  # a local run's --data-dir must exist (checked before any cluster)
     started = []
     monkeypatch.setattr(ClusterSession, "use_local", lambda self, plan: started.append(plan) or plan.n_workers)
     code = run.main(["--local", "--benchmark", "flaky", "--workers", "1", "--resume", "--device", "cpu",
