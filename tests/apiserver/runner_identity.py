@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from components.dask.runner_access import NAME, TOKEN_SECRET, runner_kubeconfig
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding")
 

@@ -11,7 +11,8 @@ import copy
 
 import pytest
 
-from .conftest import CAPI_CRDS, KubeApiError, apply_manifest, assert_invalid, get_object, load_crd
+from tests.kube.crds import CAPI_CRDS, load_crd
+from tests.kube.rest import KubeApiError, apply_manifest, assert_invalid, get_object
 
 pytestmark = pytest.mark.apiserver
 
@@ -212,7 +213,7 @@ def test_the_programs_readiness_wait_matches_a_ready_cluster_api_cluster(kube_ap
     from tests.apiserver.readiness import satisfied
     from tests.apiserver.test_program_objects import declared
 
-    from .conftest import patch_status
+    from tests.kube.rest import patch_status
 
     api = kube_apiserver.api_client
     graph, _ = declared("dev")

@@ -21,7 +21,7 @@ import yaml
 
 from components.cluster.providers.pool_readiness import GpuPoolsReadyProvider, PoolsNotReadyError
 
-from .conftest import apply_manifest, patch_object, patch_status
+from tests.kube.rest import apply_manifest, patch_object, patch_status
 
 pytestmark = pytest.mark.apiserver
 
@@ -167,7 +167,7 @@ def test_the_wait_also_needs_the_replicas_the_program_declares(api, kube_apiserv
 
 
 def test_the_kubeconfig_ca_is_the_one_trusted(api, kube_apiserver, kube_namespace, tmp_path):
-    from tests.apiserver.conftest import make_pki
+    from tests.kube.pki import make_pki
 
     make_pki(tmp_path / "other")
     other_ca = (tmp_path / "other" / "ca.crt").read_bytes()

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError, apply_manifest, delete_object, get_object, patch_status
+from tests.kube.rest import KubeApiError, apply_manifest, delete_object, get_object, patch_status
 from tests.apiserver.readiness import satisfied
 from tests.program.graph import run_program
 

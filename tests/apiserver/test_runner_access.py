@@ -17,7 +17,7 @@ import secrets
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
 from tests.operator.support import OPERATOR
 from tests.program.graph import run_program

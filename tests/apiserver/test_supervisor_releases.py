@@ -20,7 +20,8 @@ import yaml
 from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
 from tests import artifacts
 
-from .conftest import apply_manifest, delete_object, install_crd, load_crd, patch_status
+from tests.kube.crds import install_crd, load_crd
+from tests.kube.rest import apply_manifest, delete_object, patch_status
 
 pytestmark = pytest.mark.apiserver
 

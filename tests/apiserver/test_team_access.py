@@ -15,7 +15,7 @@ import secrets
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.program.graph import run_program
 
 pytestmark = pytest.mark.apiserver

@@ -13,15 +13,8 @@ import yaml
 
 from tests.artifacts import artifact_path
 
-from .conftest import (
-    TKC_CRD_V1ALPHA2,
-    KubeApiError,
-    apply_manifest,
-    assert_invalid,
-    get_object,
-    load_tkc_crd,
-    patch_status,
-)
+from tests.kube.crds import TKC_CRD_V1ALPHA2, load_tkc_crd
+from tests.kube.rest import KubeApiError, apply_manifest, assert_invalid, get_object, patch_status
 
 pytestmark = pytest.mark.apiserver
 

@@ -13,8 +13,6 @@ Fixtures
 from __future__ import annotations
 
 import os
-import re
-import secrets
 import signal
 import subprocess
 import time
@@ -23,9 +21,12 @@ from typing import Iterator
 
 import pytest
 
-from tests.apiserver.conftest import KUBE_CACHE, REPO, _log_tail, api_request, apply_manifest
 from tests.cluster import network
 from tests.cluster.node import KubeCluster, start_cluster
+from tests.kube.binaries import KUBE_CACHE, REPO
+from tests.kube.fixtures import namespace_for
+from tests.kube.processes import log_tail
+from tests.kube.rest import api_request, apply_manifest
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy",
             "kubectl")
@@ -46,7 +47,7 @@ def _build() -> None:
             rc = subprocess.run(["bash", str(script)], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, cwd=REPO, timeout=45 * 60).returncode
         if rc != 0:
-            pytest.fail(f"{script.relative_to(REPO)} failed (exit {rc}); log {log}:\n{_log_tail(log, 20)}",
+            pytest.fail(f"{script.relative_to(REPO)} failed (exit {rc}); log {log}:\n{log_tail(log, 20)}",
                         pytrace=False)
 
 
@@ -92,14 +93,10 @@ def kube_cluster(tmp_path_factory) -> Iterator[KubeCluster]:
             raise AssertionError("the cluster left things behind:\n" + "\n".join(problems))
 
 
-_NS_UNSAFE = re.compile(r"[^a-z0-9-]+")
-
-
 @pytest.fixture
 def cluster_namespace(kube_cluster: KubeCluster, request) -> Iterator[str]:
     """A fresh namespace named after the test, deleted afterwards (its pods with it)."""
-    base = _NS_UNSAFE.sub("-", request.node.name.lower()).strip("-")[:40].strip("-") or "t"
-    name = f"{base}-{secrets.token_hex(3)}"
+    name = namespace_for(request.node.name, 40)
     apply_manifest(kube_cluster.api_client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     try:
         yield name

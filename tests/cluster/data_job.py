@@ -21,7 +21,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import pods, wait_for
 from components.addons.dataset_job import JOB_NAME
 from tests.prepare import nginx

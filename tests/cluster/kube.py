@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import kubernetes.client
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 
 # What a TKG cluster with Kubernetes up to 1.24 ships for PodSecurityPolicy (VMware,
 # "Using Pod Security Policies with Tanzu Kubernetes Clusters", vSphere with Tanzu 7.0

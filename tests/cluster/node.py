@@ -27,7 +27,9 @@ from pathlib import Path
 import kubernetes.client
 import yaml
 
-from tests.apiserver.conftest import KUBE_CACHE, _api_client, _log_tail, _Process, _wait_http, api_request
+from tests.kube.binaries import KUBE_CACHE
+from tests.kube.processes import Process, wait_http
+from tests.kube.rest import api_client, api_request
 from tests.cluster import images
 from tests.cluster.network import ClusterNetwork, run
 from tests.cluster.pki import ClusterPKI, make_cluster_pki
@@ -188,21 +190,21 @@ class KubeCluster:
     containerd_socket: Path
     images: dict[str, str] = field(default_factory=dict)
     start_s: float = 0.0
-    _processes: list[_Process] = field(default_factory=list, repr=False)
+    _processes: list[Process] = field(default_factory=list, repr=False)
     _sysctls: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def ca_file(self) -> Path:
         return self.pki.path("ca.crt")
 
-    def process(self, name: str) -> _Process:
+    def process(self, name: str) -> Process:
         return next(p for p in self._processes if p.name == name)
 
     def pids(self) -> dict[str, int]:
         return {p.name: p.proc.pid for p in self._processes}
 
     def new_api_client(self, token: str | None = None) -> kubernetes.client.ApiClient:
-        return _api_client(self.url, self.ca_file, token or self.pki.tokens["admin"])
+        return api_client(self.url, self.ca_file, token or self.pki.tokens["admin"])
 
     def logs(self, lines: int = 30) -> str:
         return "\n".join(f"--- {p.name} ({p.log}) ---\n{p.tail(lines)}" for p in self._processes)
@@ -219,7 +221,7 @@ class KubeCluster:
         return stop_processes(self._processes, self.containerd_socket, self._sysctls)
 
 
-def stop_processes(procs: list[_Process], containerd_socket: Path, sysctls: dict[str, str]) -> list[str]:
+def stop_processes(procs: list[Process], containerd_socket: Path, sysctls: dict[str, str]) -> list[str]:
     by_name = {p.name: p for p in procs}
     for name in ("kube-proxy", "kubelet", "kube-scheduler", "kube-controller-manager"):
         if name in by_name:
@@ -250,12 +252,12 @@ def stop_processes(procs: list[_Process], containerd_socket: Path, sysctls: dict
 class _Starter:
     """Starts the components one by one into ``procs`` (so a failure stops what was started)."""
 
-    def __init__(self, net: ClusterNetwork, w: Path, procs: list[_Process]):
+    def __init__(self, net: ClusterNetwork, w: Path, procs: list[Process]):
         self.net, self.w, self.procs = net, w, procs
         self.deadline = time.monotonic() + START_TIMEOUT_S
 
     def start(self, name: str, args: list[str], env: dict[str, str] | None = None,
-              holder: _Process | None = None) -> _Process:
+              holder: Process | None = None) -> Process:
         if holder is not None:  # the shared mount namespace (and network namespace) of the runtime
             argv = ["nsenter", "-t", str(holder.proc.pid), "-m", "-n", "--", *args]
         else:
@@ -263,7 +265,7 @@ class _Starter:
         previous = {k: os.environ.get(k) for k in (env or {})}
         os.environ.update(env or {})
         try:
-            proc = _Process(name, argv, self.w / f"{name}.log", self.w)
+            proc = Process(name, argv, self.w / f"{name}.log", self.w)
         finally:
             for k, v in previous.items():
                 if v is None:
@@ -284,7 +286,7 @@ class _Starter:
             time.sleep(0.1)
 
 
-def _mount_holder(s: _Starter) -> _Process:
+def _mount_holder(s: _Starter) -> Process:
     """A process that owns the cluster's private mount namespace, with /var/lib, /var/log, /run
     and /etc/resolv.conf bound over; every component runs in it (and in the network namespace)."""
     root = s.w / "root"
@@ -303,7 +305,7 @@ def _mount_holder(s: _Starter) -> _Process:
     return holder
 
 
-def _start_containerd(s: _Starter, holder: _Process, pause_ref: str) -> Path:
+def _start_containerd(s: _Starter, holder: Process, pause_ref: str) -> Path:
     config = _containerd_config(s.w, pause_ref)
     _cni_config(s.w, s.net)
     socket = s.w / "containerd" / "containerd.sock"
@@ -312,7 +314,7 @@ def _start_containerd(s: _Starter, holder: _Process, pause_ref: str) -> Path:
     return socket
 
 
-def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: _Process) -> None:
+def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: Process) -> None:
     etcd_url = "http://127.0.0.1:2379"
     s.start("etcd", [str(BIN / "etcd"), "--name=dtkg", f"--data-dir={s.w / 'etcd-data'}",
                      f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
@@ -336,8 +338,9 @@ def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: _Process) -> None
         "--kubelet-preferred-address-types=InternalIP",
         f"--cert-dir={s.w / 'apiserver-certs'}", "--profiling=false", "--logtostderr=true", "--v=0"], holder=holder)
     ctx = ssl.create_default_context(cafile=str(p("ca.crt")))
-    _wait_http(f"https://{s.net.node_link_ip}:{API_PORT}/readyz", lambda st, b: st == 200, s.deadline, s.procs,
-               "kube-apiserver /readyz", context=ctx, headers={"Authorization": f"Bearer {pki.tokens['admin']}"})
+    wait_http(f"https://{s.net.node_link_ip}:{API_PORT}/readyz", lambda st, b: st == 200, s.deadline, s.procs,
+              "kube-apiserver /readyz", context=ctx, headers={"Authorization": f"Bearer {pki.tokens['admin']}"},
+              timeout_s=START_TIMEOUT_S)
     local = f"https://127.0.0.1:{API_PORT}"
     cm_kubeconfig = _kubeconfig(s.w / "controller-manager.kubeconfig", local, p("ca.crt"),
                                 pki.tokens["controller-manager"])
@@ -359,7 +362,7 @@ def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: _Process) -> None
         holder=holder)
 
 
-def _start_node(s: _Starter, pki: ClusterPKI, holder: _Process, socket: Path, pause_ref: str,
+def _start_node(s: _Starter, pki: ClusterPKI, holder: Process, socket: Path, pause_ref: str,
                 node_labels: dict[str, str]) -> None:
     p = pki.path
     local = f"https://127.0.0.1:{API_PORT}"
@@ -437,7 +440,7 @@ def start_cluster(workdir: Path, net: ClusterNetwork, node_labels: dict[str, str
     built = images.ensure_images()
     pki = make_cluster_pki(workdir / "pki", NODE_NAME, [net.node_link_ip, net.bridge_ip,
                                                         net.kubernetes_service_ip, "127.0.0.1"])
-    procs: list[_Process] = []
+    procs: list[Process] = []
     sysctls = _read_sysctls()
     s = _Starter(net, workdir, procs)
     socket = workdir / "containerd" / "containerd.sock"
@@ -449,7 +452,7 @@ def start_cluster(workdir: Path, net: ClusterNetwork, node_labels: dict[str, str
         _start_control_plane(s, pki, holder)
         _start_node(s, pki, holder, socket, built["pause"].ref, node_labels)
         url = f"https://{net.node_link_ip}:{API_PORT}"
-        api = _api_client(url, pki.path("ca.crt"), pki.tokens["admin"])
+        api = api_client(url, pki.path("ca.crt"), pki.tokens["admin"])
         node = wait_node_ready(api, s, NODE_NAME)
         untaint_ready_node(api, node)
     except BaseException:
@@ -459,7 +462,3 @@ def start_cluster(workdir: Path, net: ClusterNetwork, node_labels: dict[str, str
     return KubeCluster(net=net, workdir=workdir, pki=pki, url=url, api_client=api, kubeconfig=kubeconfig,
                        node_name=NODE_NAME, pause_ref=built["pause"].ref, containerd_socket=socket,
                        images={n: i.ref for n, i in built.items()}, _processes=procs, _sysctls=sysctls)
-
-
-def log_tail(path: Path, lines: int = 30) -> str:
-    return _log_tail(path, lines)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
 from tests.cluster.pki import _sign
 from tests.cluster.test_default_image import Controller, change_pod_spec

@@ -1,4 +1,5 @@
-"""Throw-away certificates and tokens for the test cluster (ECDSA P-256: instant to generate)."""
+"""Throw-away certificates and tokens for the test cluster: the real node's identities over the
+certificate authority of :mod:`tests.kube.pki` (ECDSA P-256: instant to generate)."""
 from __future__ import annotations
 
 import ipaddress
@@ -6,10 +7,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.apiserver.conftest import _openssl
+from tests.kube.pki import KUBERNETES_DNS_NAMES, make_ca, serving_extensions, service_account_keys, sign
 from tests.security.dask_pki import issue_pki
-
-EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
 
 # Identities of the components: user name and groups, as the bootstrap RBAC policy of
 # 1.20 knows them (plugin/pkg/auth/authorizer/rbac/bootstrappolicy: system:kube-scheduler,
@@ -34,31 +33,17 @@ class ClusterPKI:
         return self.dir / name
 
 
-def _sign(pki: Path, name: str, subject: str, ext: str) -> None:
-    (pki / f"{name}.ext").write_text(ext)
-    _openssl("req", *EC, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=pki)
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", f"{name}.crt", "-days", "3", "-extfile", f"{name}.ext", cwd=pki)
-
-
 def make_cluster_pki(pki: Path, node_name: str, server_ips: list[str]) -> ClusterPKI:
     """CA, the API server's serving certificate (``server_ips`` + the in-cluster names), its
     kubelet client certificate, service-account keys, and one bearer token per component."""
-    pki.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", *EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3",
-             "-subj", "/CN=dask-tkg-cluster-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=pki)
-    sans = ",".join([f"IP:{ip}" for ip in server_ips] + [
-        "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc",
-        "DNS:kubernetes.default.svc.cluster.local"])
-    _sign(pki, "apiserver", "/CN=kube-apiserver",
-          f"subjectAltName={sans}\nbasicConstraints=critical,CA:FALSE\n"
-          "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+    make_ca(pki, "dask-tkg-cluster-ca")
+    sans = [f"IP:{ip}" for ip in server_ips] + [
+        f"DNS:{name}" for name in (*KUBERNETES_DNS_NAMES, "kubernetes.default.svc.cluster.local")]
+    sign(pki, "apiserver", "/CN=kube-apiserver", serving_extensions(sans))
     # the API server's client certificate towards the kubelet (logs, exec, port-forward)
-    _sign(pki, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client",
-          "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
-    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key", cwd=pki)
-    _openssl("ec", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+    sign(pki, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client",
+         "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+    service_account_keys(pki)
     tokens = {component: secrets.token_hex(24) for component in identities(node_name)}
     lines = []
     for component, (user, groups) in identities(node_name).items():

@@ -39,7 +39,8 @@ from distributed.security import Security
 
 from components.dask.values import dashboard_url, service_names
 from components.dask.runner_access import TOKEN_TYPE
-from tests.apiserver.conftest import KUBE_CACHE, api_request, apply_manifest
+from tests.kube.binaries import KUBE_CACHE
+from tests.kube.rest import api_request, apply_manifest
 from tests.apiserver.runner_identity import deploy_runner_identity
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import data_job, helm

@@ -65,7 +65,8 @@ from pathlib import Path
 import pytest
 
 from components.dask.values import service_names
-from tests.apiserver.conftest import KUBE_CACHE, KubeApiError, api_request, apply_manifest
+from tests.kube.binaries import KUBE_CACHE
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.apiserver.runner_identity import deploy_runner_identity, token_subject
 from tests.cluster.data_job import _smoke_sources
 from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,

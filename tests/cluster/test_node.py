@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from tests.apiserver.conftest import api_request, apply_manifest
+from tests.kube.rest import api_request, apply_manifest
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.kube import install_tkg_pod_security, pods, wait_default_service_account, wait_running
 

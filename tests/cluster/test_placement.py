@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import helm
 from tests.cluster.kube import (delete_namespace, in_namespace, install_tkg_pod_security, pods,

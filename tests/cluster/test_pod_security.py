@@ -9,7 +9,7 @@ binding grants.
 """
 from __future__ import annotations
 
-from tests.apiserver.conftest import api_request, apply_manifest
+from tests.kube.rest import api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import helm
 from tests.cluster.kube import (delete_namespace, events, in_namespace, install_tkg_pod_security, pods,

@@ -24,7 +24,7 @@ import time
 import pytest
 import yaml
 
-from tests.apiserver.conftest import api_request
+from tests.kube.rest import api_request
 from tests.apiserver.runner_identity import token_subject
 from tests.cluster.kube import pods, wait_running
 from tests.cluster.network import run

@@ -29,7 +29,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import (delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, pods,
                                 wait_for)
 from tests.cluster.people import (NODE_GPUS, TeamController, advertise_gpus, apply_person, person_kubeconfig,

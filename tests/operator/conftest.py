@@ -2,5 +2,4 @@
 pinned operator chart's CRDs installed (``operator_crds``). The modules that use it carry the
 ``apiserver`` mark themselves; the build hooks stay with tests/apiserver (imported once, not
 run twice)."""
-from tests.apiserver.conftest import (install_crd, kube_apiserver, kube_namespace,  # noqa: F401 - fixtures reused
-                                      operator_crds)
+from tests.kube.fixtures import kube_apiserver, kube_namespace, operator_crds  # noqa: F401 - fixtures reused

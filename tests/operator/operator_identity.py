@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from components.dask.operator_rbac import OBSERVE_NAME, ROLE_NAME
-from tests.apiserver.conftest import api_request, apply_manifest
+from tests.kube.rest import api_request, apply_manifest
 from tests.program.graph import Graph, run_program
 from tests.render.helm import Rendered, render
 

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError, apply_manifest
+from tests.kube.rest import KubeApiError, apply_manifest
 from tests.operator.support import OPERATOR
 from tests.program.graph import run_program
 

@@ -25,7 +25,7 @@ import time
 
 import pytest
 from components.settings.model import POOL_ROLE_LABEL
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, get_object, patch_object
+from tests.kube.rest import KubeApiError, api_request, apply_manifest, get_object, patch_object
 from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
 from tests.operator.operator_identity import OperatorDeployment, allowed, kubeconfig_with_token
 from tests.operator.operator_identity import request_token as request_token_for

@@ -15,7 +15,7 @@ import tempfile
 import pytest
 import yaml
 
-from tests.apiserver.conftest import KubeApiError, apply_manifest
+from tests.kube.rest import KubeApiError, apply_manifest
 from tests.artifacts import DASK_CHART, DASK_OPERATOR_CHART, artifact_path
 from tests.operator.support import MODERN_IMAGE, OPERATOR
 from tests.program.graph import run_program

@@ -18,6 +18,7 @@ from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from policy.rules import PACK_NAME, POLICIES
+from tests.kube.processes import terminate
 from tests.policy.support import wire
 from tests.program.graph import Graph, Resource
 
@@ -45,12 +46,7 @@ def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_
             with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
                 yield analyzer_pb2_grpc.AnalyzerStub(channel)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc)
 
 
 def struct(props: Mapping[str, Any]) -> struct_pb2.Struct:

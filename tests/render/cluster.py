@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tests.apiserver.conftest import KubeApiError, api_request, apply_manifest, delete_object, install_crd
+from tests.kube.crds import install_crd
+from tests.kube.rest import KubeApiError, api_request, apply_manifest, delete_object
 
 DRY_RUN_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod", "ReplicaSet"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apiserver.conftest import (  # noqa: F401 - fixtures and hooks, registered by name
+from tests.kube.fixtures import (  # noqa: F401 - fixtures and hooks, registered by name
     kube_apiserver,
     pytest_collection_finish,
     pytest_collection_modifyitems,

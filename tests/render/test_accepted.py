@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError
+from tests.kube.rest import KubeApiError
 from tests.render.cluster import submit
 from tests.render.program import VARIANTS, program_releases
 

@@ -11,7 +11,8 @@ import copy
 
 import pytest
 
-from tests.apiserver.conftest import KubeApiError, apply_manifest, install_crd
+from tests.kube.crds import install_crd
+from tests.kube.rest import KubeApiError, apply_manifest
 from tests.render.program import program_releases
 
 pytestmark = pytest.mark.apiserver

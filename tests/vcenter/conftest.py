@@ -23,6 +23,7 @@ import pytest
 from workloads.core.config import cache_dir
 
 from components.vsphere.providers.session import VCenterConnection
+from tests.kube.processes import terminate
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_vcsim.sh"
@@ -118,12 +119,7 @@ def vcsim(tmp_path_factory) -> Vcsim:
         )
     finally:
         if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc)
         proc.stdout.close()
         log.close()
 

@@ -32,6 +32,7 @@ They are deliberately small: they model the fields this project sends, not the A
 from __future__ import annotations
 
 import base64
+import copy
 import http.client
 import json
 import re
@@ -444,6 +445,26 @@ class FakeNamespaceApi(_Server):
             "config_status": info["config_status"],
             "description": info["description"],
         }
+
+
+def fake_namespace_api(vcsim: Any, password_prefix: str, **state: Any) -> FakeNamespaceApi:
+    """The namespace API's fake with vcsim's certificate, for vcsim's administrator with a fresh
+    password; ``state`` sets its Supervisors and libraries (``library_items=...``, ...), copied, so
+    that a test that changes them changes only its own fake."""
+    fake = FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
+                            password=password_prefix + secrets.token_urlsafe(10))
+    for name, value in state.items():
+        if not hasattr(fake, name):
+            raise AttributeError(f"FakeNamespaceApi has no {name!r}")
+        setattr(fake, name, copy.deepcopy(value))
+    return fake
+
+
+def provider_props(api: FakeNamespaceApi, vcsim: Any, fields: dict[str, Any], overrides: dict[str, Any]) -> dict:
+    """A vCenter provider's inputs: its ``fields``, the connection to the fake ``api`` (trusting
+    vcsim's CA, as the program does with ``vcenterCaPem``), then the test's ``overrides``."""
+    return {**fields, "server": "127.0.0.1", "port": api.port, "user": api.user, "password": api.password,
+            "insecure": False, "ca_pem": vcsim.ca_pem, **overrides}
 
 
 # --------------------------------------------------------------------------- vSAN file service

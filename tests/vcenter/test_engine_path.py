@@ -15,7 +15,6 @@ resources produce are ``rpc.UNKNOWN`` in a first preview. Preview must change no
 
 from __future__ import annotations
 
-import secrets
 import uuid
 
 import pytest
@@ -26,7 +25,7 @@ from components.vsphere.providers.spbm import find_policies, profile_manager, re
 from tests.program.graph import run_program
 from tests.program.provider_host import ProviderHost
 
-from .fakes import FakeNamespaceApi, FakeVsanFileService
+from .fakes import FakeVsanFileService, fake_namespace_api, provider_props
 
 pytestmark = pytest.mark.vcsim
 
@@ -100,16 +99,14 @@ def test_storage_policies_check_diff_create_update_delete_through_the_sdk_host(v
 
 @pytest.fixture
 def api(vcsim):
-    with FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
-                          password="ns-" + secrets.token_urlsafe(10)) as fake:
-        fake.supervisor_libraries = {"domain-c8": "lib-tkr"}
-        fake.library_items = {"lib-tkr": [f"ob-18186591-photon-3-k8s-{TKR}"], "vsphere-library-library-id": []}
+    with fake_namespace_api(vcsim, "ns-", supervisor_libraries={"domain-c8": "lib-tkr"},
+                            library_items={"lib-tkr": [f"ob-18186591-photon-3-k8s-{TKR}"],
+                                           "vsphere-library-library-id": []}) as fake:
         yield fake
 
 
 def rest_props(api, vcsim) -> dict:
-    return {"server": "127.0.0.1", "port": api.port, "user": api.user, "password": api.password,
-            "insecure": False, "ca_pem": vcsim.ca_pem}
+    return provider_props(api, vcsim, {}, {})
 
 
 def test_the_namespace_lifecycle_through_the_sdk_host(vcsim, program, host, api):

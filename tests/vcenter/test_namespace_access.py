@@ -17,7 +17,7 @@ import pytest
 from components.vsphere.providers.namespace_access import NamespaceAccessAndLimitsProvider, build_wanted
 from components.vsphere.providers.session import VCenterConnection, VCenterError, rest_api
 
-from .fakes import FakeNamespaceApi
+from .fakes import FakeNamespaceApi, provider_props
 
 pytestmark = [pytest.mark.vcsim, pytest.mark.usefixtures("fake_api_password_not_logged")]
 
@@ -56,15 +56,8 @@ def props(api, vcsim, **overrides) -> dict:
         "access_list": [DEVS],
         "storage_limits": [{"policy": R5, "limit": 512000}],
         "namespace_spec": {"storage_policies": [R5, R1], "vm_services": [{"vm_classes": ["best-effort-xlarge"]}]},
-        "server": "127.0.0.1",
-        "port": api.port,
-        "user": api.user,
-        "password": api.password,
-        "insecure": False,
-        "ca_pem": vcsim.ca_pem,
     }
-    values.update(overrides)
-    return values
+    return provider_props(api, vcsim, values, overrides)
 
 
 def patches(api) -> list[dict]:

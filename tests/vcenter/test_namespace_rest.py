@@ -20,7 +20,7 @@ from components.vsphere.providers.namespace_rest import (
 )
 from components.vsphere.providers.session import VCenterError, rest_api, rest_session
 
-from .fakes import FakeNamespaceApi
+from .fakes import FakeNamespaceApi, provider_props
 
 pytestmark = [pytest.mark.vcsim, pytest.mark.usefixtures("fake_api_password_not_logged")]
 
@@ -56,15 +56,8 @@ def props(api, vcsim, **overrides) -> dict:
         "storage_specs": [{"policy": R5, "limit": 512000}, {"policy": R1}],
         "vm_classes": ["best-effort-xlarge", "best-effort-medium"],
         "content_libraries": ["lib-1"],
-        "server": "127.0.0.1",
-        "port": api.port,
-        "user": api.user,
-        "password": api.password,
-        "insecure": False,
-        "ca_pem": vcsim.ca_pem,
     }
-    values.update(overrides)
-    return values
+    return provider_props(api, vcsim, values, overrides)
 
 
 def bodies(api, method: str) -> list[dict]:

@@ -8,13 +8,11 @@ VM images for the Kubernetes service), ``Clusters.UpdateSpec`` (unset fields unc
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
 from components.vsphere.providers.supervisor_library import SupervisorTkrLibraryProvider, TkrLibraryError
 
-from .fakes import FakeNamespaceApi
+from .fakes import fake_namespace_api, provider_props
 
 pytestmark = pytest.mark.vcsim
 
@@ -25,19 +23,14 @@ FEED = ["ob-18186591-photon-3-k8s-v1.20.8---vmware.1-tkg.2", "ob-17861429-photon
 
 @pytest.fixture
 def api(vcsim):
-    with FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
-                          password="sv-" + secrets.token_urlsafe(10)) as fake:
-        fake.library_items = {"lib-tkr": list(FEED), "lib-old": FEED[1:], "lib-ours": list(FEED)}
-        fake.supervisor_libraries = {CLUSTER: "lib-tkr"}
+    libraries = {"lib-tkr": list(FEED), "lib-old": FEED[1:], "lib-ours": list(FEED)}
+    with fake_namespace_api(vcsim, "sv-", library_items=libraries, supervisor_libraries={CLUSTER: "lib-tkr"}) as fake:
         yield fake
 
 
 def props(api, vcsim, **overrides):
-    values = {"cluster": CLUSTER, "tkr": TKR, "library_id": "lib-ours", "set_library": False,
-              "server": "127.0.0.1", "port": api.port, "user": api.user, "password": api.password,
-              "insecure": False, "ca_pem": vcsim.ca_pem}
-    values.update(overrides)
-    return values
+    fields = {"cluster": CLUSTER, "tkr": TKR, "library_id": "lib-ours", "set_library": False}
+    return provider_props(api, vcsim, fields, overrides)
 
 
 def test_check_at_preview_reads_the_supervisors_library_and_changes_nothing(api, vcsim):

@@ -9,13 +9,11 @@ Kubernetes-service library from that cluster's ``Clusters.Info``. vcsim serves n
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
 from components.vsphere.providers.supervisor_library import SupervisorReleaseLibraryProvider, TkrLibraryError
 
-from .fakes import FakeNamespaceApi
+from .fakes import fake_namespace_api, provider_props
 
 pytestmark = pytest.mark.vcsim
 
@@ -26,15 +24,14 @@ VKR = "v1.32.3---vmware.1-fips-vkr.2"
 # the build prefixes are made up.
 FEED = ["ob-24718405-photon-5-amd64-v1.32.3---vmware.1-fips-vkr.2",
         "ob-24425287-ubuntu-2204-amd64-v1.31.4---vmware.1-fips-vkr.3"]
+TOPOLOGY = {SUPERVISOR: [{"zone": "zone-a", "clusters": [CLUSTER]}]}
 
 
 @pytest.fixture
 def api(vcsim):
-    with FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
-                          password="sv-" + secrets.token_urlsafe(10)) as fake:
-        fake.library_items = {"lib-vks": list(FEED), "lib-old": FEED[1:], "lib-ours": list(FEED)}
-        fake.supervisor_libraries = {CLUSTER: "lib-vks"}
-        fake.supervisor_topology = {SUPERVISOR: [{"zone": "zone-a", "clusters": [CLUSTER]}]}
+    libraries = {"lib-vks": list(FEED), "lib-old": FEED[1:], "lib-ours": list(FEED)}
+    with fake_namespace_api(vcsim, "sv-", library_items=libraries, supervisor_libraries={CLUSTER: "lib-vks"},
+                            supervisor_topology=TOPOLOGY) as fake:
         yield fake
 
 
@@ -44,11 +41,8 @@ def provider():
 
 
 def props(api, vcsim, **overrides):
-    values = {"supervisor": SUPERVISOR, "tkr": VKR, "library_id": "", "set_library": False,
-              "server": "127.0.0.1", "port": api.port, "user": api.user, "password": api.password,
-              "insecure": False, "ca_pem": vcsim.ca_pem}
-    values.update(overrides)
-    return values
+    fields = {"supervisor": SUPERVISOR, "tkr": VKR, "library_id": "", "set_library": False}
+    return provider_props(api, vcsim, fields, overrides)
 
 
 def paths(api) -> list[str]:

@@ -8,14 +8,12 @@ vmware.1-fips-vkr.2`` and ``...-photon-5-amd64-vmi-k8s-...`` (build numbers made
 library with only the Photon image passed before the check looked at the OS."""
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
 from components.vsphere.providers.supervisor_library import SupervisorReleaseLibraryProvider
 
-from .fakes import FakeNamespaceApi
-from .test_supervisor_release_library import CLUSTER, SUPERVISOR, VKR, props
+from .fakes import fake_namespace_api
+from .test_supervisor_release_library import CLUSTER, SUPERVISOR, TOPOLOGY, VKR, props
 
 pytestmark = pytest.mark.vcsim
 
@@ -26,11 +24,9 @@ OLD_UBUNTU = "ob-24425287-ubuntu-2204-amd64-vmi-k8s-v1.31.4---vmware.1-fips-vkr.
 
 @pytest.fixture
 def api(vcsim):
-    with FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
-                          password="sv-" + secrets.token_urlsafe(10)) as fake:
-        fake.library_items = {"lib-photon": [PHOTON, OLD_UBUNTU], "lib-both": [PHOTON, UBUNTU]}
-        fake.supervisor_libraries = {CLUSTER: "lib-photon"}
-        fake.supervisor_topology = {SUPERVISOR: [{"zone": "zone-a", "clusters": [CLUSTER]}]}
+    libraries = {"lib-photon": [PHOTON, OLD_UBUNTU], "lib-both": [PHOTON, UBUNTU]}
+    with fake_namespace_api(vcsim, "sv-", library_items=libraries, supervisor_libraries={CLUSTER: "lib-photon"},
+                            supervisor_topology=TOPOLOGY) as fake:
         yield fake
 
 

@@ -3,22 +3,18 @@ and REST) verify vCenter's certificate against the given CA, even where
 ``vsphere:allowUnverifiedSsl`` stays on for the bridged provider. Against vcsim's TLS."""
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from components.vsphere.providers.session import VCenterError, rest_session, vcenter
+from tests.kube.pki import self_signed_pem
 
 pytestmark = pytest.mark.vcsim
 
 
 @pytest.fixture(scope="module")
 def other_ca(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("other-ca")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", str(folder / "k.pem"), "-out", str(folder / "c.pem"), "-days", "1",
-                    "-subj", "/CN=other-ca"], check=True, capture_output=True)
-    return (folder / "c.pem").read_text()
+    cert, _ = self_signed_pem(tmp_path_factory.mktemp("other-ca"), "other-ca")
+    return cert.read_text()
 
 
 def test_a_wrong_ca_is_refused_even_with_insecure(vcsim, other_ca):

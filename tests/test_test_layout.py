@@ -1,0 +1,94 @@
+"""Test helpers live in modules a reader finds by name, not in ``conftest.py``.
+
+A ``conftest.py`` is pytest's plugin for its folder: pytest imports it itself, under its
+own rules, to register fixtures and hooks. A test that also imports helpers from it ties
+itself to that plugin's module name and load order, and hides the helpers where nobody
+looks for a library (``tests/apiserver/conftest.py`` once held the stand-in's binaries,
+PKI, processes and REST client for 21 files). Fixtures are what a conftest holds; the
+helpers are in ``tests/kube/`` and beside the tests that use them.
+
+``ALLOWED`` names the imports from a conftest that remain in folders with other owners;
+it only shrinks: an entry whose import is gone fails too, so that it is removed.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# importer -> the conftest module it still imports helpers or constants from
+ALLOWED = {
+    ("tests/bench/test_gpu_script.py", "tests.conftest"),
+    ("tests/report/test_browser.py", "tests.report.conftest"),
+    ("tests/report/test_compare.py", "tests.report.conftest"),
+    ("tests/report/test_default_run.py", "tests.report.conftest"),
+    ("tests/report/test_instrumentation.py", "tests.report.conftest"),
+    ("tests/report/test_render.py", "tests.report.conftest"),
+    ("tests/report/test_utilization.py", "tests.report.conftest"),
+    ("tests/reliability/test_interrupts.py", "tests.reliability.conftest"),
+    ("tests/reliability/test_read_errors.py", "tests.reliability.conftest"),
+    ("tests/reliability/test_resume.py", "tests.reliability.conftest"),
+    ("tests/reliability/test_worker_loss.py", "tests.reliability.conftest"),
+    ("tests/taxi/test_backends.py", "tests.taxi.conftest"),
+    ("tests/taxi/test_benchmark.py", "tests.taxi.conftest"),
+    ("tests/taxi/test_io.py", "tests.taxi.conftest"),
+    ("tests/workloads/test_foreign_scheduler.py", "tests.workloads.conftest"),
+    ("tests/workloads/test_images_benchmark.py", "tests.workloads.conftest"),
+    ("tests/workloads/test_notebook.py", "tests.workloads.conftest"),
+    ("tests/workloads/test_own_run.py", "tests.report.conftest"),
+    ("tests/workloads/test_run.py", "tests.workloads.conftest"),
+    ("tests/workloads/test_synth_images.py", "tests.workloads.conftest"),
+}
+
+
+def _imported_modules(path: Path, repo: Path) -> set[str]:
+    """Every module ``path`` imports (and every name it imports from one, which may be a
+    module too), relative imports resolved against its package."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = list(path.relative_to(repo).with_suffix("").parts[:-1])
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def conftest_imports(repo: Path = REPO) -> set[tuple[str, str]]:
+    """(importer, conftest module) for each Python file under ``repo``/tests that imports from a conftest."""
+    pairs = set()
+    for path in sorted((repo / "tests").rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        for module in _imported_modules(path, repo):
+            if module.split(".")[-1] == "conftest":
+                pairs.add((path.relative_to(repo).as_posix(), module))
+    return pairs
+
+
+def test_no_test_imports_from_a_conftest():
+    found = conftest_imports()
+    new, gone = sorted(found - ALLOWED), sorted(ALLOWED - found)
+    assert new == [], f"import these from a helper module, not from a conftest: {new}"
+    assert gone == [], f"these no longer import from a conftest: drop them from ALLOWED: {gone}"
+
+
+def test_the_check_sees_absolute_relative_and_conftest_to_conftest_imports(tmp_path):
+    package = tmp_path / "tests" / "area"
+    package.mkdir(parents=True)
+    (package / "conftest.py").write_text("from tests.kube.fixtures import kube_apiserver\nfrom ..x.conftest import y\n")
+    (package / "test_a.py").write_text("from .conftest import HELPER\n")
+    (package / "test_b.py").write_text("from tests.other.conftest import thing\n")
+    (package / "test_c.py").write_text("from tests.other import conftest\n")
+    (package / "other.py").write_text("from tests.kube.rest import api_request\n")
+    assert conftest_imports(tmp_path) == {("tests/area/conftest.py", "tests.x.conftest"),
+                                          ("tests/area/test_a.py", "tests.area.conftest"),
+                                          ("tests/area/test_b.py", "tests.other.conftest"),
+                                          ("tests/area/test_c.py", "tests.other.conftest")}
