@@ -3,8 +3,10 @@
 hands them to the module that does the work.
 
 With no subcommand it measures (:mod:`bench.suite`); each subcommand is a module with
-``add_arguments(parser)`` and ``run(args) -> exit code``. A subcommand's module is
-imported only when it runs, so ``gpu`` starts with what the GPU machine has.
+``add_arguments(parser)`` and ``run(args) -> exit code``: the suite's own below, and each
+benchmark's from its bench package (``COMMANDS``, :func:`bench.registry.commands`). A
+subcommand's module is imported only when it runs, so ``gpu`` starts with what the GPU
+machine has.
 """
 from __future__ import annotations
 
@@ -15,15 +17,20 @@ from types import ModuleType
 
 from workloads.core.commands import prog
 
-# name -> (module with add_arguments(parser) and run(args), one line of help)
+# name -> (module with add_arguments(parser) and run(args), one line of help); the benchmarks' own
+# come from their bench packages (all_commands)
 COMMANDS = {
     "compare": ("bench.compare", "the figure-by-figure change from result file A to B (measures nothing)"),
     "table": ("bench.table", "docs/benchmarks.md's results table for these result files (measures nothing)"),
-    "gpu": ("bench.gpu.command", "every GPU measurement of the images pipeline (what bench/gpu.sh runs)"),
-    "taxi-limits": ("bench.taxi_limits", "what bounds the taxi figures, in one plain process without Dask"),
-    "train-parts": ("bench.taxi_train_parts", "where the taxi train phase's time goes, against its baseline"),
     "wheels": ("bench.wheels", "collect the wheels bench/gpu.sh installs offline on a GPU machine"),
 }
+
+
+def all_commands() -> dict[str, tuple[str, str]]:
+    """The suite's subcommands and every benchmark's own."""
+    from bench import registry
+
+    return {**COMMANDS, **registry.commands()}
 
 
 def _description(module: ModuleType) -> str:
@@ -31,8 +38,9 @@ def _description(module: ModuleType) -> str:
 
 
 def _epilog() -> str:
-    width = max(len(name) for name in COMMANDS)
-    lines = [f"  {name.ljust(width)}  {help_text}" for name, (_, help_text) in COMMANDS.items()]
+    commands = all_commands()
+    width = max(len(name) for name in commands)
+    lines = [f"  {name.ljust(width)}  {help_text}" for name, (_, help_text) in commands.items()]
     return "subcommands (each with its own --help):\n" + "\n".join(lines)
 
 
@@ -41,7 +49,7 @@ def build_parser(base: str = "python -m bench") -> argparse.ArgumentParser:
     from bench import suite
 
     parser = argparse.ArgumentParser(prog=base, description=_description(suite), epilog=_epilog(),
-                                     usage=f"%(prog)s [options]\n       %(prog)s {{{','.join(COMMANDS)}}} ...",
+                                     usage=f"%(prog)s [options]\n       %(prog)s {{{','.join(all_commands())}}} ...",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     suite.add_arguments(parser)
     return parser
@@ -49,7 +57,7 @@ def build_parser(base: str = "python -m bench") -> argparse.ArgumentParser:
 
 def command_parser(name: str, base: str = "python -m bench") -> tuple[argparse.ArgumentParser, ModuleType]:
     """Subcommand ``name``'s parser (prog ``<base> <name>``) and its module."""
-    module = importlib.import_module(COMMANDS[name][0])
+    module = importlib.import_module(all_commands()[name][0])
     parser = argparse.ArgumentParser(prog=f"{base} {name}", description=_description(module))
     module.add_arguments(parser)
     return parser, module
@@ -58,7 +66,7 @@ def command_parser(name: str, base: str = "python -m bench") -> tuple[argparse.A
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     base = prog("python -m bench")
-    if argv and argv[0] in COMMANDS:
+    if argv and argv[0] in all_commands():
         parser, module = command_parser(argv[0], base)
         return int(module.run(parser.parse_args(argv[1:])) or 0)
     from bench import suite

@@ -2,7 +2,7 @@
 # Every GPU measurement of the images pipeline in one run (`python -m bench gpu`, the same
 # command as `dask-tkg bench gpu`, which the GPU machine may not have installed): model-only,
 # decode-only per JPEG backend, end to end through Dask, figure 9 on the CPU cores; one JSON
-# under results/bench/ (or --output). See bench/gpu/command.py for the sections and the goals.
+# under results/bench/ (or --output). See bench/images/gpu/command.py for the sections and the goals.
 # The command runs from the repository's root, so relative paths are taken from there.
 #
 # For a GPU machine without network: torch and torchvision must be there (its own CUDA

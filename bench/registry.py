@@ -1,20 +1,26 @@
-"""What the suite measures and with what: each figure's definition (:data:`FIGURES`), the
-sizes of each profile (``profiles.yaml``) and the context every figure group runs in.
+"""What the suite measures and with what: each figure's definition (:func:`figures`, from
+the bench package of each registered benchmark), the sizes of each profile
+(``profiles.yaml``) and the context every figure group runs in.
 
-The figure groups (:mod:`bench.images`, :mod:`bench.taxi`) fill the figures these
-definitions make; the commands (:mod:`bench.suite`, :mod:`bench.compare`,
+Each benchmark's bench package (``bench/<benchmark>/``, named by its ``BENCH``) defines
+its figures and fills them; the commands (:mod:`bench.suite`, :mod:`bench.compare`,
 :mod:`bench.table`) read the definitions from here, so one place says what a figure's
-goal is.
+goal is and the suite needs no change for a new benchmark.
 """
 from __future__ import annotations
 
+import importlib
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 from bench.figures import Figure, Goal, Measurement
 from bench.results import utc_now
+
+logger = logging.getLogger(__name__)
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 
@@ -37,41 +43,39 @@ class FigureSpec:
                       Measurement(self.denominator, self.unit))
 
 
-# the order is the report's
-FIGURES: dict[str, FigureSpec] = {
-    "images_pipeline_vs_model": FigureSpec(
-        "images", "Images: Dask path end to end vs model-only forward (the limit)", ">= 0.85",
-        "dask_path_images_per_second", "model_only_images_per_second", "img/s"),
-    "images_dask_vs_plain_loop": FigureSpec(
-        "images", "Images: Dask path vs a tuned single-process loop (same decoder, folding, allocator, threads)",
-        ">= 1.0", "dask_path_images_per_second", "tuned_loop_images_per_second", "img/s"),
-    "images_dask_vs_naive_loop": FigureSpec(
-        "images", "Images: Dask path vs the naive loop (PIL, no folding, glibc defaults)", ">= 1.5",
-        "dask_path_images_per_second", "naive_loop_images_per_second", "img/s"),
-    "images_scaling_2x1_vs_1x1": FigureSpec(
-        "images", "Images: 2 workers x 1 thread vs 1 worker x 1 thread", ">= 1.8",
-        "two_workers_images_per_second", "one_worker_images_per_second", "img/s"),
-    "taxi_load_vs_pyarrow": FigureSpec(
-        "taxi", "Taxi: load + cleanse + persist vs pyarrow.csv.read_csv (same columns, types, threads), rows/s",
-        ">= 0.7", "benchmark_load_cleanse_rows_per_second", "pyarrow_read_csv_rows_per_second", "rows/s"),
-    "taxi_train_dask_vs_single": FigureSpec(
-        "taxi", "Taxi: xgboost.dask training time vs single-process xgboost.train (same rows, params, environment)",
-        "<= 1.25", "xgboost_dask_train_seconds", "xgboost_single_train_seconds", "s"),
-    "taxi_peak_memory_vs_frame": FigureSpec(
-        "taxi", "Taxi: peak worker memory over the whole run (load to evaluate) vs the cleaned frame", "<= 3",
-        "peak_worker_memory_bytes", "cleaned_frame_bytes", "bytes"),
-    "taxi_scale_default_vs_quick": FigureSpec(
-        "taxi", "Taxi: load + cleanse rows/s at the default size vs the quick size", ">= 0.9",
-        "default_size_rows_per_second", "quick_size_rows_per_second", "rows/s"),
-    "images_bf16_vs_fp32": FigureSpec(
-        "images", "Images: ResNet-50 bf16 vs fp32 images/s on this CPU (agreement >= 99% on held-out textured"
-        " images)", ">= 2.5", "bf16_images_per_second", "fp32_images_per_second", "img/s"),
-}
+def groups() -> dict[str, ModuleType]:
+    """{benchmark: its bench package} for every registered benchmark that names one (its
+    ``BENCH``, :mod:`workloads.runs.benchmarks`), in the registry's order. A package holds
+    ``FIGURES`` (name -> :class:`FigureSpec`), ``measure(ctx, wanted, make)`` and,
+    optionally, ``COMMANDS`` (its own subcommands, as :data:`bench.cli.COMMANDS`); its sizes
+    are its section of each profile (``profiles.yaml``). A benchmark that does not import
+    here has no figures in this run."""
+    from workloads.runs import benchmarks
+
+    found = {}
+    for name in benchmarks.BENCHMARKS:
+        try:
+            package = getattr(benchmarks.load(name), "BENCH", None)
+            if package:
+                found[name] = importlib.import_module(package)
+        except ImportError as exc:
+            logger.debug("benchmark %s has no figures here: %s", name, exc)
+    return found
+
+
+def figures() -> dict[str, FigureSpec]:
+    """Every figure of every group, group by group (the order is the report's)."""
+    return {name: spec for package in groups().values() for name, spec in package.FIGURES.items()}
+
+
+def commands() -> dict[str, tuple[str, str]]:
+    """The groups' own subcommands: name -> (module, one line of help)."""
+    return {name: entry for package in groups().values() for name, entry in getattr(package, "COMMANDS", {}).items()}
 
 
 def make_figure(name: str) -> Figure:
     """The unmeasured figure ``name`` (see :meth:`FigureSpec.make`)."""
-    return FIGURES[name].make(name)
+    return figures()[name].make(name)
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, dict[str, Any]]:

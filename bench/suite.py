@@ -17,7 +17,7 @@ from typing import Any
 
 from bench import registry, results
 from bench.figures import Figure, render
-from bench.registry import FIGURES, Context
+from bench.registry import Context
 
 logger = logging.getLogger("bench")
 
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the quick profile (the smallest sizes whose ratios still mean something)")
     size.add_argument("--profile", choices=profiles, help="sizes (default: default)")
     parser.add_argument("--only", type=_names, metavar="NAME[,NAME...]",
-                        help=f"measure only these figures: {', '.join(FIGURES)}")
+                        help=f"measure only these figures: {', '.join(registry.figures())}")
     parser.add_argument("--repeats", type=int, metavar="N", help="repetitions per figure (default: the profile's)")
     parser.add_argument("--data-dir", metavar="PATH",
                         help="where generated data is kept (default: bench/<profile> in the project's cache,"
@@ -44,26 +44,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _names(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [n for n in names if n not in FIGURES]
+    known = registry.figures()
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
         shown = ", ".join(unknown) or repr(text)
-        raise argparse.ArgumentTypeError(f"unknown figure(s) {shown}; known: {', '.join(FIGURES)}")
+        raise argparse.ArgumentTypeError(f"unknown figure(s) {shown}; known: {', '.join(known)}")
     return names
 
 
 def measure(ctx: Context, names: list[str]) -> list[Figure]:
     """Measure the figures ``names``, group by group; a group that fails marks its
     figures with the error instead of stopping the others."""
-    from bench import images, taxi
-
+    known = registry.figures()
     measured: dict[str, Figure] = {}
-    for group, function in {"images": images.measure, "taxi": taxi.measure}.items():
-        wanted = [n for n in names if FIGURES[n].group == group]
+    for group, package in registry.groups().items():
+        wanted = [n for n in names if known[n].group == group]
         if not wanted:
             continue
         started = time.perf_counter()
         try:
-            measured.update(function(ctx, wanted, registry.make_figure))
+            measured.update(package.measure(ctx, wanted, registry.make_figure))
         except Exception as exc:
             logger.exception("%s figures failed", group)
             for name in wanted:
@@ -71,7 +71,7 @@ def measure(ctx: Context, names: list[str]) -> list[Figure]:
                 figure.error = f"{type(exc).__name__}: {exc}"
                 measured[name] = figure
         ctx.echo(f"{group}: {time.perf_counter() - started:.0f} s")
-    return [measured[name] for name in FIGURES if name in measured]
+    return [measured[name] for name in known if name in measured]
 
 
 def run_facts(ctx: Context) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     ctx = context(args)
     if ctx is None:
         return 2
-    names = args.only or list(FIGURES)
+    names = args.only or list(registry.figures())
     ctx.echo(f"bench: profile {ctx.profile_name}, {ctx.repeats} repetition(s), figures: {', '.join(names)}")
     figures = measure(ctx, names)
     path = results.write(figures, run_facts(ctx), Path(args.output))

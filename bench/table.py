@@ -9,8 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import registry
 from bench.figures import short
-from bench.registry import FIGURES
 from bench.results import ResultFileError, load
 
 
@@ -32,7 +32,7 @@ def markdown_table(paths: list[str | Path]) -> str:
     files = [load(path) for path in paths]
     lines = ["| figure | goal | " + " | ".join(f"`{Path(p).as_posix()}`" for p in paths) + " |",
              "|---|---|" + "---|" * len(paths)]
-    for name, spec in FIGURES.items():
+    for name, spec in registry.figures().items():
         cells = []
         for figures in files:
             record = figures.get(name)

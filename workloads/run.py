@@ -82,6 +82,7 @@ def lost_workers_limit(text: str) -> int:
 
 def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) -> argparse.ArgumentParser:
     profiles = list(load_yaml(PROFILES_FILE))
+    folders = ", ".join(f"{d.directory}/..." for d in map(benchmarks.data, modules.values()) if d) or "its data"
     parser = argparse.ArgumentParser(
         prog=prog("python -m workloads.run"), description=__doc__.split("\n\n")[0],
         epilog="".join(f"benchmark {n!r} is not available here: {why}\n" for n, why in unavailable.items()) or None)
@@ -94,8 +95,8 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
     what.add_argument("--benchmark", choices=[*benchmarks.BENCHMARKS, "all"], default="all")
     what.add_argument("--profile", choices=profiles, default="smoke", help="sizes (default: smoke)")
     what.add_argument("--data-dir", metavar="PATH",
-                      help="dataset root as the workers see it (dogs/Images/..., taxi/...); default: the"
-                           " stack's dataset mount, or generated data for the local cluster")
+                      help=f"dataset root as the workers see it ({folders}); default: the stack's dataset mount,"
+                           " or generated data for the local cluster")
     what.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
                       help="auto: cuda when every worker has it (default)")
     what.add_argument("--workers", type=worker_counts, metavar="N[,N...]",

@@ -51,7 +51,7 @@ def test_table_has_a_row_per_figure_and_a_column_per_file(tmp_path, capsys):
     assert cli.main(["table", str(first), str(second)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"| figure | goal | `{first.as_posix()}` | `{second.as_posix()}` |"
-    assert len(lines) == 2 + len(registry.FIGURES)
+    assert len(lines) == 2 + len(registry.figures())
     assert "| `taxi_load_vs_pyarrow` | >= 0.7 | 0.9 (0.8-1) | 0.6 (0.5-0.7) MISSED |" in lines
     assert "| `images_bf16_vs_fp32` | >= 2.5 | - | - |" in lines
 

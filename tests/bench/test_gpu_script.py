@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench import cli, wheels
-from bench.gpu import command as gpu
-from bench.gpu import limits as gpu_limits
+from bench.images.gpu import command as gpu
+from bench.images.gpu import limits as gpu_limits
 from tests.conftest import HAS_GPU
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import probe, textured
+from bench.images import probe, textured
 from workloads.images import dataset
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from bench.registry import FIGURES
+from bench import registry
 from tests.docs import tables
 from tests.docs.tables import BOUNDS, DOC, REPO, RESULTS
 
@@ -42,11 +42,12 @@ def test_every_cell_is_the_files_value_spread_and_verdict():
     """Read back independently of the generator: every figure of the suite has a row, with
     its goal, and each cell is its file's record."""
     header, body = _rows(RESULTS)
+    figures = registry.figures()
     results = [{r["name"]: r for r in json.loads((REPO / cell.strip("`")).read_text())} for cell in header[2:]]
-    assert [row[0].strip("`") for row in body] == list(FIGURES)
+    assert [row[0].strip("`") for row in body] == list(figures)
     for row in body:
         name = row[0].strip("`")
-        assert row[1] == str(FIGURES[name].goal), f"{name}: goal {row[1]} is not the suite's {FIGURES[name].goal}"
+        assert row[1] == str(figures[name].goal), f"{name}: goal {row[1]} is not the suite's {figures[name].goal}"
         for cell, result in zip(row[2:], results):
             if cell == "-":
                 assert name not in result or result[name].get("value") is None
@@ -88,6 +89,6 @@ def test_the_documents_quote_no_measured_number_outside_the_tables():
             for value in [record.get("value"), *(record.get("spread") or [])]:
                 if isinstance(value, (int, float)) and not float(value).is_integer():
                     measured.add(f"{value:.3g}")
-    goals = {str(spec.goal).split()[-1] for spec in FIGURES.values()}
+    goals = {str(spec.goal).split()[-1] for spec in registry.figures().values()}
     quoted = set(re.findall(r"(?<![\w.-])\d+\.\d+(?![\w.])", text)) & (measured - goals)
     assert not quoted, f"measured values in prose: {sorted(quoted)}"

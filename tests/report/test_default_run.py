@@ -60,7 +60,7 @@ def visible_y_labels(figure: Figure) -> list[tuple[float, str]]:
 @pytest.mark.parametrize("per_second", [(2.1, 3.9), (0.35, 0.6), (4.2,)])
 def test_a_slow_throughput_axis_has_one_label_per_tick(tmp_path, drawn, per_second):
     runs = [images_run(i + 1, i + 1, value) for i, value in enumerate(per_second)]
-    assert figures.throughput(runs, tmp_path / "t.png") is not None
+    assert figures.throughput(runs, "images", tmp_path / "t.png") is not None
     labels = visible_y_labels(drawn[-1])
     texts = [text for _, text in labels]
     assert len(set(texts)) == len(texts), f"labels repeat: {texts}"
@@ -70,7 +70,7 @@ def test_a_slow_throughput_axis_has_one_label_per_tick(tmp_path, drawn, per_seco
 
 def test_a_fast_throughput_axis_keeps_whole_numbers_with_separators(tmp_path, drawn):
     runs = [images_run(1, 1, 1500.0), images_run(2, 2, 2900.0)]
-    figures.throughput(runs, tmp_path / "t.png")
+    figures.throughput(runs, "images", tmp_path / "t.png")
     texts = [text for _, text in visible_y_labels(drawn[-1])]
     assert "1,000" in texts and all("." not in t for t in texts), texts
 

@@ -57,8 +57,9 @@ def test_a_data_dir_that_is_a_file_is_refused(tmp_path, started, capsys):
 
 def test_every_benchmark_says_what_its_data_root_holds():
     for name in benchmarks.BENCHMARKS:
-        layout = getattr(benchmarks.load(name), "DATA_LAYOUT", "")
-        assert isinstance(layout, str) and layout.strip(), f"benchmark {name!r} has no DATA_LAYOUT"
+        data = benchmarks.data(benchmarks.load(name))
+        assert data is not None and data.layout.strip(), f"benchmark {name!r} has no DATA layout"
+        assert data.layout.startswith(data.directory + "/") and data.sources, name
 
 
 def test_a_remote_clusters_data_dir_is_the_workers_to_see(tmp_path, client, capsys, monkeypatch):

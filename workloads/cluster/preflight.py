@@ -21,11 +21,14 @@ import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from workloads.observe import environment
 from workloads.cluster.endpoint import redact
 from workloads.core.errors import PreflightError
+
+if TYPE_CHECKING:
+    from workloads.runs.benchmarks import Hook
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +49,13 @@ class Preflight:
 
 
 def check(client, workers: Iterable[str], packages: Iterable[str], device: str = "cpu",
-          ship: bool = True) -> Preflight:
+          ship: bool = True, hooks: Iterable[Hook] = ()) -> Preflight:
     """Probe ``workers`` and raise PreflightError listing every problem; ``device`` may be
     ``auto`` (resolved to cuda only when every worker has it). With ``ship``, workers
     or a scheduler that cannot import this project get it with ``client.upload_file``
-    (which gives it to the scheduler and every worker)."""
+    (which gives it to the scheduler and every worker). ``hooks`` are the benchmarks' own
+    checks (their ``preflight``, :mod:`workloads.runs.benchmarks`), run once the common
+    ones pass, on the resolved device."""
     workers = sorted(workers)
     packages = tuple(dict.fromkeys(packages))
     if device not in ("cpu", "cuda", "auto"):
@@ -83,8 +88,10 @@ def check(client, workers: Iterable[str], packages: Iterable[str], device: str =
     resolved = device
     if device == "auto":
         resolved = "cuda" if all(_has_cuda(f, packages) for f in facts.values()) else "cpu"
-    if resolved == "cuda" and "torchvision" in packages and not any(problems.values()):
-        for address, found in _decoder_problems(client, workers, facts).items():
+    for hook in hooks:
+        if any(problems.values()):
+            break
+        for address, found in hook(client, workers, facts, resolved).items():
             problems.setdefault(address, []).extend(found)
     problems = {k: v for k, v in problems.items() if v}
     if problems:
@@ -111,18 +118,6 @@ def on_scheduler(client, function, *args):
         reason = (str(exc).splitlines() or [""])[0]
         raise PreflightError(f"preflight failed on the scheduler {redact(client.scheduler.address)}: {missing}"
                              f" ({type(exc).__name__}: {reason})") from None
-
-
-def _decoder_problems(client, workers: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """The images benchmark's JPEG decoder chain on each GPU worker (nvImageCodec's JPEG
-    engines, CUDA, torchvision, CPU): a GPU worker that would decode on its CPU alone is a
-    problem. Each worker's report is kept with its facts (the record's hardware)."""
-    from workloads.images import decoders
-
-    reports = client.run(decoders.probe, "cuda", workers=workers)
-    for address, report in reports.items():
-        facts.setdefault(address, {})["decoders"] = report
-    return decoders.preflight_problems(reports)
 
 
 AGREEING_PACKAGES = ("dask", "distributed")  # must be the client's on the scheduler and every worker

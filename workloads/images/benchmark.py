@@ -27,6 +27,7 @@ from distributed import get_worker
 
 from workloads.images import dataset, jpeg, model, overlap, scoring
 from workloads.observe.progress import track
+from workloads.runs import benchmarks
 from workloads.runs.results import PhaseTimer
 
 logger = logging.getLogger(__name__)
@@ -34,9 +35,25 @@ logger = logging.getLogger(__name__)
 NAME = "images"
 REQUIRED_PACKAGES = ("torch", "torchvision", "PIL", "numpy")
 HEADLINE_METRICS = ("images_per_second", "accuracy", "images_failed")
-# What the data root holds for this benchmark (the runner names it when --data-dir is missing).
-DATA_LAYOUT = (f"dogs/{dataset.IMAGES_DIR}/<wnid>-<breed>/*.jpg (the Stanford Dogs images; or --dogs-dir),"
-               f" optionally dogs/{dataset.LABELS_FILE}")
+BENCH = "bench.images"
+DATA = benchmarks.Data(
+    "dogs", f"dogs/{dataset.IMAGES_DIR}/<wnid>-<breed>/*.jpg (the Stanford Dogs images; or --dogs-dir),"
+            f" optionally dogs/{dataset.LABELS_FILE}",
+    (benchmarks.Source("dogs", "dogs/images.tar", "the Stanford Dogs archive, extracted to dogs/Images"),
+     benchmarks.Source("labels", f"dogs/{dataset.LABELS_FILE}", "ImageNet's class index to label names"),
+     benchmarks.Source("weights", "models/<basename of the URL>", "a torchvision state dict")))
+REPORT = benchmarks.Report(
+    "Image classification", throughput={"images_per_second": "images/s"},
+    key_metrics=("images_per_second", "images_total", "images_failed", "accuracy"),
+    scaling="images_per_second",
+    scaling_caption="Succeeded image-classification runs; one line per device, through the mean of the runs at"
+                    " each worker count (several runs: their values as faint dots); dashed: perfect linear scaling"
+                    " from the smallest count. Higher is better. The paper's figure 9 showed the same comparison as"
+                    " time taken.",
+    quality=benchmarks.Quality("accuracy", "Top-1 accuracy (%)",
+                               "Image classification: accuracy per run (higher is better; n/a = not measured)",
+                               "Share of images classified correctly (the paper: about 67 % of 20,580 photos).",
+                               scale=100.0, unit=" %"))
 DEVICES = ("cpu", "cuda", "auto")
 
 
@@ -99,6 +116,20 @@ class ImagesConfig:
 
 
 # ----------------------------------------------------------------------------- protocol
+def preflight(client, workers: list[str], facts: dict[str, dict[str, Any]], device: str) -> dict[str, list[str]]:
+    """On GPU workers, the JPEG decoder chain each would use (nvImageCodec's JPEG engines,
+    CUDA, torchvision, CPU): one that would decode on its CPU alone is a problem. Each
+    worker's report is kept with its facts (the record's hardware)."""
+    if device != "cuda":
+        return {}
+    from workloads.images import decoders
+
+    reports = client.run(decoders.probe, "cuda", workers=workers)
+    for address, report in reports.items():
+        facts.setdefault(address, {})["decoders"] = report
+    return decoders.preflight_problems(reports)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("images benchmark")
     group.add_argument("--model", help="torchvision model name, or module:factory (default: profile, resnet50)")

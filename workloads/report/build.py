@@ -8,6 +8,7 @@ from pathlib import Path
 import workloads.report.figures as figures
 import workloads.report.page as page
 import workloads.report.runs as runs
+from workloads.runs import benchmarks
 from .page import Figure
 
 logger = logging.getLogger(__name__)
@@ -57,21 +58,19 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
             made.append(Figure(section, title, caption, path))
 
     everything = results.runs
-    add("throughput", "Images per second by number of Dask workers",
-        "Succeeded image-classification runs; one line per device, through the mean of the runs at each "
-        "worker count (several runs: their values as faint dots); dashed: perfect linear scaling from the "
-        "smallest count. Higher is better. The paper's figure 9 showed the same comparison as time taken.",
-        figures.throughput(everything, figure_dir / "images-throughput.png"))
-    add("phases", "NYC taxi: time per phase, by dataframe backend and device",
-        "Each bar is one configuration (mean of its succeeded runs), split into the benchmark's phases in the "
-        "order they ran. The paper's figure 12: pandas 85 s load, 13 s split, 35 s train; cuDF 19, 9 and 25 s.",
-        figures.phases(everything, "taxi", figure_dir / "taxi-phases.png"))
-    add("phases", "Image classification: time per phase",
-        "Each bar is one configuration (mean of its succeeded runs), split into its phases.",
-        figures.phases(everything, "images", figure_dir / "images-phases.png"))
-    add("quality", "Accuracy and RMSE per run",
-        "Top: share of images classified correctly (the paper: about 67 % of 20,580 photos). "
-        "Bottom: root-mean-square error of the predicted taxi amounts on the held-out 25 %.",
+    names = list(dict.fromkeys([*benchmarks.BENCHMARKS, *(run.benchmark for run in everything)]))
+    specs = {name: benchmarks.report(name) for name in names}
+    for name, spec in specs.items():
+        if spec.scaling:
+            add("throughput", f"{spec.title}: {spec.throughput.get(spec.scaling, spec.scaling)} by number of"
+                " Dask workers", spec.scaling_caption, figures.throughput(everything, name,
+                                                                          figure_dir / f"{name}-throughput.png"))
+    for name, spec in specs.items():
+        add("phases", f"{spec.title}: time per phase", spec.phases_caption,
+            figures.phases(everything, name, figure_dir / f"{name}-phases.png"))
+    panels = figures.quality_panels(everything)
+    add("quality", " and ".join(spec.metric for spec, _ in panels) + " per run",
+        " ".join(f"{spec.title}: {spec.caption}" for spec, _ in panels),
         figures.quality(everything, figure_dir / "quality.png"))
     sampled = [run for run in everything if run.samples]
     if utilization_runs > 0:

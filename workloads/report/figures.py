@@ -14,6 +14,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import Formatter, MaxNLocator
 
+from workloads.runs import benchmarks
+from workloads.runs.benchmarks import Quality
+
 from .runs import Comparison, Run, describe
 
 logger = logging.getLogger(__name__)
@@ -75,12 +78,14 @@ class TickFormatter(Formatter):
 
 
 # ---------------------------------------------------------------------- figure 9
-def throughput(runs: list[Run], path: Path) -> Path | None:
-    """Images per second against worker count, one line per device (and profile)."""
+def throughput(runs: list[Run], benchmark: str, path: Path) -> Path | None:
+    """The benchmark's ``scaling`` metric against worker count, one line per device (and profile)."""
+    spec = benchmarks.report(benchmark)
+    metric = spec.scaling
     points: dict[tuple[str, str | None], dict[int, list[float]]] = {}
     for run in runs:
-        value = run.metrics.get("images_per_second")
-        if run.benchmark == "images" and run.ok and run.workers and isinstance(value, (int, float)):
+        value = run.metrics.get(metric) if metric else None
+        if run.benchmark == benchmark and run.ok and run.workers and isinstance(value, (int, float)):
             points.setdefault((run.device, run.profile), {}).setdefault(run.workers, []).append(float(value))
     if not points:
         return None
@@ -90,20 +95,8 @@ def throughput(runs: list[Run], path: Path) -> Path | None:
     for i, ((device, profile), by_count) in enumerate(sorted(points.items(), key=lambda kv: str(kv[0]))):
         name = device + (f" ({profile} profile)" if len(profiles) > 1 else "")
         colour = _colour(device, i) if len(profiles) == 1 else f"C{i % 10}"
-        xs = sorted(by_count)
-        means = [sum(by_count[x]) / len(by_count[x]) for x in xs]
-        counts.update(xs)
-        axes.plot(xs, means, marker="o", color=colour, linewidth=2, label=f"{name}: mean of runs")
-        for x in xs:
-            if len(by_count[x]) > 1:
-                axes.scatter([x] * len(by_count[x]), by_count[x], color=colour, alpha=0.35, s=18)
-        for x, mean in zip(xs, means):
-            axes.annotate(_fmt(mean), (x, mean), textcoords="offset points", xytext=(0, 7),
-                          ha="center", fontsize=8, color=colour)
-        if len(xs) > 1:
-            ideal = [means[0] * x / xs[0] for x in xs]
-            axes.plot(xs, ideal, linestyle="--", color=colour, alpha=0.5, linewidth=1,
-                      label=f"{name}: linear scaling from {xs[0]} worker{'s' if xs[0] > 1 else ''}")
+        counts.update(by_count)
+        _scaling_line(axes, by_count, name, colour)
     axes.set_xticks(sorted(counts))
     if len(counts) == 1:
         only = next(iter(counts))
@@ -111,11 +104,28 @@ def throughput(runs: list[Run], path: Path) -> Path | None:
     axes.set_ylim(0, axes.get_ylim()[1] * 1.08)  # room for the values written above the points
     axes.yaxis.set_major_formatter(TickFormatter())
     axes.set_xlabel("Dask workers")
-    axes.set_ylabel("Throughput (images/s)")
-    axes.set_title("Image classification: throughput by number of workers and device")
+    axes.set_ylabel(f"Throughput ({spec.throughput.get(str(metric), metric)})")
+    axes.set_title(f"{spec.title}: throughput by number of workers and device")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8, loc="upper left")
     return _save(figure, path)
+
+
+def _scaling_line(axes: Any, by_count: dict[int, list[float]], name: str, colour: str) -> None:
+    """One device's line through the means, its runs as faint dots, and linear scaling."""
+    xs = sorted(by_count)
+    means = [sum(by_count[x]) / len(by_count[x]) for x in xs]
+    axes.plot(xs, means, marker="o", color=colour, linewidth=2, label=f"{name}: mean of runs")
+    for x in xs:
+        if len(by_count[x]) > 1:
+            axes.scatter([x] * len(by_count[x]), by_count[x], color=colour, alpha=0.35, s=18)
+    for x, mean in zip(xs, means):
+        axes.annotate(_fmt(mean), (x, mean), textcoords="offset points", xytext=(0, 7),
+                      ha="center", fontsize=8, color=colour)
+    if len(xs) > 1:
+        ideal = [means[0] * x / xs[0] for x in xs]
+        axes.plot(xs, ideal, linestyle="--", color=colour, alpha=0.5, linewidth=1,
+                  label=f"{name}: linear scaling from {xs[0]} worker{'s' if xs[0] > 1 else ''}")
 
 
 # ---------------------------------------------------------------------- figure 12
@@ -131,8 +141,10 @@ def phases(runs: list[Run], benchmark: str, path: Path) -> Path | None:
     for members in groups.values():
         for run in members:
             order.extend(p for p in run.phases if p not in order)
-    frames = {"pandas": 0, "cudf": 1}
-    keys = sorted(groups, key=lambda k: (frames.get(k[3], 2), str(k[3]), str(k[1]), k[2] or 0, str(k[4])))
+    spec = benchmarks.report(benchmark)
+    variants = {name: i for i, name in enumerate(spec.variant_order)}
+    keys = sorted(groups, key=lambda k: (variants.get(k[3], len(variants)), str(k[3]), str(k[1]), k[2] or 0,
+                                         str(k[4])))
     figure, (axes,) = _figure(2.2 + 0.55 * len(keys))
     labels = []
     for row, key in enumerate(keys):
@@ -153,8 +165,7 @@ def phases(runs: list[Run], benchmark: str, path: Path) -> Path | None:
     axes.invert_yaxis()
     axes.set_xlim(0, axes.get_xlim()[1] * 1.08)
     axes.set_xlabel("Time (s)")
-    what = {"taxi": "NYC taxi fare regression", "images": "Image classification"}.get(benchmark, benchmark)
-    axes.set_title(f"{what}: time per phase by configuration (lower is better)")
+    axes.set_title(f"{spec.title}: time per phase by configuration (lower is better)")
     axes.grid(True, axis="x", alpha=0.3)
     figure.legend(*axes.get_legend_handles_labels(), loc="outside lower center", fontsize=8,
                   ncols=min(len(order), 8), title="phase (in the order they ran)", title_fontsize=8)
@@ -162,37 +173,34 @@ def phases(runs: list[Run], benchmark: str, path: Path) -> Path | None:
 
 
 # ---------------------------------------------------------------------- quality
-def quality(runs: list[Run], path: Path) -> Path | None:
-    """Accuracy of each image run and RMSE of each taxi run."""
+def quality_panels(runs: list[Run]) -> list[tuple[Quality, list[Run]]]:
+    """Per benchmark that declares a quality metric (in the order they first ran), its
+    succeeded runs that recorded it (a value, or ``None`` with the benchmark's reason)."""
     panels = []
-    images = [r for r in runs if r.benchmark == "images" and r.ok]
-    taxi = [r for r in runs if r.benchmark == "taxi" and r.ok and isinstance(r.metrics.get("rmse"), (int, float))]
-    if images:
-        panels.append(("images", images))
-    if taxi:
-        panels.append(("taxi", taxi))
+    for benchmark in dict.fromkeys(r.benchmark for r in runs):
+        spec = benchmarks.report(benchmark).quality
+        if spec is None:
+            continue
+        members = [r for r in runs if r.benchmark == benchmark and r.ok and spec.metric in r.metrics
+                   and (_number(r.metrics[spec.metric]) or r.metrics[spec.metric] is None)]
+        if members:
+            panels.append((spec, members))
+    return panels
+
+
+def quality(runs: list[Run], path: Path) -> Path | None:
+    """Each benchmark's quality metric per run, one panel per benchmark."""
+    panels = quality_panels(runs)
     if not panels:
         return None
     figure, axes_list = _figure(2.9 * len(panels) + 0.4, rows=len(panels))
     devices = sorted({r.device for _, members in panels for r in members})
     palette = {d: _colour(d, i) for i, d in enumerate(devices)}
-    for axes, (benchmark, members) in zip(axes_list, panels):
+    for axes, (spec, members) in zip(axes_list, panels):
         xs = range(len(members))
-        colours = [palette[r.device] for r in members]
-        ticks = [f"#{r.number}\n{r.device} w{r.workers}" + (f"\n{r.dataframe}" if r.dataframe else "")
+        ticks = [f"#{r.number}\n{r.device} w{r.workers}" + (f"\n{r.variant}" if r.variant else "")
                  for r in members]
-        if benchmark == "images":
-            _accuracy_panel(axes, members, colours)
-        else:
-            values = [float(r.metrics["rmse"]) for r in members]
-            axes.bar(xs, values, color=colours)
-            for x, v in zip(xs, values):
-                axes.annotate(f"{v:.3g}", (x, v), xytext=(0, 3), textcoords="offset points", ha="center",
-                              fontsize=8)
-            axes.set_ylim(0, max(values) * 1.15 or 1)
-            axes.set_ylabel("RMSE (US$)")
-            axes.set_title("NYC taxi fare regression: RMSE of the predictions per run (lower is better)",
-                           fontsize=10)
+        _quality_panel(axes, spec, members, [palette[r.device] for r in members])
         axes.set_xticks(list(xs), ticks, fontsize=7)
         axes.set_xlim(-0.75, max(len(members), 4) - 0.25)
         axes.grid(True, axis="y", alpha=0.3)
@@ -202,28 +210,38 @@ def quality(runs: list[Run], path: Path) -> Path | None:
     return _save(figure, path)
 
 
-def _accuracy_panel(axes: Any, members: list[Run], colours: list[str]) -> None:
-    """Accuracy bars; a run that measured none shows ``n/a`` and the panel says why, in the
-    benchmark's own words (its ``accuracy_note``: random weights, say)."""
-    values = [r.metrics.get("accuracy") for r in members]
-    measured = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in values]
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _quality_panel(axes: Any, spec: Quality, members: list[Run], colours: list[str]) -> None:
+    """The metric's bars; a run that measured none shows ``n/a`` and the panel says why, in
+    the benchmark's own words (its ``<metric>_note``: random weights, say)."""
+    values = [r.metrics.get(spec.metric) for r in members]
+    measured = [_number(v) for v in values]
+    scaled = [spec.scale * v if ok else 0.0 for v, ok in zip(values, measured)]
     xs = range(len(members))
-    axes.bar(xs, [100 * v if ok else 0.0 for v, ok in zip(values, measured)], color=colours)
-    for x, v, ok in zip(xs, values, measured):
-        axes.annotate(f"{100 * v:.1f} %" if ok else "n/a", (x, 100 * v if ok else 0), xytext=(0, 3),
+    axes.bar(xs, scaled, color=colours)
+    for x, v, ok in zip(xs, scaled, measured):
+        axes.annotate(f"{_fmt_quality(v, spec)}{spec.unit}" if ok else "n/a", (x, v), xytext=(0, 3),
                       textcoords="offset points", ha="center", fontsize=8)
-    reasons = sorted({str(r.metrics.get("accuracy_note") or "the run recorded no accuracy")
+    reasons = sorted({str(r.metrics.get(f"{spec.metric}_note") or f"the run recorded no {spec.metric}")
                       for r, ok in zip(members, measured) if not ok})
     if not any(measured):
-        axes.text(0.5, 0.55, "No accuracy to show:\n" + "\n".join(reasons), transform=axes.transAxes,
+        axes.text(0.5, 0.55, f"No {spec.metric} to show:\n" + "\n".join(reasons), transform=axes.transAxes,
                   ha="center", va="center", fontsize=10, wrap=True,
                   bbox={"boxstyle": "round", "facecolor": "#fff8e5", "edgecolor": "#f0dca0"})
     elif reasons:
         axes.text(0.01, 0.97, "n/a: " + "; ".join(reasons), transform=axes.transAxes, ha="left", va="top",
                   fontsize=8)
-    axes.set_ylim(0, 105)
-    axes.set_ylabel("Top-1 accuracy (%)")
-    axes.set_title("Image classification: accuracy per run (higher is better; n/a = not measured)", fontsize=10)
+    top = max(scaled, default=0.0)
+    axes.set_ylim(0, 105 if spec.scale == 100 else (top * 1.15 or 1))
+    axes.set_ylabel(spec.label)
+    axes.set_title(spec.title, fontsize=10)
+
+
+def _fmt_quality(value: float, spec: Quality) -> str:
+    return f"{value:.1f}" if spec.scale == 100 else f"{value:.3g}"
 
 
 # ---------------------------------------------------------------------- figures 10, 11, 13

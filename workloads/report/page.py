@@ -21,7 +21,7 @@ from urllib.parse import quote
 import jinja2
 
 from workloads.runs.results import RESULTS_FILE
-from .runs import KEY_METRICS, Comparison, ResultSet, Run, describe
+from .runs import Comparison, ResultSet, Run, describe
 
 TEMPLATE = "report.html.j2"
 STATUSES = ("succeeded", "failed", "interrupted")
@@ -36,14 +36,14 @@ class Figure:
 
 
 SECTIONS = (
-    ("throughput", "Image classification throughput"),
+    ("throughput", "Throughput by number of workers"),
     ("phases", "Where the time goes"),
     ("quality", "Model quality"),
     ("utilization", "Utilization per worker"),
     ("compare", "Comparison"),
 )
 
-RUNS_HEAD = ("#", "benchmark", "status", "started (UTC)", "profile", "device / dataframe", "workers",
+RUNS_HEAD = ("#", "benchmark", "status", "started (UTC)", "profile", "device / variant", "workers",
              "key metrics / error", "phases (s)", "total (s)", "utilization", "files")
 WORKER_HEAD = ("run", "worker", "samples", "CPU mean (%)", "CPU peak (%)", "memory peak (GiB)", "GPU mean (%)",
                "GPU peak (%)", "GPU memory peak (GiB)", "busy-period mean (%)")
@@ -144,7 +144,7 @@ def _place(run: Run) -> str:
 def _run_row(run: Run, results_dir: Path, output: Path) -> RunRow:
     metrics = []
     if run.ok:
-        keys = KEY_METRICS.get(run.benchmark) or [k for k, v in run.metrics.items() if _scalar(v)][:4]
+        keys = run.spec.key_metrics or [k for k, v in run.metrics.items() if _scalar(v)][:4]
         metrics = [(k, _num(run.metrics.get(k))) for k in keys if k in run.metrics]
     return RunRow(
         run=run,

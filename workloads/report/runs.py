@@ -11,22 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from workloads.core.errors import WorkloadError
+from workloads.runs import benchmarks
+from workloads.runs.benchmarks import Report
 from workloads.runs.results import RESULTS_FILE
 from workloads.observe.utilization import read_samples, summarize
 
 logger = logging.getLogger(__name__)
-
-#: Throughput metrics per benchmark (higher is better), with their units.
-THROUGHPUT = {
-    "images": {"images_per_second": "images/s"},
-    "taxi": {"load_rows_per_second": "rows/s", "train_rows_per_second": "rows/s"},
-}
-#: The metrics the table shows per benchmark (others: the first few scalar metrics).
-KEY_METRICS = {
-    "images": ("images_per_second", "images_total", "images_failed", "accuracy"),
-    "taxi": ("rmse", "r2", "rows_clean", "load_rows_per_second", "train_rows_per_second"),
-}
-
 
 class NoResults(WorkloadError):
     """The results directory holds no readable record."""
@@ -83,12 +73,21 @@ class Run:
         return int(value) if _is_number(value) else None
 
     @property
-    def dataframe(self) -> str | None:
-        """The partition type a taxi run used (the resolved backend, else what was asked)."""
-        if self.benchmark != "taxi":
-            return None
-        inner = self.config.get("benchmark") or {}
-        return self.metrics.get("backend") or self.config.get("dataframe") or inner.get("dataframe")
+    def spec(self) -> Report:
+        """How the report shows this run's benchmark (:func:`workloads.runs.benchmarks.report`)."""
+        return benchmarks.report(self.benchmark)
+
+    @property
+    def variant(self) -> str | None:
+        """What the benchmark says sets this run apart beyond device and workers (the taxi
+        runs' dataframe backend): the first of its ``variant`` paths the record has."""
+        for path in self.spec.variant:
+            value: Any = self.record
+            for part in path.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if value:
+                return str(value)
+        return None
 
     @property
     def profile(self) -> str | None:
@@ -104,8 +103,8 @@ class Run:
 
     @property
     def key(self) -> tuple[str, str, int | None, str | None, str | None]:
-        """What makes two runs comparable: benchmark, device, workers, dataframe, profile."""
-        return (self.benchmark, self.device, self.workers, self.dataframe, self.profile)
+        """What makes two runs comparable: benchmark, device, workers, variant, profile."""
+        return (self.benchmark, self.device, self.workers, self.variant, self.profile)
 
     @property
     def label(self) -> str:
@@ -125,10 +124,10 @@ class Run:
 
 def describe(key: tuple[Any, ...]) -> str:
     """``images · cuda · 4 workers · small`` for a run key."""
-    benchmark, device, workers, dataframe, profile = key
+    benchmark, device, workers, variant, profile = key
     parts = [benchmark, device]
-    if dataframe:
-        parts.append(str(dataframe))
+    if variant:
+        parts.append(str(variant))
     if workers is not None:
         parts.append(f"{workers} worker{'s' if workers != 1 else ''}")
     if profile:
@@ -258,7 +257,7 @@ def _measures(runs: list[Run]) -> dict[str, tuple[float, int, str, bool]]:
     values: dict[str, list[float]] = {}
     units: dict[str, tuple[str, bool]] = {}
     for run in runs:
-        for name, unit in THROUGHPUT.get(run.benchmark, {}).items():
+        for name, unit in run.spec.throughput.items():
             if _is_number(run.metrics.get(name)):
                 values.setdefault(name, []).append(float(run.metrics[name]))
                 units[name] = (unit, True)

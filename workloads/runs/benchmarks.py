@@ -1,7 +1,10 @@
 """The registry of benchmarks the runner knows, and the protocol each one follows.
 
-A benchmark is a module (imported lazily, so ``--help`` and the other benchmark never pay
-for torch or xgboost) that provides:
+A benchmark is one folder: its protocol module (imported lazily, so ``--help`` and the
+other benchmark never pay for torch or xgboost), its profiles, and its bench package. The
+generic code (the runner, the preflight, the report, the bench suite) loops over
+:data:`BENCHMARKS` and reads what each module declares, so adding a benchmark is its folder
+and one line here. The module provides:
 
 ``NAME: str``
     The ``--benchmark`` value.
@@ -19,13 +22,23 @@ for torch or xgboost) that provides:
     Run it on the cluster behind ``client``, timing named phases with ``timer`` and
     returning the metrics. Plain function: a notebook calls it the same way.
 
-Optional, read with ``getattr`` by the runner:
+Optional, read through the functions below (each has a default):
 
 ``HEADLINE_METRICS: tuple[str, ...]``
     The metrics the terminal summary shows (default: the first four numeric ones).
-``DATA_LAYOUT: str``
-    What this benchmark expects under the dataset root (``dogs/Images/...``): the runner
-    names it when ``--data-dir`` does not exist, before any cluster starts.
+``DATA: Data``
+    Its folder under the dataset root, what it expects there (the runner names it when
+    ``--data-dir`` does not exist, before any cluster starts) and the files the data Job
+    fetches for it.
+``REPORT: Report``
+    How the report shows its runs: units, key metrics, figures (default: its phases and
+    its first scalar metrics).
+``preflight(client, workers: list[str], facts: dict, device: str) -> dict[str, list[str]]``
+    A check of its own on each worker once the common preflight passed (``device``
+    resolved): ``{worker address: [problem]}``; it may add its findings to ``facts[address]``
+    (the record's hardware).
+``BENCH: str``
+    Its bench package (``bench.images``): the suite's figures for it (see :mod:`bench.registry`).
 ``config.workers: tuple[str, ...]`` (a field of the config dataclass, default ``()``)
     When a remote cluster has more workers than a run wants (``--workers 1,2`` on 8), the
     runner fills it with ``dataclasses.replace`` and ``run`` must keep its tasks on those
@@ -40,12 +53,67 @@ to show its options, and ``--benchmark images`` must not pay for xgboost.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any, Callable, Iterable, Mapping
 
 BENCHMARKS: dict[str, str] = {
     "images": "workloads.images.benchmark",
     "taxi": "workloads.taxi.benchmark",
 }
+
+Hook = Callable[[Any, list, dict, str], dict]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file of a benchmark's dataset that the data Job fetches (``workloads/prepare.py``)."""
+
+    name: str  # prepare's --only name
+    destination: str  # under the dataset root; ``{month}`` for one file per month
+    what: str
+
+
+@dataclass(frozen=True)
+class Data:
+    """A benchmark's part of the dataset root."""
+
+    directory: str  # its folder under the root (``dogs``)
+    layout: str  # what it expects there, in words a person can check
+    sources: tuple[Source, ...] = ()
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The report's per-run quality panel: one metric, how to read it. A run that did not
+    measure it (``None``) shows n/a with the benchmark's reason, ``<metric>_note``."""
+
+    metric: str
+    label: str  # the axis: ``Top-1 accuracy (%)``
+    title: str
+    caption: str
+    scale: float = 1.0  # 100: a share drawn in %
+    unit: str = ""  # written after each value (`` %``)
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the report shows of a benchmark's runs beyond what every run has (phases,
+    utilization): its title, its throughput metrics with their units (higher is better; the
+    comparison's measures), the metrics the runs table shows, the throughput drawn against
+    the worker count, its quality panel, and the run's variant (a dataframe backend, say:
+    where it is recorded, and the order the figures show variants in)."""
+
+    title: str
+    throughput: Mapping[str, str] = field(default_factory=dict)
+    key_metrics: tuple[str, ...] = ()
+    scaling: str | None = None  # a throughput metric: one figure against the worker count
+    scaling_caption: str = ""
+    phases_caption: str = "Each bar is one configuration (mean of its succeeded runs), split into its phases."
+    quality: Quality | None = None
+    variant: tuple[str, ...] = ()  # dotted paths into the record, the first one set wins
+    variant_order: tuple[str, ...] = ()
 
 
 def load(name: str) -> ModuleType:
@@ -55,3 +123,31 @@ def load(name: str) -> ModuleType:
     except KeyError:
         raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}") from None
     return importlib.import_module(module_name)
+
+
+def report(name: str) -> Report:
+    """How the report shows benchmark ``name``: its ``REPORT``, or the default for one that
+    declares none, is no longer registered, or does not import here."""
+    try:
+        declared = getattr(load(name), "REPORT", None)
+    except (ValueError, ImportError):
+        declared = None
+    return declared if isinstance(declared, Report) else Report(title=name)
+
+
+def data(module: ModuleType) -> Data | None:
+    """The module's ``DATA``, if it declares one."""
+    declared = getattr(module, "DATA", None)
+    return declared if isinstance(declared, Data) else None
+
+
+def layout(module: ModuleType) -> str:
+    """What the module's benchmark expects under the dataset root."""
+    declared = data(module)
+    return declared.layout if declared else "its dataset"
+
+
+def preflight_hooks(modules: Iterable[ModuleType]) -> list[Hook]:
+    """The ``preflight`` checks of ``modules``, each once."""
+    hooks = [getattr(m, "preflight", None) for m in dict.fromkeys(modules)]
+    return [hook for hook in hooks if callable(hook)]

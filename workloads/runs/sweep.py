@@ -24,7 +24,7 @@ from workloads.core.commands import load_yaml
 from workloads.core.config import cache_dir
 from workloads.core.errors import DatasetError, WorkersLostError, WorkloadError
 from workloads.observe import instrumentation
-from workloads.runs import record, results, summary
+from workloads.runs import benchmarks, record, results, summary
 from workloads.runs.record import Placement, RunContext, RunOutcome
 
 logger = logging.getLogger("workloads.run")
@@ -142,7 +142,8 @@ class Runner:
         self.say_failure_detection()
         used = connected if count is None and not session.endpoint.local else connected[:want]
         packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
-        checked = preflight.check(session.client, connected, packages, self.args.device)
+        checked = preflight.check(session.client, connected, packages, self.args.device,
+                                  hooks=benchmarks.preflight_hooks(self.modules.values()))
         return Placement(count=len(used), used=tuple(used), connected=tuple(connected), checked=checked)
 
     def say_failure_detection(self) -> None:
@@ -321,7 +322,7 @@ def check_local_data_root(data_dir: Path, modules: dict[str, ModuleType]) -> Non
     if data_dir.is_dir():
         return
     what = "is not a directory" if data_dir.exists() else "does not exist"
-    expected = "; ".join(f"{name}: {getattr(module, 'DATA_LAYOUT', 'its dataset')}" for name, module in modules.items())
+    expected = "; ".join(f"{name}: {benchmarks.layout(module)}" for name, module in modules.items())
     raise DatasetError(f"--data-dir {data_dir} {what}. It is the dataset root the local cluster's workers read, and"
                        f" should hold {expected}. Give the directory that holds these, or leave --data-dir out to"
                        " run on data generated for the profile")

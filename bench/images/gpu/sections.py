@@ -1,4 +1,4 @@
-"""The sections of ``dask-tkg bench gpu`` (see :mod:`bench.gpu.command`), each adding its
+"""The sections of ``dask-tkg bench gpu`` (see :mod:`bench.images.gpu.command`), each adding its
 figures to the run and saving the JSON; a section that does not fit the time budget or cannot run
 (a backend this machine lacks) adds its figures with the reason as their ``error``."""
 from __future__ import annotations
@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 from bench.figures import Figure, Goal, Measurement
-from bench.gpu import cluster as gpu_cluster
-from bench.gpu import limits as gpu_limits
-from bench.gpu.data import DataSize, make_dataset
-from bench.gpu.limits import ModelRate, Sweep
-from bench.gpu.record import E2E_GOAL, LIMIT_GOAL, Run, skipped
+from bench.images.gpu import cluster as gpu_cluster
+from bench.images.gpu import limits as gpu_limits
+from bench.images.gpu.data import DataSize, make_dataset
+from bench.images.gpu.limits import ModelRate, Sweep
+from bench.images.gpu.record import E2E_GOAL, LIMIT_GOAL, Run, skipped
 
 MODEL_SECTION_S = 12  # per graph mode: load + the rates (plus model_seconds each)
 COMPILE_S = 120
@@ -202,7 +202,7 @@ def measure_e2e(args, listing, dogs: Path, best: ModelRate, preload):
 
 
 def profile(args, run: Run, listing, best: ModelRate, plugin) -> dict:
-    from bench.gpu import profiler
+    from bench.images.gpu import profiler
     from workloads.images import dataset
 
     if not run.fits(20, "the profile"):

@@ -56,7 +56,7 @@ def step_seconds(chunks: list, target: str, repeats: int) -> dict[str, float]:
 
 
 def baseline_rate(paths: list[Path], threads: int, repeats: int) -> tuple[float, int]:
-    from bench.taxi import read_csv
+    from bench.taxi.measure import read_csv
 
     read_csv(paths, threads)  # warm
     rates = [read_csv(paths, threads)["rate"] for _ in range(repeats)]
@@ -70,7 +70,7 @@ def memory_reference(chunks: list, config: Any) -> dict[str, float]:
     import pandas as pd
     import xgboost
 
-    from bench.taxi import cleaned_frame, peak_rss, reset_peak
+    from bench.taxi.measure import cleaned_frame, peak_rss, reset_peak
     from workloads.taxi import backends, benchmark, features, io, rules, training
 
     start = reset_peak()
@@ -97,8 +97,8 @@ def memory_reference(chunks: list, config: Any) -> dict[str, float]:
 
 
 def report(profile: str, repeats: int) -> str:
-    from bench.registry import FIGURES
-    from bench.taxi import prepared
+    from bench.taxi import FIGURES
+    from bench.taxi.measure import prepared
     from workloads.cluster import local
     from workloads.taxi import io
 
@@ -113,7 +113,7 @@ def report(profile: str, repeats: int) -> str:
     ceiling = threads * one_thread / baseline
     memory = memory_reference(chunks, config)
     lines = [f"# taxi limits, profile {profile}: {rows:,} rows in {len(chunks)} chunks ({config.block_mib} MiB),"
-             f" {threads} threads; best of {repeats}, one plain process (bench/taxi_limits.py)",
+             f" {threads} threads; best of {repeats}, one plain process (bench/taxi/limits.py)",
              "", "## load + cleanse, one thread (s over all chunks; rows/s)"]
     lines += [f"{step:10s} {seconds[step]:.3f} s  {rows / seconds[step]:>12,.0f} rows/s" for step in STEPS]
     lines += [f"all four   {sum(seconds.values()):.3f} s  {one_thread:>12,.0f} rows/s",

@@ -5,7 +5,7 @@ With random weights a ResNet predicts the same class for nearly every image, so 
 agrees with fp32 on top-1" would be trivially true and say nothing. No pretrained
 weights can be downloaded here, so the figure uses the random-weight backbone (same
 seed as the throughput runs) with its final layer replaced by a ridge-regression head
-fitted, in fp32, to textured images' breeds (:mod:`bench.textured`): its top-1 then
+fitted, in fp32, to textured images' breeds (:mod:`bench.images.textured`): its top-1 then
 depends on the image and has the decision margins of a fitted classifier. The head is
 fitted on one tree and judged on another drawn with a different seed, so the agreement
 is measured on images it never saw. The weights are written as a state dict and run

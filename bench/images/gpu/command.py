@@ -5,19 +5,19 @@ after each section, so a run cut short keeps what it has measured).
 Sections, each within a time budget (``--budget-s``; a section that does not fit is
 recorded as skipped, never silently dropped):
 
-1. model-only (:mod:`bench.gpu.limits`): ResNet-50 in bf16 and fp16, channels-last,
+1. model-only (:mod:`bench.images.gpu.limits`): ResNet-50 in bf16 and fp16, channels-last,
    batch norm folded, per batch size and graph mode (eager, CUDA graphs; torch.compile
    last, as it costs minutes): the batch size and mode for the runs below are the fastest;
 2. decode-only per backend: the JPEG hardware engines, the CUDA cores (nvImageCodec),
    torchvision's nvJPEG, and every CPU core (one process each);
-3. end to end through Dask (:mod:`bench.gpu.cluster`), one worker for the GPU, decoding
+3. end to end through Dask (:mod:`bench.images.gpu.cluster`), one worker for the GPU, decoding
    ahead of the model inside each task; alternated with the model-only rate and the
    pipeline's decode-only rate, so ``e2e / min(model-only, decode-only)`` is paired per
    repetition. Goals: >= 10,000 images/s and >= 0.8 of that limit;
 4. the paper's figure 9: the CPU path with 1, 2, 4, 8 workers x 2 threads, images/s
    against 1 worker's x n (goals >= 0.9 of linear at 2 and 4, >= 0.8 at 8);
 5. when an end-to-end goal is missed, the torch profiler over the worker's task code
-   (:mod:`bench.gpu.profiler`): what bounds it, in the figure's notes.
+   (:mod:`bench.images.gpu.profiler`): what bounds it, in the figure's notes.
 
 ``--cpu-dry-run`` runs all of it on the CPU with a tiny model and tiny sizes (the GPU
 backends are then reported as not available): the script's flow is tested without a GPU.
@@ -38,7 +38,7 @@ from typing import Any
 
 from bench import results
 from bench.figures import render
-from bench.gpu.record import Run
+from bench.images.gpu.record import Run
 
 logger = logging.getLogger("bench.gpu")
 
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
           + "".join(f"\n  {name} not available: {why}" for name, why in found.reasons.items()), flush=True)
     if args.self_check:
         return 0
-    from bench.gpu import sections
+    from bench.images.gpu import sections
     from workloads.core.commands import setup_logging
 
     setup_logging()

@@ -26,7 +26,7 @@ from contextlib import closing
 from typing import Any
 
 from bench import helper, registry
-from bench import taxi as bench_taxi
+from bench.taxi import measure as bench_taxi
 
 
 def _time_xgboost_on_worker() -> None:

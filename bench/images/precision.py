@@ -1,12 +1,12 @@
 """The bf16 figure: ResNet-50 bf16 vs fp32 images/s through the Dask path, and their
 agreement on images the probe head never saw.
 
-Two textured trees (:mod:`bench.textured`) with the same classes and different seeds:
-the probe head (:mod:`bench.probe`) is fitted on the first; the timed runs and both
+Two textured trees (:mod:`bench.images.textured`) with the same classes and different seeds:
+the probe head (:mod:`bench.images.probe`) is fitted on the first; the timed runs and both
 agreement measurements use the second. The figure's check is the workload's own
 ``top1_agreement_with_fp32`` (its fp32 reference pass over the run's images); the
 notes add the logits' cosine similarity and top-1 agreement from
-:func:`bench.probe.logit_agreement`, and how many images the two trees share (0).
+:func:`bench.images.probe.logit_agreement`, and how many images the two trees share (0).
 """
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from bench import pairs, probe, textured
+from bench import pairs
 from bench.figures import Check, Figure, Goal, Measurement
+from bench.images import probe, textured
 
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")  # x86 (AVX-512 BF16, AMX) and Arm (FEAT_BF16) /proc/cpuinfo flags
@@ -74,7 +75,7 @@ def measure(ctx, client, s, fig: Figure) -> None:
     fig.notes = {"model": name, "images": count, "cluster": s.topology, "batch_size": s.base.batch_size,
                  "bf16": "torch.autocast(cpu, bfloat16) + channels-last, batch norm folded (both sides)",
                  "weights": "random backbone (seed 0) + ridge head fitted in fp32 on the textured 'fit' tree;"
-                            " timed and compared on the 'eval' tree (bench/textured.py, bench/probe.py)",
+                            " timed and compared on the 'eval' tree (bench/images/textured.py, bench/images/probe.py)",
                  "agreement_images": agreement.get("agreement_images"), "trees": overlap, "logits_bf16_vs_fp32": logits,
                  "top1_exact_bf16": agreement.get("top1_exact"), "machine_load": load, "sides": facts,
                  "cpu_bf16_flags": flags, "torch_cpu_capability": _torch_capability()}
@@ -103,7 +104,7 @@ def _rate(client, config, facts: dict[str, Any], key: str) -> pairs.Side:
 
 
 def logit_summary(client, listing, config) -> dict[str, Any]:
-    """:func:`bench.probe.logit_agreement` of bf16 against fp32 over ``listing``, split
+    """:func:`bench.images.probe.logit_agreement` of bf16 against fp32 over ``listing``, split
     over the workers, with the workers' model settings."""
     from workloads.images import dataset
 

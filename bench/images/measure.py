@@ -20,7 +20,7 @@ files, each timed the same way (this process's clock around the whole job):
 
 Every side, baselines included, runs once before the repetitions (discarded). Each side
 reports what it ran with (decoder, folding, allocator, threads) into the figure's
-``notes["sides"]``. The bf16 figure is :mod:`bench.precision`.
+``notes["sides"]``. The bf16 figure is :mod:`bench.images.precision`.
 """
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from bench import helper, pairs, plain, precision
+from bench import helper, pairs
 from bench.figures import Figure, Measurement
+from bench.images import plain, precision
 
 logger = logging.getLogger(__name__)
 
