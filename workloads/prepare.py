@@ -12,7 +12,13 @@ Layout under ``--root``::
     dogs/imagenet1000_clsidx_to_labels.txt
     models/<basename of the weights URL>
     taxi/yellow_tripdata_YYYY-MM.<csv|parquet>
+    <DEST>                                    each --file DEST=URL: any other benchmark's files
     .prepare-status.json                      what the last run did, per file
+
+Each benchmark declares its part of this layout and the files in it (its ``DATA``,
+``workloads/runs/benchmarks.py``); a benchmark without an option of its own here has its
+files fetched with ``--file`` (this file imports nothing of the project, so it cannot read
+the registry itself).
 
 Each download goes to ``<dest>.part``, with the server's validator of those bytes (its
 ETag, else its Last-Modified) kept beside it in ``<dest>.part.validator``; a resume asks
@@ -58,7 +64,7 @@ from typing import Dict, List, Optional, Tuple
 
 logger = logging.getLogger("dask_tkg.prepare")
 
-SOURCES = ("dogs", "labels", "weights", "taxi")
+SOURCES = ("dogs", "labels", "weights", "taxi", "files")
 DOGS_ARCHIVE = "dogs/images.tar"
 DOGS_IMAGES = "dogs/Images"
 DOGS_MARKER = "dogs/.images.complete"
@@ -551,6 +557,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="URL", help="a torchvision .pth state dict, stored under models/")
     p.add_argument("--taxi-url-template", metavar="TEMPLATE", help="one month's URL; {month} becomes YYYY-MM")
     p.add_argument("--taxi-months", metavar="M1,M2,...", help="YYYY-MM months, comma-separated")
+    p.add_argument("--file", action="append", default=[], metavar="DEST=URL",
+                   help="also fetch URL to DEST under --root (a benchmark's declared file; repeatable)")
     p.add_argument("--checksums", metavar="FILE", help='JSON {"<dest>": {"size": int, "sha256": hex}}')
     p.add_argument("--retries", type=int, default=5, help="attempts per file before it fails (default 5)")
     p.add_argument("--timeout", type=float, default=60.0, help="socket timeout in seconds (default 60)")
@@ -598,6 +606,21 @@ def build_plan(args: argparse.Namespace, error) -> List[Item]:
                 error("--taxi-months: %r is not YYYY-MM" % month)
             items.append(Item("taxi", template.replace("{month}", month),
                               "taxi/yellow_tripdata_%s%s" % (month, suffix)))
+    if "files" in only:
+        items.extend(_named_files(getattr(args, "file", None) or [], error))
+    return items
+
+
+def _named_files(entries: List[str], error) -> List[Item]:
+    """``--file DEST=URL`` entries as downloads; DEST stays under the root."""
+    items = []
+    for entry in entries:
+        dest, _, url = entry.partition("=")
+        dest = dest.strip().replace("\\", "/")
+        parts = dest.split("/")
+        if not url or not dest or dest.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            error("--file: expected DEST=URL with DEST a relative path under --root, got %r=%s" % (dest, redact(url)))
+        items.append(Item("files", url, dest))
     return items
 
 

@@ -199,6 +199,25 @@ def test_dry_run_fetches_nothing(argv, server, tmp_path, capsys):
     assert "dry run: 5 file(s)" in out
 
 
+def test_a_benchmarks_declared_file_is_fetched_with_file(argv, server, tmp_path):
+    """A benchmark with no option of its own here (its files declared in its DATA) has
+    them fetched by ``--file DEST=URL``: this file needs no change for it."""
+    from workloads.runs.benchmarks import Source
+
+    declared = Source("numbers", "numbers/weights.pth", "a file of a benchmark the downloader does not know")
+    code = prepare.main(argv("--only", "files", "--file", f"{declared.destination}={server.url(WEIGHTS)}"))
+    assert code == 0
+    assert (tmp_path / "ml-share" / declared.destination).read_bytes() == FILES[WEIGHTS]
+    assert [f["dest"] for f in status(tmp_path / "ml-share")["files"]] == [declared.destination]
+
+
+@pytest.mark.parametrize("dest", ["../outside", "/etc/x", "a//b", ""])
+def test_a_file_outside_the_root_is_refused(argv, server, capsys, dest):
+    with pytest.raises(SystemExit) as exit_:
+        prepare.main(argv("--file", f"{dest}={server.url(WEIGHTS)}"))
+    assert exit_.value.code == 2 and "--file: expected DEST=URL" in capsys.readouterr().err
+
+
 def test_credentials_are_sent_but_never_logged(argv, server, tmp_path, log, capsys):
     url = server.url(WEIGHTS).replace("http://", "http://alice:s3cret@") + "?token=t0ps3cret&x=1"
     assert prepare.main(argv("--only", "weights", "--weights", url)) == 0
