@@ -79,10 +79,18 @@ def make_figure(name: str) -> Figure:
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, dict[str, Any]]:
-    """{profile name: its sizes} from ``profiles.yaml``."""
+    """{profile name: its sizes} from ``profiles.yaml``, each with every benchmark's section
+    (its bench package's ``profiles.yaml``) under the benchmark's name."""
     from workloads.core.commands import load_yaml
 
-    return load_yaml(path)
+    profiles = load_yaml(path)
+    for name, package in groups().items():
+        sizes = Path(str(package.__file__)).with_name("profiles.yaml")
+        sections = load_yaml(sizes) if sizes.exists() else {}
+        for profile, values in profiles.items():
+            if profile in sections:
+                values[name] = sections[profile]
+    return profiles
 
 
 def default_data_dir(profile: str) -> Path:

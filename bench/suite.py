@@ -21,7 +21,7 @@ from bench.registry import Context
 
 logger = logging.getLogger("bench")
 
-VERSIONS = ("torch", "torchvision", "xgboost", "dask", "distributed", "pyarrow", "pandas")
+VERSIONS = ("dask", "distributed")  # and each benchmark's (its bench package's VERSIONS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +83,13 @@ def run_facts(ctx: Context) -> dict[str, Any]:
             "finished_at": results.utc_now(), "host": platform.node(), "cpu": environment.cpu_model(),
             "cores": environment.usable_cores(), "tcmalloc": local.find_tcmalloc(),
             "load_average_at_start": ctx.load_average, "load_average_at_end": registry.load_average(),
-            "python": platform.python_version(), "versions": results.package_versions(VERSIONS)}
+            "python": platform.python_version(), "versions": results.package_versions(versions())}
+
+
+def versions() -> tuple[str, ...]:
+    """The packages whose versions the figures record: the suite's and each benchmark's."""
+    extra = [name for package in registry.groups().values() for name in getattr(package, "VERSIONS", ())]
+    return tuple(dict.fromkeys([*extra, *VERSIONS]))
 
 
 def context(args: argparse.Namespace) -> Context | None:

@@ -26,6 +26,8 @@ FIGURES: dict[str, FigureSpec] = {
         " images)", ">= 2.5", "bf16_images_per_second", "fp32_images_per_second", "img/s"),
 }
 
+VERSIONS = ("torch", "torchvision")  # the packages whose versions its figures record
+
 # name -> (module with add_arguments(parser) and run(args), one line of help)
 COMMANDS = {
     "gpu": ("bench.images.gpu.command", "every GPU measurement of the images pipeline (what bench/gpu.sh runs)"),

@@ -23,6 +23,8 @@ FIGURES: dict[str, FigureSpec] = {
         "default_size_rows_per_second", "quick_size_rows_per_second", "rows/s"),
 }
 
+VERSIONS = ("xgboost", "pyarrow", "pandas")  # the packages whose versions its figures record
+
 # name -> (module with add_arguments(parser) and run(args), one line of help)
 COMMANDS = {
     "taxi-limits": ("bench.taxi.limits", "what bounds the taxi figures, in one plain process without Dask"),
