@@ -408,48 +408,73 @@ def load_cleanse_side(client, config, facts: dict[str, Any], key: str) -> pairs.
     return run
 
 
+@dataclass
+class Measured:
+    """What the repetitions gathered, for the figures to take their sides from."""
+
+    samples: dict[str, list[float]]
+    facts: dict[str, Any]
+    notes: dict[str, Any]
+    rows: dict[str, Any]
+    frame_bytes: int
+    threads: int
+
+
 def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dict[str, Any], notes: dict[str, Any],
          frame_bytes: int, rows: dict[str, Any], threads: int) -> None:
     """Put the sides' samples and reports into the figures."""
-    if NAMES[0] in figures:
-        fig = figures[NAMES[0]]
-        fig.numerator = Measurement("benchmark_load_cleanse_rows_per_second", "rows/s", samples["dask"],
-                                    {"how": "rows_raw / (load + cleanse phases): read, type, cleanse, features, persist"})
-        fig.denominator = Measurement("pyarrow_read_csv_rows_per_second", "rows/s", samples["read"], {
-            "how": f"pyarrow.csv.read_csv per file, {threads} threads, the reader's include_columns, column_types,"
-                   " null handling and invalid-row handler"})
-        fig.notes = {**notes, **rows, "sides": {"dask": _pick(facts["dask"], "reader_columns", "workers",
-                                                              "chunks"),
-                                                "read": facts["read"], "ceiling": facts["ceiling"],
-                                                "floor": facts["floor"]},
-                     **load_limits(samples, rows["rows_raw"], facts["floor"]["rows_raw"])}
-    if NAMES[1] in figures:
-        fig = figures[NAMES[1]]
-        fig.numerator = Measurement("xgboost_dask_train_seconds", "s", samples["dask_train"],
-                                    {"how": "train phase: DaskQuantileDMatrix + xgboost.dask.train"})
-        fig.denominator = Measurement("xgboost_single_train_seconds", "s", samples["single"], {
-            "how": f"QuantileDMatrix + xgboost.train in a helper process with the workers' environment, nthread="
-                   f"{threads}, the Dask side's training rows, same params and rounds"})
-        dask = _pick(facts["dask"], "training_rows", "training_rows_digest", "training_columns", "xgboost_ranks",
-                     "xgboost_rank_nthread", "workers", "rmse")
-        fig.notes = {**notes, **rows, "sides": {"dask": dask, "single": facts["single"]}}
-    if NAMES[2] in figures:
-        fig = figures[NAMES[2]]
-        fig.numerator = Measurement("peak_worker_memory_bytes", "bytes", samples["dask_peak"], {
-            "how": "sum over workers of (peak RSS from the start of load to the end of evaluate - RSS when load"
-                   " began)"})
-        fig.denominator = Measurement("cleaned_frame_bytes", "bytes", [frame_bytes] * len(samples["dask_peak"]),
-                                      {"how": "memory_usage(deep=True) of the cleaned frame, index included"})
-        fig.notes = {**notes, **rows, "phases_measured": ["load", "cleanse", "split", "train", "infer", "evaluate"],
-                     "sides": {"dask": _pick(facts["dask"], "peak_rss_bytes", "rss_at_load_bytes",
-                                             "peak_rss_after_phase_bytes", "phases", "workers")}}
-    if NAMES[3] in figures:
-        fig = figures[NAMES[3]]
-        fig.numerator = Measurement("default_size_rows_per_second", "rows/s", samples["scale_default"],
-                                    {"how": "rows_raw / (load + cleanse), the default profile's files"})
-        fig.denominator = Measurement("quick_size_rows_per_second", "rows/s", samples["scale_quick"],
-                                      {"how": "rows_raw / (load + cleanse), the quick profile's files"})
-        fig.notes = {**notes, "sides": {"default": facts["scale_default"], "quick": facts["scale_quick"]}}
+    measured = Measured(samples, facts, notes, rows, frame_bytes, threads)
+    for name, sides in zip(NAMES, (_load_sides, _train_sides, _memory_sides, _scale_sides)):
+        if name in figures:
+            fig = figures[name]
+            fig.numerator, fig.denominator, fig.notes = sides(measured)
+
+
+Sides = tuple[Measurement, Measurement, dict[str, Any]]
+
+
+def _load_sides(m: Measured) -> Sides:
+    facts = m.facts
+    notes = {**m.notes, **m.rows, "sides": {"dask": _pick(facts["dask"], "reader_columns", "workers", "chunks"),
+                                            "read": facts["read"], "ceiling": facts["ceiling"],
+                                            "floor": facts["floor"]},
+             **load_limits(m.samples, m.rows["rows_raw"], facts["floor"]["rows_raw"])}
+    return (Measurement("benchmark_load_cleanse_rows_per_second", "rows/s", m.samples["dask"],
+                        {"how": "rows_raw / (load + cleanse phases): read, type, cleanse, features, persist"}),
+            Measurement("pyarrow_read_csv_rows_per_second", "rows/s", m.samples["read"], {
+                "how": f"pyarrow.csv.read_csv per file, {m.threads} threads, the reader's include_columns,"
+                       " column_types, null handling and invalid-row handler"}), notes)
+
+
+def _train_sides(m: Measured) -> Sides:
+    dask = _pick(m.facts["dask"], "training_rows", "training_rows_digest", "training_columns", "xgboost_ranks",
+                 "xgboost_rank_nthread", "workers", "rmse")
+    return (Measurement("xgboost_dask_train_seconds", "s", m.samples["dask_train"],
+                        {"how": "train phase: DaskQuantileDMatrix + xgboost.dask.train"}),
+            Measurement("xgboost_single_train_seconds", "s", m.samples["single"], {
+                "how": f"QuantileDMatrix + xgboost.train in a helper process with the workers' environment,"
+                       f" nthread={m.threads}, the Dask side's training rows, same params and rounds"}),
+            {**m.notes, **m.rows, "sides": {"dask": dask, "single": m.facts["single"]}})
+
+
+def _memory_sides(m: Measured) -> Sides:
+    peaks = m.samples["dask_peak"]
+    return (Measurement("peak_worker_memory_bytes", "bytes", peaks, {
+                "how": "sum over workers of (peak RSS from the start of load to the end of evaluate - RSS when"
+                       " load began)"}),
+            Measurement("cleaned_frame_bytes", "bytes", [m.frame_bytes] * len(peaks),
+                        {"how": "memory_usage(deep=True) of the cleaned frame, index included"}),
+            {**m.notes, **m.rows, "phases_measured": ["load", "cleanse", "split", "train", "infer", "evaluate"],
+             "sides": {"dask": _pick(m.facts["dask"], "peak_rss_bytes", "rss_at_load_bytes",
+                                     "peak_rss_after_phase_bytes", "phases", "workers")}})
+
+
+def _scale_sides(m: Measured) -> Sides:
+    return (Measurement("default_size_rows_per_second", "rows/s", m.samples["scale_default"],
+                        {"how": "rows_raw / (load + cleanse), the default profile's files"}),
+            Measurement("quick_size_rows_per_second", "rows/s", m.samples["scale_quick"],
+                        {"how": "rows_raw / (load + cleanse), the quick profile's files"}),
+            {**m.notes, "sides": {"default": m.facts["scale_default"], "quick": m.facts["scale_quick"]}})
 
 
 def load_limits(samples: dict[str, list[float]], rows: int, floor_rows: int) -> dict[str, Any]:

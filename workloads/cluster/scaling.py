@@ -22,8 +22,9 @@ the DaskAutoscaler named after the cluster. Talks to Dask only through the runne
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from workloads.contract import RUNNER_KUBECONFIG
 
@@ -103,26 +104,22 @@ class ClusterScaler:
         return f"{self.cluster}-default"  # the DaskCluster's own group (controller.py)
 
     def _get(self, plural: str, name: str) -> dict | None:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return self.api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise ScalingError(f"reading {plural}/{name} in {self.namespace}: HTTP {exc.status} {exc.reason}") from None
+        return self._read(f"{plural}/{name}", self.api.get_namespaced_custom_object, plural, name)
 
     def _get_scale(self, plural: str, name: str) -> dict | None:
         """The object's ``scale`` subresource (autoscaling/v1 Scale), None when there is no object."""
+        return self._read(f"{plural}/{name}/scale", self.api.get_namespaced_custom_object_scale, plural, name)
+
+    def _read(self, what: str, call: Any, plural: str, name: str) -> dict | None:
+        """``call`` for the object (None when there is none); any other refusal named."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            return self.api.get_namespaced_custom_object_scale(GROUP, VERSION, self.namespace, plural, name)
+            return call(GROUP, VERSION, self.namespace, plural, name)
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise ScalingError(f"reading {plural}/{name}/scale in {self.namespace}: HTTP {exc.status} {exc.reason}"
-                               ) from None
+            raise ScalingError(f"reading {what} in {self.namespace}: HTTP {exc.status} {exc.reason}") from None
 
     def _patch_scale(self, plural: str, name: str, replicas: int) -> dict:
         from kubernetes.client.exceptions import ApiException
@@ -211,7 +208,7 @@ def wait_for_worker_count(client: Any, workers: int, timeout: float, poll: float
 def worker_count_timeline(samples: Iterable[dict[str, Any]], bin_s: float = 5.0) -> list[dict[str, Any]]:
     """Worker count over a run from the utilization samples (``workloads.observe.utilization``): per
     ``bin_s`` seconds, how many workers reported, and their mean CPU and GPU utilization."""
-    bins: dict[int, dict[str, list]] = {}
+    bins: dict[int, dict[str, Any]] = {}
     for sample in samples:
         slot = bins.setdefault(int(sample["t"] // bin_s), {"workers": set(), "cpu": [], "gpu": []})
         slot["workers"].add(sample["worker"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from typing import Any as AnyType
-from typing import Union
+from typing import Callable, Union
 
 from . import schema as s
 
@@ -102,19 +102,26 @@ def select(names: tuple[str, ...] | list[str]) -> tuple[Rule, ...]:
 
 def evaluate(predicate: Predicate, frame: AnyType) -> AnyType:
     """The boolean Series of rows ``predicate`` holds for (missing values compare False)."""
+    return _evaluate(predicate, frame.__getitem__, lambda values: values.isna())
+
+
+def _evaluate(predicate: Predicate, column: Callable[[str], AnyType],
+              isna: Callable[[AnyType], AnyType]) -> AnyType:
+    """``predicate`` over the columns ``column(name)`` gives (Series or NumPy arrays, whose
+    missing values ``isna`` finds), so pandas, cuDF and plain arrays share one reading."""
     if isinstance(predicate, IsNA):  # column by column: no row-wise reduction needed
-        missing = frame[predicate.columns[0]].isna()
-        for column in predicate.columns[1:]:
-            missing = missing | frame[column].isna()
+        missing = isna(column(predicate.columns[0]))
+        for name in predicate.columns[1:]:
+            missing = missing | isna(column(name))
         return missing
     if isinstance(predicate, Cmp):
-        right = frame[predicate.value.name] if isinstance(predicate.value, Col) else predicate.value
-        return _OPS[predicate.op](frame[predicate.column], right)
+        right = column(predicate.value.name) if isinstance(predicate.value, Col) else predicate.value
+        return _OPS[predicate.op](column(predicate.column), right)
     if isinstance(predicate, (Any, All)):
         combine = operator.or_ if isinstance(predicate, Any) else operator.and_
-        result = evaluate(predicate.terms[0], frame)
+        result = _evaluate(predicate.terms[0], column, isna)
         for term in predicate.terms[1:]:
-            result = combine(result, evaluate(term, frame))
+            result = combine(result, _evaluate(term, column, isna))
         return result
     raise TypeError(f"not a predicate: {predicate!r}")
 
@@ -136,6 +143,7 @@ def label(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
 def label_arrays(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
     """:func:`label` of a pandas frame as an int8 NumPy array."""
     import numpy as np
+    import pandas as pd
 
     columns: dict[str, AnyType] = {}
 
@@ -147,32 +155,11 @@ def label_arrays(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
     labels = np.zeros(len(frame), dtype=np.int8)
     alive = np.ones(len(frame), dtype=bool)
     for number, rule in enumerate(rules, start=1):
-        hit = _evaluate_arrays(rule.drops, column)
+        hit = _evaluate(rule.drops, column, pd.isna)
         hit &= alive
         labels[hit] = number
         alive &= ~hit
     return labels
-
-
-def _evaluate_arrays(predicate: Predicate, column) -> AnyType:
-    """:func:`evaluate` on NumPy arrays (``column(name)`` gives one)."""
-    import pandas as pd
-
-    if isinstance(predicate, IsNA):
-        missing = pd.isna(column(predicate.columns[0]))
-        for name in predicate.columns[1:]:
-            missing |= pd.isna(column(name))
-        return missing
-    if isinstance(predicate, Cmp):
-        right = column(predicate.value.name) if isinstance(predicate.value, Col) else predicate.value
-        return _OPS[predicate.op](column(predicate.column), right)
-    if isinstance(predicate, (Any, All)):
-        combine = operator.or_ if isinstance(predicate, Any) else operator.and_
-        result = _evaluate_arrays(predicate.terms[0], column)
-        for term in predicate.terms[1:]:
-            result = combine(result, _evaluate_arrays(term, column))
-        return result
-    raise TypeError(f"not a predicate: {predicate!r}")
 
 
 def _label_series(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
