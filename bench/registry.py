@@ -12,10 +12,11 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from bench.figures import Figure, Goal, Measurement
 from bench.results import utc_now

@@ -3,7 +3,8 @@ its own subcommand (``gpu``). Light: the measuring code (:mod:`bench.images.meas
 is imported only when a figure is measured."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench.registry import FigureSpec
 

@@ -3,7 +3,8 @@ own subcommands. Light: the measuring code (:mod:`bench.taxi.measure`) is import
 when a figure is measured."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench.registry import FigureSpec
 

@@ -36,10 +36,11 @@ from __future__ import annotations
 import logging
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from bench import helper, pairs
 from bench.figures import Figure, Measurement

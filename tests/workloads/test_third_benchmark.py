@@ -16,6 +16,7 @@ from workloads.runs import benchmarks, results
 
 from .third_benchmark import benchmark as third
 
+
 @pytest.fixture
 def registered(monkeypatch, tmp_path):
     """The third benchmark's one registry line (and a cache of this test's own)."""

@@ -19,13 +19,14 @@ import sys
 import tempfile
 import warnings
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
-from workloads.observe import environment
 from workloads.cluster.endpoint import redact
 from workloads.core.errors import PreflightError
+from workloads.observe import environment
 
 if TYPE_CHECKING:
     from workloads.runs.benchmarks import Hook

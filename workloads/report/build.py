@@ -9,6 +9,7 @@ import workloads.report.figures as figures
 import workloads.report.page as page
 import workloads.report.runs as runs
 from workloads.runs import benchmarks
+
 from .page import Figure
 
 logger = logging.getLogger(__name__)

@@ -21,6 +21,7 @@ from urllib.parse import quote
 import jinja2
 
 from workloads.runs.results import RESULTS_FILE
+
 from .runs import Comparison, ResultSet, Run, describe
 
 TEMPLATE = "report.html.j2"

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from workloads.core.errors import WorkloadError
+from workloads.observe.utilization import read_samples, summarize
 from workloads.runs import benchmarks
 from workloads.runs.benchmarks import Report
 from workloads.runs.results import RESULTS_FILE
-from workloads.observe.utilization import read_samples, summarize
 
 logger = logging.getLogger(__name__)
 

@@ -53,9 +53,10 @@ to show its options, and ``--benchmark images`` must not pay for xgboost.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 BENCHMARKS: dict[str, str] = {
     "images": "workloads.images.benchmark",

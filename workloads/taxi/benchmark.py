@@ -47,8 +47,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from distributed import Client, wait
 
@@ -56,6 +57,7 @@ from workloads.core.errors import DatasetError
 from workloads.observe import progress
 from workloads.runs import benchmarks
 from workloads.runs.results import PhaseTimer
+
 from . import backends, features, io, rules, training
 from . import schema as s
 from .settings import Config, add_arguments, load_profile, make_config  # noqa: F401 (protocol)

@@ -9,9 +9,10 @@ number of rows it removes from what the rules before it left.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any as AnyType
-from typing import Callable, Union
+from typing import Union
 
 from . import schema as s
 
