@@ -16,26 +16,10 @@ from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import (DaskValuesInputs, dask_values, dashboard_url, fullname, jupyter_url,
                                     scheduler_host, service_names)
 from components.dask import facts
-from components.settings.checks import placement_pool, placement_warnings
+from components.settings.placement import DaskPlacement, placement_pool
 from components.settings.model import POOL_ROLE_LABEL, DaskSpec, Settings
 
 RELEASE = "dask"
-
-
-@dataclass(frozen=True)
-class DaskPlacement:
-    """Where the Dask pods go (node selectors by pool role) and the rollouts that cannot
-    proceed there (warnings shown at preview)."""
-
-    scheduler_selector: dict[str, str]
-    jupyter_selector: dict[str, str]
-    worker_selector: dict[str, str]
-    warnings: tuple[str, ...] = ()
-
-    @classmethod
-    def from_settings(cls, s: Settings) -> "DaskPlacement":
-        return cls(scheduler_selector=_selector(s, "scheduler"), jupyter_selector=_selector(s, "jupyter"),
-                   worker_selector={POOL_ROLE_LABEL: "gpu"}, warnings=tuple(placement_warnings(s)))
 
 
 @dataclass(frozen=True)

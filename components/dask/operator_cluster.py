@@ -23,7 +23,7 @@ from components.dask.network_settings import namespace_network
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, jupyter_url, service_names
-from components.settings.checks import placement_pool
+from components.settings.placement import placement_pool
 from components.settings.model import POOL_ROLE_LABEL, Settings
 from components.settings.operator import initial_workers
 

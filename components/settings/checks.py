@@ -10,16 +10,15 @@ import re
 
 from components.addons import facts as addon_facts
 from components.addons import support_matrix
-from components.dask import chart as dask_chart
 import components.settings.schema as schema
 import components.settings.values as values
 from components.settings.downloads import download_checks
 from components.settings.errors import Problem
 from components.settings.exposure import download_problems, exposure_problems
 from components.settings.file_share_clients import client_problems
-from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, NodePool, Settings
+from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, Settings
 from components.settings.operator import operator_checks
-from components.settings.placement import PodDemand, PoolCapacity, shortfalls, surge_pods
+from components.settings.placement import co_placement_problems, placement_problems
 from components.settings.vsan import rule_problems
 from components.settings.worker_environment import pods_cuda, worker_environment_checks
 
@@ -37,12 +36,12 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
-    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, _placement, _file_share, client_problems,
+    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, placement_problems, _file_share, client_problems,
                  _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables,
                  worker_environment_checks, download_checks):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
-        problems.extend(_co_placement(s))
+        problems.extend(co_placement_problems(s))
     return problems
 
 
@@ -196,90 +195,6 @@ def _gpu_capacity(s: Settings) -> list[Problem]:
         out.append(Problem("workerMemory", f"{workers.memory} per worker exceeds VM class {gpu_class.name!r}"
                                            f" ({gpu_class.memory_mb} MiB)"))
     return out
-
-
-def _placement(s: Settings) -> list[Problem]:
-    """The scheduler and a CPU Jupyter go on non-GPU nodes: a pool of their own role or a
-    cpu pool must exist and fit them. A GPU Jupyter (topology B) must fit the vGPU node
-    it takes."""
-    out = []
-    targets = [("scheduler", s.dask.scheduler.cpu, s.dask.scheduler.memory, "schedulerCpu", "schedulerMemory")]
-    if s.dask.jupyter.enabled:
-        targets.append(("jupyter", s.dask.jupyter.cpu, s.dask.jupyter.memory, "jupyterCpu", "jupyterMemory"))
-    for role, cpu, memory, cpu_key, memory_key in targets:
-        pool = placement_pool(s, role)
-        if pool is None:
-            if not (role == "jupyter" and s.dask.jupyter.gpu):  # no GPU pool at all: _gpu_capacity says so
-                out.append(Problem("nodePools", f"the {role} needs a non-GPU node: add a pool with role={role}"
-                                                " or role=cpu"))
-            continue
-        vm = s.vm_class(pool.vm_class) if pool.vm_class in {c.name for c in s.vm_classes} else None
-        if vm is None:
-            continue
-        if values.cpu_millis(cpu) > vm.cpus * 1000:
-            out.append(Problem(cpu_key, f"{cpu} CPUs exceed VM class {vm.name!r} of pool {pool.name!r} ({vm.cpus} vCPU)"))
-        if values.quantity_bytes(memory) > vm.memory_mb * 2**20:
-            out.append(Problem(memory_key, f"{memory} exceeds VM class {vm.name!r} of pool {pool.name!r}"
-                                           f" ({vm.memory_mb} MiB)"))
-    return out
-
-
-def placement_pool(s: Settings, role: str) -> NodePool | None:
-    """The pool a Dask component is scheduled on: its own role's pool, else a cpu pool;
-    a GPU Jupyter goes to a jupyter pool with a vGPU class, else a GPU pool."""
-    if role == "jupyter" and s.dask.jupyter.gpu:
-        return next(iter(s.cluster.pools("jupyter") or s.cluster.pools("gpu")), None)
-    own = [p for p in s.cluster.pools(role) if p.replicas > 0]
-    cpu = [p for p in s.cluster.pools("cpu") if p.replicas > 0]
-    return next(iter(own or cpu), None)
-
-
-def pod_demands(s: Settings) -> list[PodDemand]:
-    """Every pod the program pins to a pool role, with its requests and its rollout's extra pods."""
-    d = s.dask
-    pods = []
-    scheduler_pool = placement_pool(s, "scheduler")
-    if scheduler_pool:
-        pods.append(PodDemand("dask-scheduler", scheduler_pool.role, 1, values.cpu_millis(d.scheduler.cpu),
-                              values.quantity_bytes(d.scheduler.memory), 0, surge_pods(1, None),
-                              "schedulerCpu/schedulerMemory"))
-    jupyter_pool = placement_pool(s, "jupyter") if d.jupyter.enabled else None
-    if jupyter_pool:
-        pods.append(PodDemand("dask-jupyter", jupyter_pool.role, 1, values.cpu_millis(d.jupyter.cpu),
-                              values.quantity_bytes(d.jupyter.memory), 1 if d.jupyter.gpu else 0,
-                              surge_pods(1, None),
-                              f"gpuWorkers to {max(d.workers.replicas - 1, 0)} (a GPU node kept free), jupyterGpu"
-                              if d.jupyter.gpu else "jupyterCpu/jupyterMemory"))
-    pods.append(PodDemand("dask-worker", "gpu", d.workers.replicas, d.workers.cpu * 1000,
-                          values.quantity_bytes(d.workers.memory), d.workers.gpus,
-                          surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY), "gpuWorkers/workerCpu/workerMemory"))
-    return pods
-
-
-def pool_capacities(s: Settings) -> list[PoolCapacity]:
-    known = {c.name for c in s.vm_classes}
-    return [PoolCapacity(p.name, p.role, p.replicas, p.vm_class, s.vm_class(p.vm_class).cpus * 1000,
-                         s.vm_class(p.vm_class).memory_mb * 2**20, 1 if s.vm_class(p.vm_class).has_gpu else 0,
-                         f"nodePools[{i}]")
-            for i, p in enumerate(s.cluster.node_pools) if p.vm_class in known]
-
-
-def _co_placement(s: Settings) -> list[Problem]:
-    """The pods that share a pool role must fit its nodes together."""
-    return [Problem("nodePools", message) for message in shortfalls(pod_demands(s), pool_capacities(s), False)]
-
-
-def placement_warnings(s: Settings) -> list[str]:
-    """Rollouts that cannot proceed: the chart hard-codes RollingUpdate for the scheduler and
-    Jupyter (``dask_chart.FIXED_ROLLING_UPDATE``), so a changed pod template needs room for a
-    second such pod; without it the Helm release times out. Only a warning: the first
-    install places every pod."""
-    pods, pools = pod_demands(s), pool_capacities(s)
-    if shortfalls(pods, pools, False):
-        return []
-    return [f"{message}. The dask chart rolls the scheduler and Jupyter with a fixed RollingUpdate:"
-            " a change to either pod will hang until there is room for the extra pod"
-            for message in shortfalls(pods, pools, True)]
 
 
 def _gpu_driver(s: Settings) -> list[Problem]:

@@ -1,6 +1,8 @@
-"""Do the pods the program pins to a pool role fit that pool's nodes, together?
+"""Where the Dask pods go, and do they fit there: the one home of placement, which both the
+settings' checks and the Dask components ask.
 
-Each Dask pod selects its nodes by the pool-role label, so every pod pinned to one role
+A Dask component runs on its own role's pool, else on a cpu pool (``placement_pool``); the
+GPU workers on the gpu pools. Each Dask pod selects its nodes by the pool-role label, so every pod pinned to one role
 shares that role's nodes: the check adds up their requests node by node (first fit,
 largest first, as greedy as the Kubernetes scheduler itself) against the VM class's
 capacity (vCPU, memory, one GPU per vGPU class). A rollout adds pods: a Deployment that
@@ -11,6 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import components.settings.values as values
+from components.dask import chart as dask_chart
+from components.settings.errors import Problem
+from components.settings.model import POOL_ROLE_LABEL, NodePool, Settings
 
 
 @dataclass(frozen=True)
@@ -115,3 +122,112 @@ def _cpu(millis: int) -> str:
 
 def _mib(amount: int) -> str:
     return f"{amount / 2**30:g} GiB" if amount % 2**30 == 0 else f"{amount // 2**20} MiB"
+
+
+# --- The stack's placement ---------------------------------------------------------------
+
+
+def placement_pool(s: Settings, role: str) -> NodePool | None:
+    """The pool a Dask component is scheduled on: its own role's pool, else a cpu pool;
+    a GPU Jupyter goes to a jupyter pool with a vGPU class, else a GPU pool."""
+    if role == "jupyter" and s.dask.jupyter.gpu:
+        return next(iter(s.cluster.pools("jupyter") or s.cluster.pools("gpu")), None)
+    own = [p for p in s.cluster.pools(role) if p.replicas > 0]
+    cpu = [p for p in s.cluster.pools("cpu") if p.replicas > 0]
+    return next(iter(own or cpu), None)
+
+
+def pool_selector(s: Settings, role: str) -> dict[str, str]:
+    """The node selector of a Dask component's pods: its pool's role label ({} with no pool)."""
+    pool = placement_pool(s, role)
+    return {POOL_ROLE_LABEL: pool.role} if pool else {}
+
+
+@dataclass(frozen=True)
+class DaskPlacement:
+    """Where the Dask pods go (node selectors by pool role) and the rollouts that cannot
+    proceed there (warnings shown at preview)."""
+
+    scheduler_selector: dict[str, str]
+    jupyter_selector: dict[str, str]
+    worker_selector: dict[str, str]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> DaskPlacement:
+        return cls(scheduler_selector=pool_selector(s, "scheduler"), jupyter_selector=pool_selector(s, "jupyter"),
+                   worker_selector={POOL_ROLE_LABEL: "gpu"}, warnings=tuple(placement_warnings(s)))
+
+
+def placement_problems(s: Settings) -> list[Problem]:
+    """The scheduler and a CPU Jupyter go on non-GPU nodes: a pool of their own role or a
+    cpu pool must exist and fit them. A GPU Jupyter (topology B) must fit the vGPU node
+    it takes."""
+    out = []
+    targets = [("scheduler", s.dask.scheduler.cpu, s.dask.scheduler.memory, "schedulerCpu", "schedulerMemory")]
+    if s.dask.jupyter.enabled:
+        targets.append(("jupyter", s.dask.jupyter.cpu, s.dask.jupyter.memory, "jupyterCpu", "jupyterMemory"))
+    for role, cpu, memory, cpu_key, memory_key in targets:
+        pool = placement_pool(s, role)
+        if pool is None:
+            if not (role == "jupyter" and s.dask.jupyter.gpu):  # no GPU pool at all: a capacity check says so
+                out.append(Problem("nodePools", f"the {role} needs a non-GPU node: add a pool with role={role}"
+                                                " or role=cpu"))
+            continue
+        vm = s.vm_class(pool.vm_class) if pool.vm_class in {c.name for c in s.vm_classes} else None
+        if vm is None:
+            continue
+        if values.cpu_millis(cpu) > vm.cpus * 1000:
+            out.append(Problem(cpu_key, f"{cpu} CPUs exceed VM class {vm.name!r} of pool {pool.name!r} ({vm.cpus} vCPU)"))
+        if values.quantity_bytes(memory) > vm.memory_mb * 2**20:
+            out.append(Problem(memory_key, f"{memory} exceeds VM class {vm.name!r} of pool {pool.name!r}"
+                                           f" ({vm.memory_mb} MiB)"))
+    return out
+
+
+def pod_demands(s: Settings) -> list[PodDemand]:
+    """Every pod the program pins to a pool role, with its requests and its rollout's extra pods."""
+    d = s.dask
+    pods = []
+    scheduler_pool = placement_pool(s, "scheduler")
+    if scheduler_pool:
+        pods.append(PodDemand("dask-scheduler", scheduler_pool.role, 1, values.cpu_millis(d.scheduler.cpu),
+                              values.quantity_bytes(d.scheduler.memory), 0, surge_pods(1, None),
+                              "schedulerCpu/schedulerMemory"))
+    jupyter_pool = placement_pool(s, "jupyter") if d.jupyter.enabled else None
+    if jupyter_pool:
+        pods.append(PodDemand("dask-jupyter", jupyter_pool.role, 1, values.cpu_millis(d.jupyter.cpu),
+                              values.quantity_bytes(d.jupyter.memory), 1 if d.jupyter.gpu else 0,
+                              surge_pods(1, None),
+                              f"gpuWorkers to {max(d.workers.replicas - 1, 0)} (a GPU node kept free), jupyterGpu"
+                              if d.jupyter.gpu else "jupyterCpu/jupyterMemory"))
+    pods.append(PodDemand("dask-worker", "gpu", d.workers.replicas, d.workers.cpu * 1000,
+                          values.quantity_bytes(d.workers.memory), d.workers.gpus,
+                          surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY), "gpuWorkers/workerCpu/workerMemory"))
+    return pods
+
+
+def pool_capacities(s: Settings) -> list[PoolCapacity]:
+    known = {c.name for c in s.vm_classes}
+    return [PoolCapacity(p.name, p.role, p.replicas, p.vm_class, s.vm_class(p.vm_class).cpus * 1000,
+                         s.vm_class(p.vm_class).memory_mb * 2**20, 1 if s.vm_class(p.vm_class).has_gpu else 0,
+                         f"nodePools[{i}]")
+            for i, p in enumerate(s.cluster.node_pools) if p.vm_class in known]
+
+
+def co_placement_problems(s: Settings) -> list[Problem]:
+    """The pods that share a pool role must fit its nodes together."""
+    return [Problem("nodePools", message) for message in shortfalls(pod_demands(s), pool_capacities(s), False)]
+
+
+def placement_warnings(s: Settings) -> list[str]:
+    """Rollouts that cannot proceed: the chart hard-codes RollingUpdate for the scheduler and
+    Jupyter (``dask_chart.FIXED_ROLLING_UPDATE``), so a changed pod template needs room for a
+    second such pod; without it the Helm release times out. Only a warning: the first
+    install places every pod."""
+    pods, pools = pod_demands(s), pool_capacities(s)
+    if shortfalls(pods, pools, False):
+        return []
+    return [f"{message}. The dask chart rolls the scheduler and Jupyter with a fixed RollingUpdate:"
+            " a change to either pod will hang until there is room for the extra pod"
+            for message in shortfalls(pods, pools, True)]

@@ -221,7 +221,7 @@ def test_a_rollout_either_fits_or_is_warned_about_at_preview(variant):
     for role, pods in pods_per_role(objects, with_surge=True).items():
         stuck = unplaced(pods, role_nodes(variant, role))
         if stuck:
-            from components.settings.checks import placement_warnings
+            from components.settings.placement import placement_warnings
 
             warnings = placement_warnings(stack_settings(*VARIANTS[variant]))
             assert any(stuck[0] in w and f"role={role}" in w for w in warnings), (variant, stuck, warnings)

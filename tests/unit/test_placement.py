@@ -28,14 +28,14 @@ def test_scheduler_and_jupyter_that_do_not_fit_one_node_together_fail_preview():
 
 
 def test_the_fitted_dev_stack_passes_with_room_for_both_rollouts():
-    from components.settings.checks import placement_warnings
+    from components.settings.placement import placement_warnings
 
     s = stack_settings("reference-dev", {})
     assert placement_warnings(s) == []
 
 
 def test_a_rollout_that_cannot_get_a_node_is_warned_about():
-    from components.settings.checks import placement_warnings
+    from components.settings.placement import placement_warnings
 
     warnings = placement_warnings(stack_settings("reference", {}))
     assert len(warnings) == 1
@@ -44,7 +44,7 @@ def test_a_rollout_that_cannot_get_a_node_is_warned_about():
 
 
 def test_topology_b_warns_that_jupyter_cannot_roll_without_a_free_gpu():
-    from components.dask.dask_release import DaskPlacement
+    from components.settings.placement import DaskPlacement
 
     s = stack_settings("reference", {"jupyterGpu": True, "gpuWorkers": 0})
     [warning] = DaskPlacement.from_settings(s).warnings
