@@ -47,8 +47,9 @@ class FigureSpec:
 def groups() -> dict[str, ModuleType]:
     """{benchmark: its bench package} for every registered benchmark that names one (its
     ``BENCH``, :mod:`workloads.runs.benchmarks`), in the registry's order. A package holds
-    ``FIGURES`` (name -> :class:`FigureSpec`), ``measure(ctx, wanted, make)`` and,
-    optionally, ``COMMANDS`` (its own subcommands, as :data:`bench.cli.COMMANDS`); its sizes
+    ``FIGURES`` (name -> :class:`FigureSpec`), ``MEASURE`` (the module whose
+    ``measure(ctx, wanted, make)`` fills them, imported by :func:`measure` only when a figure
+    is measured), optionally ``VERSIONS`` (the packages its figures record) and ``COMMANDS`` (its own subcommands, as :data:`bench.cli.COMMANDS`); its sizes
     are its section of each profile (``profiles.yaml``). A benchmark that does not import
     here has no figures in this run."""
     from workloads.runs import benchmarks
@@ -62,6 +63,11 @@ def groups() -> dict[str, ModuleType]:
         except ImportError as exc:
             logger.debug("benchmark %s has no figures here: %s", name, exc)
     return found
+
+
+def measure(package: ModuleType, ctx: Context, wanted: list[str]) -> dict[str, Figure]:
+    """The figures ``wanted`` of the group ``package``, measured by its ``MEASURE`` module."""
+    return importlib.import_module(package.MEASURE).measure(ctx, wanted, make_figure)
 
 
 def figures() -> dict[str, FigureSpec]:

@@ -63,7 +63,7 @@ def measure(ctx: Context, names: list[str]) -> list[Figure]:
             continue
         started = time.perf_counter()
         try:
-            measured.update(package.measure(ctx, wanted, registry.make_figure))
+            measured.update(registry.measure(package, ctx, wanted))
         except Exception as exc:
             logger.exception("%s figures failed", group)
             for name in wanted:

@@ -3,9 +3,6 @@ its own subcommand (``gpu``). Light: the measuring code (:mod:`bench.images.meas
 is imported only when a figure is measured."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from bench.registry import FigureSpec
 
 # the order is the report's
@@ -29,14 +26,10 @@ FIGURES: dict[str, FigureSpec] = {
 
 VERSIONS = ("torch", "torchvision")  # the packages whose versions its figures record
 
+MEASURE = "bench.images.measure"  # its measure(ctx, wanted, make): imported only when a figure is measured
+
 # name -> (module with add_arguments(parser) and run(args), one line of help)
 COMMANDS = {
     "gpu": ("bench.images.gpu.command", "every GPU measurement of the images pipeline (what bench/gpu.sh runs)"),
 }
 
-
-def measure(ctx: Any, wanted: list[str], make: Callable[[str], Any]) -> dict[str, Any]:
-    """Measure the figures ``wanted`` (see :func:`bench.images.measure.measure`)."""
-    from bench.images import measure as measuring
-
-    return measuring.measure(ctx, wanted, make)

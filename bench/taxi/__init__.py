@@ -3,9 +3,6 @@ own subcommands. Light: the measuring code (:mod:`bench.taxi.measure`) is import
 when a figure is measured."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from bench.registry import FigureSpec
 
 # the order is the report's
@@ -26,15 +23,11 @@ FIGURES: dict[str, FigureSpec] = {
 
 VERSIONS = ("xgboost", "pyarrow", "pandas")  # the packages whose versions its figures record
 
+MEASURE = "bench.taxi.measure"  # its measure(ctx, wanted, make): imported only when a figure is measured
+
 # name -> (module with add_arguments(parser) and run(args), one line of help)
 COMMANDS = {
     "taxi-limits": ("bench.taxi.limits", "what bounds the taxi figures, in one plain process without Dask"),
     "train-parts": ("bench.taxi.train_parts", "where the taxi train phase's time goes, against its baseline"),
 }
 
-
-def measure(ctx: Any, wanted: list[str], make: Callable[[str], Any]) -> dict[str, Any]:
-    """Measure the figures ``wanted`` (see :func:`bench.taxi.measure.measure`)."""
-    from bench.taxi import measure as measuring
-
-    return measuring.measure(ctx, wanted, make)

@@ -219,7 +219,8 @@ def _quality_panel(axes: Any, spec: Quality, members: list[Run], colours: list[s
     the benchmark's own words (its ``<metric>_note``: random weights, say)."""
     values = [r.metrics.get(spec.metric) for r in members]
     measured = [_number(v) for v in values]
-    scaled = [spec.scale * v if ok else 0.0 for v, ok in zip(values, measured)]
+    scaled = [spec.scale * float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+              for v in values]
     xs = range(len(members))
     axes.bar(xs, scaled, color=colours)
     for x, v, ok in zip(xs, scaled, measured):

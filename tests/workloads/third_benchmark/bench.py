@@ -11,6 +11,7 @@ from bench.registry import FigureSpec
 
 FIGURES = {"third_chunks_vs_whole": FigureSpec(
     "third", "Third: sum of squares chunk by chunk vs in one go", ">= 0.1", "chunked_seconds", "whole_seconds", "s")}
+MEASURE = __name__  # measure() below
 COMMANDS = {"third-sizes": ("tests.workloads.third_benchmark.bench", "the third benchmark's bench sizes")}
 DEFAULTS = {"numbers": 20000, "chunk": 1000}
 
