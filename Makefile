@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine with Python 3.11 and make:
 #   make run    the main job (the runner on its embedded default: a local Dask cluster)
-#   make test   the test suite, with the Debian packages it starts programs from
+#   make test   lint and types (make lint), then the test suite, with the Debian packages it starts programs from
 #               (scripts/system-packages.toml), the pinned upstream artifacts (fetched,
 #               sha256-verified) and the offline stand-ins it needs (vcsim, Kubernetes 1.20,
 #               Helm 3), built into $(DASK_TKG__CACHE), outside the repository.
@@ -10,7 +10,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export DASK_TKG__CACHE ?= $(HOME)/.cache/dask-tkg
 
-.PHONY: run test system-packages stand-ins default-image-env worker-wheels bench clean-venv
+.PHONY: run test lint system-packages stand-ins default-image-env worker-wheels bench clean-venv
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) scripts/install_system_packages.py --for Makefile
@@ -46,7 +46,12 @@ default-image-env: $(VENV)/.test-installed
 worker-wheels: $(VENV)/.test-installed
 	$(PY) scripts/fetch_worker_wheels.py
 
-test: system-packages $(VENV)/.test-installed stand-ins default-image-env worker-wheels
+# ruff and mypy over the code that ships (rules and why: pyproject.toml [tool.ruff], [tool.mypy])
+lint: $(VENV)/.test-installed
+	$(PY) -m ruff check
+	$(PY) -m mypy
+
+test: system-packages $(VENV)/.test-installed lint stand-ins default-image-env worker-wheels
 	$(PY) -m pytest $(ARGS)
 
 bench: $(VENV)/.installed

@@ -5,7 +5,6 @@ Building ``PolicyPack`` starts the analyzer's gRPC server and blocks until the C
 so nothing else may import this module: tests import ``policy.rules``.
 """
 from pulumi_policy import EnforcementLevel, PolicyPack
-
 from rules import PACK_NAME, POLICIES
 
 PolicyPack(

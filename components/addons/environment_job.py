@@ -71,14 +71,16 @@ def job_spec(args: EnvironmentJobArgs, claim: str) -> dict:
                     "env": [{"name": "PACKAGE_INDEX_URL", "value": args.package_index_url},
                             {"name": "PLAIN_HTTP_HOST", "value": prepared_env.plain_http_host(args.package_index_url)},
                             {"name": "LOCK_SHA256", "value": prepared_env.lock_digest(args.lock)},
-                            {"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                            # the pod's own /tmp: an emptyDir (volume "tmp"), not a shared host path
+                            {"name": "HOME", "value": "/tmp"},  # noqa: S108
+                            {"name": "PYTHONUNBUFFERED", "value": "1"}],
                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
                                   "limits": {"cpu": "4", "memory": "4Gi"}},
                     "volumeMounts": [
                         {"name": "claim", "mountPath": prepared_env.ENV_MOUNT, "subPath": subdir},
                         whole_claim,
                         {"name": "lock", "mountPath": prepared_env.LOCK_MOUNT, "readOnly": True},
-                        {"name": "tmp", "mountPath": "/tmp"},
+                        {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 (an emptyDir in the pod)
                     ],
                 }],
                 "volumes": [

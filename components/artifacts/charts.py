@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.artifacts.store import Artifact, artifacts_dir, file_sha256, fetch_one, mirror_dir, pinned
+from components.artifacts.store import Artifact, artifacts_dir, fetch_one, file_sha256, mirror_dir, pinned
 
 SITE_FOLDER = "site-charts"  # a site's own archives, beside the project's charts/ in the cache
 
@@ -92,7 +92,7 @@ def _check_digest(pin: Artifact, path: Path) -> None:
             " Nothing is deployed from it: find out how it changed, delete it, and let the program fetch it again")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sha256(path: Path, mtime_ns: int, size: int) -> str:
     """One hash per file version and process (every release of a run checks its archive)."""
     return file_sha256(path)

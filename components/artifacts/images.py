@@ -21,7 +21,7 @@ class ImageRef:
     digest: str | None  # sha256:<64 hex>
 
     @classmethod
-    def parse(cls, text: str) -> "ImageRef":
+    def parse(cls, text: str) -> ImageRef:
         name, at, digest = text.partition("@")
         if at and not _DIGEST.match(digest):
             raise ValueError("a digest must be @sha256: and 64 lower-case hex digits")

@@ -85,10 +85,10 @@ def pinned(lock_file: Path = LOCK_FILE) -> list[Artifact]:
         if any(entry.get(k) for k in _CHART_KEYS):
             missing += [k for k in _CHART_KEYS if not entry.get(k)]
         unknown = sorted(set(entry) - set(Artifact.__dataclass_fields__))
-        if missing or unknown:
-            raise ValueError(f"{lock_file}: artifact #{i + 1} ({entry.get('file', '?')}) "
-                             + "; ".join(filter(None, [missing and f"lacks {', '.join(missing)}",
-                                                       unknown and f"has unknown keys {', '.join(unknown)}"])))
+        problems = ([f"lacks {', '.join(missing)}"] if missing else []) + (
+            [f"has unknown keys {', '.join(unknown)}"] if unknown else [])
+        if problems:
+            raise ValueError(f"{lock_file}: artifact #{i + 1} ({entry.get('file', '?')}) " + "; ".join(problems))
         artifacts.append(Artifact(**entry))
     return artifacts
 
@@ -138,7 +138,8 @@ def _download(artifact: Artifact, root: Path, staged: Path) -> str | None:
     if offline() and not artifact.url.startswith("file:"):
         return f"not downloaded: {OFFLINE_ENV} is set"
     try:
-        with urllib.request.urlopen(artifact.url, timeout=DOWNLOAD_TIMEOUT_S) as response, staged.open("wb") as out:
+        # the lock's https: URL, or file: for the mirror (offline): both schemes are meant
+        with urllib.request.urlopen(artifact.url, timeout=DOWNLOAD_TIMEOUT_S) as response, staged.open("wb") as out:  # noqa: S310
             shutil.copyfileobj(response, out)
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         return f"download failed: {getattr(exc, 'reason', exc)}"

@@ -10,7 +10,8 @@ declares, so they cannot drift from it.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from components.cluster.manifests import UBUNTU_ANNOTATION, cluster_manifest
 from components.settings.model import ClusterSpec

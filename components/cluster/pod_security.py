@@ -11,8 +11,8 @@ Admission reads the namespace labels, which every namespace of the program carri
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import base64
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import yaml
 
 from components.cluster.providers.kube_api import ContextAdapter
+
+if TYPE_CHECKING:
+    import pulumi
 
 
 class SupervisorLoginError(RuntimeError):
@@ -80,7 +83,7 @@ def kubeconfig(server: str, token: str, namespace: str, *, insecure: bool = Fals
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def supervisor_kubeconfig(settings) -> "pulumi.Output[str]":
+def supervisor_kubeconfig(settings) -> pulumi.Output[str]:
     """The Supervisor kubeconfig as a secret Output: the configured one, else a login."""
     import pulumi
 

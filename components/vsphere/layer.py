@@ -58,7 +58,7 @@ class VSphereLayerArgs:
     release_os: tuple[str, ...] = ()  # OS images of tkr the node pools ask for (vSphere 8/9 check)
 
     @classmethod
-    def from_settings(cls, s: Settings, vcenter: VCenterAccess) -> "VSphereLayerArgs":
+    def from_settings(cls, s: Settings, vcenter: VCenterAccess) -> VSphereLayerArgs:
         return cls(site=s.vsphere, supervisor=s.supervisor, vm_classes=s.vm_classes,
                    storage_policies=s.storage_policies, content_library=s.content_library,
                    namespace=s.namespace, file_share=s.file_share, tkr=s.cluster.tkr,
@@ -69,7 +69,7 @@ class VSphereLayerArgs:
 class VSphereLayer(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     vm_classes: pulumi.Output[list[str]]
-    content_library_id: pulumi.Output[str]
+    content_library_id: pulumi.Output[str] | None
     nfs_server: pulumi.Output[str]
     nfs_path: pulumi.Output[str]
 
@@ -133,8 +133,9 @@ class VSphereLayer(pulumi.ComponentResource):
         self.namespace = self.ns.name
         self.vm_classes = self.classes.names
         # vSphere 8/9: the Supervisor's library that was checked to hold the release.
+        release = self.supervisor.release_library
         self.content_library_id = (self.library.id if self.library
-                                   else self.supervisor.release_library.supervisor_library)
+                                   else release.supervisor_library if release else None)
         self.nfs_server = self.file_share.nfs_server
         self.nfs_path = self.file_share.nfs_path
         self.register_outputs({

@@ -12,8 +12,8 @@ those are VM-service image libraries, and TKRs come from the Supervisor's librar
 (components.vsphere.supervisor)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import pulumi
 import pulumi_vsphere as vsphere

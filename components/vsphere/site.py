@@ -6,8 +6,8 @@ partway through a cluster build.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import pulumi
 import pulumi_vsphere as vsphere

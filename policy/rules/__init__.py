@@ -10,8 +10,7 @@ from pulumi_policy import Policy
 
 from . import cluster_shape, clusters, dask_operator, dask_release, file_share, kubernetes, namespace, tanzu
 from .cluster_shape import workload_cluster_shape
-from .dask_release import (gpu_worker_one_gpu, jupyter_no_default_password, one_pinned_image,
-                           scheduler_jupyter_off_gpu)
+from .dask_release import gpu_worker_one_gpu, jupyter_no_default_password, one_pinned_image, scheduler_jupyter_off_gpu
 from .file_share import file_share_clients_closed
 from .kubernetes import container_images_pinned, dataset_claim_rwx_protected, no_public_load_balancer
 from .namespace import namespace_offers
@@ -22,7 +21,8 @@ POLICIES: list[Policy] = [*dask_release.POLICIES, *dask_operator.POLICIES, *kube
                           *cluster_shape.POLICIES, *namespace.POLICIES, *file_share.POLICIES]
 
 __all__ = [
-    "PACK_NAME", "POLICIES", "container_images_pinned", "dataset_claim_rwx_protected", "file_share_clients_closed",
+    "PACK_NAME", "POLICIES", "clusters", "container_images_pinned", "dataset_claim_rwx_protected",
+    "file_share_clients_closed",
     "gpu_pools_on_vgpu_tkr",
     "gpu_worker_one_gpu", "jupyter_no_default_password", "namespace_offers", "no_public_load_balancer",
     "one_pinned_image", "scheduler_jupyter_off_gpu", "workload_cluster_shape",

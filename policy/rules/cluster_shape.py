@@ -27,7 +27,8 @@ def _check_shape(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if cluster is None:
         return
     replicas = cluster.control_plane_replicas
-    if replicas is not None and (count(replicas) is None or count(replicas) < 1 or count(replicas) % 2 == 0):
+    number = count(replicas)
+    if replicas is not None and (number is None or number < 1 or number % 2 == 0):
         report(f"{cluster.label}: {cluster.replicas_at} is {replicas!r}: the control plane's etcd needs an odd number "
                "of nodes, at least 1 (Cluster API's KubeadmControlPlane refuses 0 and even numbers with stacked etcd). "
                "Fix: 1, or 3 for a control plane that survives the loss of a node (stack setting "
@@ -38,8 +39,8 @@ def _check_shape(args: ResourceValidationArgs, report: ReportViolation) -> None:
         if cluster.variables.get(name) in (None, ""):
             report(f"{cluster.label}: spec.topology.variables sets no {name!r} variable, which ClusterClass "
                    f"{cluster.class_name!r} requires: the API server refuses the Cluster. Fix: set {name} in "
-                   "spec.topology.variables (the stack settings controlPlaneVmClass and controlPlaneStorageClass give the "
-                   "program's).", args.urn)
+                   "spec.topology.variables (the stack settings controlPlaneVmClass and controlPlaneStorageClass "
+                   "give the program's).", args.urn)
 
 
 workload_cluster_shape = ResourceValidationPolicy(

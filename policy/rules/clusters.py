@@ -111,14 +111,16 @@ def _tanzu_cluster(resource_type: str, props: Mapping[str, Any], resource_name: 
 
 def variables_by_name(variables: Any) -> dict[str, Any]:
     """``[{name, value}]`` as a mapping (the last of a name wins, as the API server's merge)."""
-    return {as_map(v).get("name"): as_map(v).get("value") for v in as_list(variables)}
+    entries = [as_map(v) for v in as_list(variables)]
+    return {entry["name"]: entry.get("value") for entry in entries if isinstance(entry.get("name"), str)}
 
 
 def _labels(variables: Mapping[str, Any]) -> dict[str, Any]:
     """A pool's labels from the structured ``node.labels`` or the flat ``nodePoolLabels``."""
     labels = dict(as_map(dig(variables.get("node"), "labels")))
-    for item in as_list(variables.get("nodePoolLabels")):
-        labels[as_map(item).get("key")] = as_map(item).get("value")
+    for item in map(as_map, as_list(variables.get("nodePoolLabels"))):
+        if isinstance(item.get("key"), str):
+            labels[item["key"]] = item.get("value")
     return labels
 
 
@@ -129,11 +131,10 @@ def _capi_cluster(props: Mapping[str, Any], resource_name: str) -> WorkloadClust
     version = topology.get("version")
     control = NodeGroup("spec.topology.controlPlane", None, cluster_vars.get("vmClass"),
                         f"{at} vmClass (the control plane's)", {}, version, None,
-                        storage=[(f"{at} storageClass", cluster_vars.get("storageClass"))]
-                        + _volume_storage(at, cluster_vars, "controlPlaneVolumes"))
+                        storage=[(f"{at} storageClass", cluster_vars.get("storageClass")),
+                                 *_volume_storage(at, cluster_vars, "controlPlaneVolumes")])
     pools = []
-    for i, deployment in enumerate(as_list(dig(topology, "workers", "machineDeployments"))):
-        deployment = as_map(deployment)
+    for i, deployment in enumerate(map(as_map, as_list(dig(topology, "workers", "machineDeployments")))):
         own = variables_by_name(dig(deployment, "variables", "overrides"))
         merged = {**cluster_vars, **own}
         where_ = f"spec.topology.workers.machineDeployments[{i}] ({deployment.get('name')!r})"
@@ -147,9 +148,9 @@ def _capi_cluster(props: Mapping[str, Any], resource_name: str) -> WorkloadClust
             _labels(merged), version, "os-name=ubuntu" in annotation,
             f"annotate the pool (spec.topology.workers.machineDeployments[{i}].metadata.annotations) "
             f"{OS_IMAGE_ANNOTATION}: os-name=ubuntu; the class's default is Photon.",
-            [(f"{source('storageClass')} storageClass", merged.get("storageClass"))]
-            + _volume_storage(source("volumes"), merged, "volumes")
-            + _volume_storage(source("nodePoolVolumes"), merged, "nodePoolVolumes")))
+            [(f"{source('storageClass')} storageClass", merged.get("storageClass")),
+             *_volume_storage(source("volumes"), merged, "volumes"),
+             *_volume_storage(source("nodePoolVolumes"), merged, "nodePoolVolumes")]))
     return WorkloadCluster(
         "Cluster", where("Cluster", k8s_name(props, resource_name), resource_name), control,
         dig(topology, "controlPlane", "replicas"), "spec.topology.controlPlane.replicas", pools,

@@ -5,11 +5,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs,
-                           ResourceValidationPolicy)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+)
 
-from .common import (DATA_LABEL, DATASET_CLAIM, HELM_RELEASE, PVC, SERVICE, as_list, as_map, dig, image_problem,
-                     k8s_name, open_to_everyone, stack_setting, truthy, where)
+from .common import (
+    DATA_LABEL,
+    DATASET_CLAIM,
+    HELM_RELEASE,
+    PVC,
+    SERVICE,
+    as_list,
+    as_map,
+    dig,
+    image_problem,
+    k8s_name,
+    open_to_everyone,
+    stack_setting,
+    truthy,
+    where,
+)
 from .dask_release import dask_values
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -161,8 +180,7 @@ def _check_container_images(args: ResourceValidationArgs, report: ReportViolatio
     kind, spec = found
     workload = where(kind, k8s_name(args.props, args.name), args.name)
     for field in CONTAINER_LISTS:
-        for container in as_list(spec.get(field)):
-            container = as_map(container)
+        for container in map(as_map, as_list(spec.get(field))):
             image = container.get("image")
             if image is None and args.resource_type.endswith("Patch"):
                 continue  # a patch that leaves the image alone

@@ -22,13 +22,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pulumi_policy import (EnforcementLevel, PolicyResource, ReportViolation, StackValidationArgs,
-                           StackValidationPolicy)
+from pulumi_policy import EnforcementLevel, PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
 from pulumi_policy.proxy import UnknownValueError
 
 from .clusters import read as read_cluster
-from .common import (CLUSTER_TYPES, SUPERVISOR_NAMESPACE, VM_CLASS, VSAN_POLICY, VSPHERE_NAMESPACE, as_list, as_map, dig,
-                     where)
+from .common import (
+    CLUSTER_TYPES,
+    SUPERVISOR_NAMESPACE,
+    VM_CLASS,
+    VSAN_POLICY,
+    VSPHERE_NAMESPACE,
+    as_list,
+    as_map,
+    dig,
+    where,
+)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from typing import Any
+from typing import Any, Literal
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -26,7 +26,7 @@ def _shown(password: str) -> str:
     return f"the password {password!r}" if password else "an empty password"
 
 
-def _argon2_match(encoded: str) -> str | None | bool:
+def _argon2_match(encoded: str) -> str | Literal[False] | None:
     """The well-known password ``encoded`` verifies against, None if none, False if it
     is not an argon2 hash at all."""
     hasher = PasswordHasher()

@@ -13,8 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs,
-                           ResourceValidationPolicy)
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+)
 
 from .clusters import read as read_cluster
 from .common import POOL_ROLE_LABEL, as_list, stack_vgpu_classes

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import shutil
+import ssl
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +106,7 @@ def stack_outputs_json(name: str, timeout: float = 120, show_secrets: bool = Tru
                             " and pass --outputs outputs.json")
     cwd = PROJECT_DIR if (PROJECT_DIR / "Pulumi.yaml").exists() else None
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False,
                               env={**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"})
     except subprocess.TimeoutExpired:
         raise EndpointError(f"`{' '.join(command)}` did not answer within {timeout:.0f} s") from None
@@ -170,11 +171,9 @@ def security_from_pems(ca: str, cert: str, key: str):
                                tls_client_key=_pem(key), require_encryption=True)
 
 
-def _certificate_refused(exc: BaseException):
+def _certificate_refused(exc: BaseException | None) -> ssl.SSLCertVerificationError | None:
     """The certificate check that failed behind a connection error, if one did (distributed
     raises ``FatalCommClosedError`` from the ``SSLCertVerificationError``: comm/tcp.py)."""
-    import ssl
-
     while exc is not None:
         if isinstance(exc, ssl.SSLCertVerificationError):
             return exc

@@ -33,7 +33,7 @@ class Kubeconfig:
 
         try:
             return config.new_client_from_config_dict(yaml.safe_load(self.text), persist_config=False)
-        except Exception as exc:  # noqa: BLE001  the loader's errors name paths and fields, not values
+        except Exception as exc:
             raise EndpointError(f"the kubeconfig {self.path} (context {self.context}) cannot be used:"
                                 f" {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from None
 

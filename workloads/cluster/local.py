@@ -20,14 +20,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any
 
 import dask
 import distributed  # noqa: F401  (loads distributed's config defaults, nanny.pre-spawn-environ among them)
 
-from workloads.observe import environment
 from workloads import tuning
+from workloads.observe import environment
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class LocalPlan:
                 "cores": self.cores, "gpus": self.gpus, "allocator": self.allocator,
                 "worker_ttl_s": self.worker_ttl_s,
                 "cluster_class": "LocalCUDACluster" if self.gpus else "LocalCluster",
-                "worker_environ": {k: v for k, v in self.environ.items()}}
+                "worker_environ": dict(self.environ)}
 
 
 def gpu_count() -> int:
@@ -113,8 +114,8 @@ def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = T
           local_directory: str | None = None):
     """Start the cluster ``spec`` describes; returns the (Local|LocalCUDA)Cluster."""
     keep_lost_workers_nannies()
-    kwargs = dict(n_workers=spec.n_workers, threads_per_worker=spec.threads_per_worker,
-                  dashboard_address=dashboard_address, local_directory=local_directory)
+    kwargs: dict[str, Any] = {"n_workers": spec.n_workers, "threads_per_worker": spec.threads_per_worker,
+                              "dashboard_address": dashboard_address, "local_directory": local_directory}
     with worker_environ(spec.environ), dask.config.set(tuning.failure_detection_config(spec.worker_ttl_s)):
         if spec.gpus:
             from dask_cuda import LocalCUDACluster

@@ -21,7 +21,8 @@ import os
 import secrets
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workloads.cluster import endpoint as endpoints
 from workloads.cluster import kubeconfig, own_spec, own_tls, quota
@@ -53,9 +54,9 @@ class OwnCluster:
         self.team, self.person, self.kube, self.name, self.workers = team, person, kube, name, workers
         self.keep, self.echo = keep, echo or say
         self.namespace = person.namespace
-        self.api = None  # kubernetes ApiClient on the person's kubeconfig
+        self.api: Any = None  # kubernetes ApiClient on the person's kubeconfig
         self.loop: LoopThread | None = None
-        self.kube_cluster = None
+        self.kube_cluster: Any = None
         # no DaskCluster of this name was there before this run: one there now is this run's to delete
         # (also when Ctrl-C comes between its creation and anything that would say so)
         self.claimed = False
@@ -82,7 +83,7 @@ class OwnCluster:
             self.loop.run(lambda: self.create(cluster, security, timeout), timeout)
         except DeadlineExceeded:
             raise EndpointError(self.not_started(f"not ready within {timeout:.0f} s")) from None
-        except Exception as exc:  # noqa: BLE001  upstream's errors, named
+        except Exception as exc:
             raise EndpointError(self.not_started(f"{type(exc).__name__}: {exc}")) from None
         self.echo(f"own cluster: {self.namespace}/{self.name} ready in {time.monotonic() - started:.0f} s")
         return self.endpoint(cluster, security)
@@ -125,7 +126,8 @@ class OwnCluster:
         outputs = StackOutputs(
             scheduler_address=address, dashboard_url=own_spec.dashboard_url(self.name, self.namespace),
             jupyter_url="", namespace=self.namespace, release=self.name, dataset_mount=self.team.dataset_mount,
-            dataset_layout=self.team.dataset_layout, workers=self.workers, gpus_per_worker=quota.gpus_per_worker(cluster),
+            dataset_layout=self.team.dataset_layout, workers=self.workers,
+            gpus_per_worker=quota.gpus_per_worker(cluster),
             threads_per_worker=self.team.threads_per_worker, image=own_spec.worker_image(cluster) or self.team.image,
             dask_version=self.team.dask_version, tls_ca=self.pems["ca.crt"], tls_client_cert=self.pems["client.crt"],
             tls_client_key=self.pems["client.key"], kubeconfig=self.kube.text, backend="operator",
@@ -147,7 +149,7 @@ class OwnCluster:
         try:
             found = client.CoreV1Api(self.api).list_namespaced_pod(
                 self.namespace, label_selector=f"{own_spec.CLUSTER_LABEL}={self.name}", _request_timeout=30).items
-        except Exception as exc:  # noqa: BLE001  a message, not a second failure
+        except Exception as exc:
             return f"not read ({type(exc).__name__})"
         states = []
         for pod in found:
@@ -208,7 +210,7 @@ class OwnCluster:
                     self.kube_cluster.shutdown_on_close = False
                 try:
                     self.loop.run(lambda: self.kube_cluster.close(timeout=DELETE_TIMEOUT_S), DELETE_TIMEOUT_S + 15)
-                except Exception as exc:  # noqa: BLE001  deleted by name below
+                except Exception as exc:
                     logger.warning("closing the KubeCluster: %s", exc)
             gone = self.delete_by_name() if self.claimed and not self.keep else None
         finally:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 OWN_ONLY = (("kubeconfig", "--kubeconfig"), ("user", "--user"), ("keep_cluster", "--keep-cluster"),
             ("cluster_name", "--cluster-name"))

@@ -24,9 +24,10 @@ What names a cluster in a DaskCluster (dask-kubernetes 2026.3.0):
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from workloads.cluster import own_tls
+from workloads import contract
 
 API_VERSION = "kubernetes.dask.org/v1"
 SCHEDULER_PORT = 8786
@@ -111,12 +112,12 @@ def _set_env(container: dict[str, Any], env: list[dict[str, Any]]) -> None:
 
 def _add_tls(pod_spec: dict[str, Any], role: str, secret: str) -> None:
     """The role's TLS files mounted and named in each container, as the stack's pods have them."""
-    volumes = [v for v in pod_spec.get("volumes") or [] if v["name"] != own_tls.TLS_VOLUME]
-    pod_spec["volumes"] = [*volumes, own_tls.tls_volume(role, secret)]
+    volumes = [v for v in pod_spec.get("volumes") or [] if v["name"] != contract.TLS_VOLUME]
+    pod_spec["volumes"] = [*volumes, contract.tls_volume(role, secret)]
     for container in pod_spec["containers"]:
-        mounts = [m for m in container.get("volumeMounts") or [] if m["name"] != own_tls.TLS_VOLUME]
-        container["volumeMounts"] = [*mounts, dict(own_tls.TLS_MOUNT)]
-        _set_env(container, own_tls.tls_env(role))
+        mounts = [m for m in container.get("volumeMounts") or [] if m["name"] != contract.TLS_VOLUME]
+        container["volumeMounts"] = [*mounts, dict(contract.TLS_MOUNT)]
+        _set_env(container, contract.tls_env(role))
 
 
 def worker_image(cluster: Mapping[str, Any]) -> str:

@@ -34,8 +34,9 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from workloads.core.errors import EndpointError
@@ -123,7 +124,7 @@ def api_client(kubeconfig: str):
         if not isinstance(loaded, dict):
             raise ValueError("not a mapping")
         return config.new_client_from_config_dict(loaded, persist_config=False)
-    except Exception as exc:  # noqa: BLE001  yaml, config and value errors alike
+    except Exception as exc:
         raise EndpointError(f"the stack's kubeconfig cannot be used to reach the cluster ({type(exc).__name__})"
                             ) from None
 
@@ -224,7 +225,7 @@ def open_stream(core, target: PodTarget, pod_port: int, timeout: float = OPEN_TI
                                              target.namespace, ports=str(pod_port))
             finally:
                 _OPENING.release()
-        except Exception as exc:  # noqa: BLE001  reported to the caller below
+        except Exception as exc:
             done["error"] = exc
 
     thread = threading.Thread(target=opener, name=f"port-forward open {target.pod}:{pod_port}", daemon=True)
@@ -322,7 +323,7 @@ class ServiceForward:
         while not self._stop.is_set():
             try:
                 conn, _ = listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:  # the listener was closed
                 return
@@ -351,7 +352,7 @@ class ServiceForward:
             self._drop(target, f"{exc}")
         except OSError as exc:  # this one connection reset or closed under it: the peer sees it end
             logger.debug("port-forward connection to %s ended: %s", self.service_name, exc)
-        except Exception as exc:  # noqa: BLE001  a thread's failure is logged, never lost
+        except Exception as exc:
             logger.warning("port-forward connection to %s failed: %s", self.service_name, exc)
         finally:
             with self._lock:
@@ -403,7 +404,7 @@ class ServiceForward:
         while not self._stop.is_set():
             try:
                 found = self._pick()
-            except Exception as exc:  # noqa: BLE001  the API server gone as well
+            except Exception as exc:
                 logger.warning("no new pod for %s: %s", self.service_name, short_error(exc))
                 return None
             if found is not None or time.monotonic() >= deadline:
@@ -420,7 +421,7 @@ class ServiceForward:
                 continue
             try:
                 why = pod_state(self.core, target)
-            except Exception as exc:  # noqa: BLE001  timeouts, refused connections, HTTP errors
+            except Exception as exc:
                 why = f"{self.api} did not answer about pod {target.namespace}/{target.pod} ({type(exc).__name__})"
             if why is not None:
                 self._drop(target, why)
@@ -458,7 +459,7 @@ class ServiceForward:
         for api in {id(c.api_client): c.api_client for c in (self.core, self.streams) if c is not None}.values():
             try:
                 api.close()
-            except Exception as exc:  # noqa: BLE001  closing is best effort
+            except Exception as exc:
                 logger.debug("closing the API client: %s", exc)
 
 

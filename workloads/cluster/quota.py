@@ -15,9 +15,10 @@ resources"). A container without requests is charged its limits, as the API serv
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from workloads.core.errors import WorkloadError
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from workloads.cluster import endpoint as endpoints
-from workloads.observe import environment
 from workloads.cluster import local, preflight
 from workloads.core.errors import EndpointError
+from workloads.observe import environment
+
+if TYPE_CHECKING:
+    from workloads.cluster.port_forward import Forwarded, ServiceForward
 
 logger = logging.getLogger(__name__)
 
@@ -28,14 +32,14 @@ class ClusterSession:
         self.endpoint = where
         self.echo = echo
         self.dashboard_address = dashboard_address
-        self.cluster = None
-        self.client = None
+        self.cluster: Any = None  # distributed.LocalCluster, for a local cluster
+        self.client: Any = None  # distributed.Client, once started or connected
         self.plan: local.LocalPlan | None = None
         self.detection: dict[str, float | None] | None = None  # see failure_detection()
         self.scaler = None  # workloads.cluster.scaling.ClusterScaler: the operator backend's, made on connect
         self.restriction_said = False
-        self.forward = None  # workloads.cluster.port_forward.ServiceForward, when the scheduler is reached through one
-        self.forwarded = None  # workloads.cluster.port_forward.Forwarded: the local addresses it serves
+        self.forward: ServiceForward | None = None  # when the scheduler is reached through one
+        self.forwarded: Forwarded | None = None  # the local addresses it serves
         self.on_forward_drop: Callable[[str], None] | None = None  # told when the forward drops
 
     @classmethod
@@ -92,6 +96,8 @@ class ClusterSession:
         the runner's own port-forward when that address does not answer from here and the
         outputs carry a kubeconfig (a ClusterIP Service)."""
         address, outputs = self.endpoint.scheduler_address, self.endpoint.outputs
+        if address is None:
+            raise EndpointError(f"no scheduler address to connect to ({self.endpoint.describe()})")
         if outputs is None or self.forward is not None:
             return self.forwarded.scheduler_address if self.forwarded else address
         from workloads.cluster import port_forward
@@ -175,10 +181,11 @@ class ClusterSession:
         if have < want:
             try:
                 self.client.wait_for_workers(want, timeout=timeout)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 have = len(self.workers())
-                raise EndpointError(f"only {have} of {want} workers connected to"
-                                    f" {endpoints.redact(self.client.scheduler.address)} after {timeout:.0f} s") from None
+                address = endpoints.redact(self.client.scheduler.address)
+                raise EndpointError(
+                    f"only {have} of {want} workers connected to {address} after {timeout:.0f} s") from None
             self.echo(f"workers: have {len(self.workers())}, want {want}")
         return self.workers()
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from workloads.core.errors import RunStopped
 
@@ -35,7 +36,9 @@ class Stopper:
         self.reason, self.status = reason, status
         if self.installed:
             self._stops_sent += 1
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            main = threading.main_thread().ident
+            if main is not None:  # always so once Python runs; the type allows None
+                signal.pthread_kill(main, signal.SIGINT)
 
     def on_signal(self, signum: int, frame: Any) -> None:
         """SIGINT and SIGTERM stop the run (``interrupted``); a SIGINT sent by
@@ -43,7 +46,7 @@ class Stopper:
         if signum == signal.SIGINT and self._stops_sent:
             self._stops_sent -= 1
             if self.in_run:
-                raise RunStopped(self.reason, status=self.status, exit_code=EXIT_FAILED)
+                raise RunStopped(self.reason or "stopped", status=self.status, exit_code=EXIT_FAILED)
             return  # the run already ended: the watch's verdict fails it all the same
         raise RunStopped(f"interrupted ({signal.Signals(signum).name})", exit_code=128 + signum)
 

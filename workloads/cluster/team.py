@@ -8,11 +8,20 @@ read here is one. The person is named by ``--user`` (their vSphere SSO name, as 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from workloads.contract import (DASK_VERSION, DATASET_LAYOUT, DATASET_MOUNT, IMAGE, TEAM_CLUSTER_SPEC, TEAM_USERS,
-                                THREADS_PER_WORKER, ContractError)
+from workloads.contract import (
+    DASK_VERSION,
+    DATASET_LAYOUT,
+    DATASET_MOUNT,
+    IMAGE,
+    TEAM_CLUSTER_SPEC,
+    TEAM_USERS,
+    THREADS_PER_WORKER,
+    ContractError,
+)
 
 HOW_TO_ADD = "a platform engineer adds people with the stack setting users (docs/dask.md, For a team)"
 

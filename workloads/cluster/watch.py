@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from workloads.cluster.endpoint import redact
 
@@ -62,6 +63,8 @@ class WorkerWatch:
         if not isinstance(message, dict):
             return
         action, address = message.get("action"), message.get("worker")
+        if not isinstance(address, str):  # no worker named: nothing to track
+            return
         if action == "add-worker":
             self.joined.append((address, stamp))
             if self.restricted and address not in self.restricted:

@@ -14,8 +14,9 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import cloudpickle
 

@@ -21,9 +21,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .utilization import UtilizationSampler, summarize
 
@@ -104,9 +105,9 @@ def instrument(client: Any, results_dir: str | os.PathLike, run_id: str, *, inte
     report = None
     if performance_report:
         report = _start_report(client, results_dir / report_rel, report_mode, report_timeout, inst)
-    sampler: UtilizationSampler | None = UtilizationSampler(client, results_dir / utilization_rel, interval)
+    sampler: UtilizationSampler | None = None
     try:
-        sampler.__enter__()
+        sampler = UtilizationSampler(client, results_dir / utilization_rel, interval).__enter__()
     except Exception as exc:  # e.g. the results folder is not writable
         _note(inst, f"utilization not sampled: {type(exc).__name__}: {exc}")
         sampler = None

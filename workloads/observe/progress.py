@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import collections
 import sys
-from typing import Callable, Iterable, Iterator, TextIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO
 
 from distributed import Future, as_completed
 

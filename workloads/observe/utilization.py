@@ -44,8 +44,9 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, TextIO
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class UtilizationSampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._file = None
+        self._file: TextIO | None = None
         self._start = 0.0
         self._last_seen: dict[str, float] = {}
 
@@ -156,7 +157,8 @@ class UtilizationSampler:
             stamp = (info.get("metrics") or {}).get("time")
             if stamp is not None and self._last_seen.get(address) == stamp:
                 continue  # no heartbeat since the last poll
-            self._last_seen[address] = stamp
+            if stamp is not None:
+                self._last_seen[address] = stamp
             fresh.append(sample)
         with self._lock:
             if self._file is None:  # the block was left while this poll was under way

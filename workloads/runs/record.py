@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workloads.observe import environment
 from workloads.cluster import preflight
+from workloads.observe import environment
 from workloads.runs import results
 
 
@@ -61,7 +61,9 @@ class RunOutcome:
 
 
 def benchmark_options(config: Any) -> dict[str, Any] | None:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else None
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    return None
 
 
 def cluster_facts(context: RunContext, placement: Placement, session) -> dict[str, Any]:

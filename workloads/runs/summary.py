@@ -1,7 +1,8 @@
 """The table printed at the end of a run: one row per record written."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 COLUMNS = ("benchmark", "workers", "device", "status", "seconds", "headline")
 
@@ -36,13 +37,13 @@ def render(records: Iterable[dict[str, Any]], headlines: dict[str, Sequence[str]
             str(config.get("device", "")),
             record.get("status", "?"),
             _format(seconds(record)),
-            headline(record, (headlines or {}).get(record.get("benchmark"))),
+            headline(record, (headlines or {}).get(record.get("benchmark") or "")),
         ))
     if not rows:
         return "no runs"
     widths = [max(len(COLUMNS[i]), *(len(row[i]) for row in rows)) for i in range(len(COLUMNS))]
     def line(cells):
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
     return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *(line(row) for row in rows)])
 
 

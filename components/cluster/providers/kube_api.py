@@ -14,8 +14,9 @@ import contextlib
 import os
 import ssl
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import requests
 import requests.adapters
@@ -75,14 +76,22 @@ def _user(user: dict) -> dict[str, Any]:
             "client_key_pem": _data_or_file(user, "client-key")}
 
 
-def parse_kubeconfig(text: str) -> ApiTarget:
-    """The current context's server, trust and credentials."""
+def kubeconfig_document(text: str, what: str = "the kubeconfig",
+                        error: type[ValueError] = KubeconfigError) -> dict[str, Any]:
+    """The kubeconfig's YAML as a mapping, else ``error`` naming ``what`` (never its text,
+    which may hold credentials)."""
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:
-        raise KubeconfigError("the kubeconfig is not YAML") from None
+        raise error(f"{what} is not YAML") from None
     if not isinstance(doc, dict):
-        raise KubeconfigError("the kubeconfig is not a mapping")
+        raise error(f"{what} is not a mapping")
+    return doc
+
+
+def parse_kubeconfig(text: str) -> ApiTarget:
+    """The current context's server, trust and credentials."""
+    doc = kubeconfig_document(text)
     context = _named(doc, "contexts", doc.get("current-context") or "")
     cluster = _named(doc, "clusters", context.get("cluster") or "")
     if not cluster.get("server"):

@@ -34,8 +34,9 @@ secret in the state.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -96,7 +97,7 @@ def _failing(status: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def pool_state(pool: str, wanted: int, deployment: Optional[Mapping[str, Any]]) -> PoolState:
+def pool_state(pool: str, wanted: int, deployment: Mapping[str, Any] | None) -> PoolState:
     """The state of ``pool`` from its MachineDeployment (None: there is none)."""
     if deployment is None:
         return PoolState(pool, wanted)
@@ -189,7 +190,7 @@ class GpuPoolsReady(dyn.Resource, module="cluster", name="GpuPoolsReady"):
 
     ready: pulumi.Output[dict]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *,
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *,
                  kubeconfig: pulumi.Input[str], namespace: pulumi.Input[str], cluster_name: pulumi.Input[str],
                  pools: Mapping[str, int], revision: str, timeout_seconds: int, poll_seconds: float = 15) -> None:
         props = {"kubeconfig": pulumi.Output.secret(kubeconfig), "namespace": namespace,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -46,8 +46,8 @@ class VCenterProvider(dyn.ResourceProvider):
             if not any(is_unknown(v) for v in news.values()):
                 validate(news)
         except ValueError as exc:
-            return dyn.CheckResult(news, [dyn.CheckFailure(key, str(exc))])
-        return dyn.CheckResult(news, [])
+            return dyn.CheckResult(dict(news), [dyn.CheckFailure(key, str(exc))])
+        return dyn.CheckResult(dict(news), [])
 
     @staticmethod
     def diff_result(olds: Mapping[str, Any], news: Mapping[str, Any], replaces: list[str], changes: Sequence[str],
@@ -72,7 +72,7 @@ class PollingVCenterProvider(VCenterProvider):
     TIMEOUT_S = 600.0
     POLL_S = 5.0
 
-    def __init__(self, timeout_s: Optional[float] = None, poll_s: Optional[float] = None):
+    def __init__(self, timeout_s: float | None = None, poll_s: float | None = None):
         super().__init__()
         self.timeout_s = self.TIMEOUT_S if timeout_s is None else timeout_s
         self.poll_s = self.POLL_S if poll_s is None else poll_s
@@ -85,7 +85,7 @@ class VCenterResource(dyn.Resource):
     their spec's properties (outputs the provider fills in declared as ``None``) and ``vcenter``.
     """
 
-    def __init__(self, provider: VCenterProvider, name: str, opts: Optional[pulumi.ResourceOptions],
+    def __init__(self, provider: VCenterProvider, name: str, opts: pulumi.ResourceOptions | None,
                  props: Mapping[str, Any], vcenter: VCenterAccess) -> None:
         secret = pulumi.ResourceOptions(additional_secret_outputs=["password"])
         super().__init__(provider, name, {**props, **vcenter.inputs()}, pulumi.ResourceOptions.merge(opts, secret))

@@ -20,7 +20,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -71,7 +71,7 @@ def format_quota(quota_gib: int) -> str:
     return f"{quota_gib}G"
 
 
-def parse_quota(quota: Optional[str]) -> Optional[float]:
+def parse_quota(quota: str | None) -> float | None:
     """``"2T"`` -> 2048.0 GiB; ``None`` for no or unparseable quota."""
     match = _QUOTA.match(quota or "")
     return float(match.group(1)) * _UNITS_GIB[match.group(2).upper()] if match else None
@@ -80,9 +80,9 @@ def parse_quota(quota: Optional[str]) -> Optional[float]:
 def build_share_config(
     name: str,
     quota_gib: int,
-    policy_id: Optional[str],
+    policy_id: str | None,
     net_permissions: Sequence[Mapping[str, Any]],
-    domain_name: Optional[str] = None,
+    domain_name: str | None = None,
 ):
     """The ``vim.vsan.FileShareConfig`` for an NFS share."""
     from pyVmomi import vim
@@ -137,7 +137,7 @@ def find_share(fs, cluster, name: str):
     return None
 
 
-def access_point(share) -> Optional[tuple[str, str]]:
+def access_point(share) -> tuple[str, str] | None:
     """``(server, export path)`` of the share's NFS access point, NFSv4.1 preferred."""
     points = {kv.key: kv.value for kv in (getattr(share.runtime, "accessPoints", None) or [])}
     for protocol in NFS_PROTOCOLS:
@@ -148,7 +148,7 @@ def access_point(share) -> Optional[tuple[str, str]]:
     return None
 
 
-def nfs_server(share, address: str) -> Optional[tuple[str, str]]:
+def nfs_server(share, address: str) -> tuple[str, str] | None:
     """``(server, path)`` to mount: the access point's host, or with ``address="ip"``
     the file server's IP (``runtime.address``), which guest nodes reach without DNS."""
     point = access_point(share)
@@ -158,7 +158,7 @@ def nfs_server(share, address: str) -> Optional[tuple[str, str]]:
     return (ip, point[1]) if ip else None
 
 
-def resolve_domain(fs, cluster, wanted: Optional[str]) -> str:
+def resolve_domain(fs, cluster, wanted: str | None) -> str:
     """The file service domain to create the share in: ``wanted`` if the cluster has it,
     else the cluster's only one; raises naming the domains found."""
     domains = [d.config.name for d in (fs.QueryFileServiceDomains(cluster=cluster) or []) if d.config]
@@ -203,7 +203,7 @@ def wait_task(si, task, what: str, timeout_s: float, poll_s: float):
     return wait_for(finished, f"{what} (task {task._moId})", timeout_s, poll_s)
 
 
-def wait_for(probe: Callable[[], Optional[T]], what: str, timeout_s: float, poll_s: float) -> T:
+def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float, poll_s: float) -> T:
     """Call ``probe`` until it returns something truthy; raise after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -215,7 +215,7 @@ def wait_for(probe: Callable[[], Optional[T]], what: str, timeout_s: float, poll
         time.sleep(poll_s)
 
 
-def share_differences(share, quota_gib: int, policy_id: Optional[str]) -> list[str]:
+def share_differences(share, quota_gib: int, policy_id: str | None) -> list[str]:
     """What an existing share's config differs in from the wanted quota and policy."""
     config = share.config
     differences = []
@@ -333,7 +333,7 @@ class VsanFileShareProvider(PollingVCenterProvider):
         # domain than the one the share was made in (an empty setting means "the only one").
         domain = [] if not news.get("domain_name") else changed_keys(olds, news, ["domain_name"], normalize)
         replaces = changed_keys(olds, news, ["share_name", "cluster"], normalize) + domain
-        changes = changed_keys(olds, news, SPEC_KEYS + ("nfs_address",), normalize)
+        changes = changed_keys(olds, news, (*SPEC_KEYS, "nfs_address"), normalize)
         return self.diff_result(olds, news, replaces, changes, delete_before_replace=True)
 
     def update(self, id_, olds, news):
@@ -386,11 +386,11 @@ class VsanFileShare(VCenterResource, module="vsphere", name="VsanFileShare"):
     nfs_path: pulumi.Output[str]
     adopted: pulumi.Output[bool]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, share_name: pulumi.Input[str],
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, share_name: pulumi.Input[str],
                  cluster: pulumi.Input[str], quota_gib: pulumi.Input[int],
-                 policy_id: Optional[pulumi.Input[str]] = None,
+                 policy_id: pulumi.Input[str] | None = None,
                  net_permissions: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
-                 domain_name: Optional[pulumi.Input[str]] = None, nfs_address: pulumi.Input[str] = "fqdn",
+                 domain_name: pulumi.Input[str] | None = None, nfs_address: pulumi.Input[str] = "fqdn",
                  vcenter: VCenterAccess) -> None:
         if isinstance(net_permissions, (list, tuple)) and all(
             isinstance(p, Mapping) and not any(isinstance(v, pulumi.Output) for v in p.values())

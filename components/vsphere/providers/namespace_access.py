@@ -38,15 +38,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
 
 from ..access import VCenterAccess
 from .base import PollingVCenterProvider, VCenterResource, plain_list
-from .namespace_entries import (ACCESS_FIELDS, access_key, canonical, is_namespace_name, merge_entries,
-                                sorted_access, storage_entry)
+from .namespace_entries import (
+    ACCESS_FIELDS,
+    access_key,
+    canonical,
+    is_namespace_name,
+    merge_entries,
+    sorted_access,
+    storage_entry,
+)
 from .namespace_rest import NamespaceClient
 from .session import VCenterConnection, VCenterError, changed_keys, is_unknown, rest_api
 
@@ -120,7 +127,7 @@ def limited_storage(server: Sequence[Mapping[str, Any]], limits: Mapping[str, in
 
 
 def update_body(info: Mapping[str, Any], wanted: AccessAndLimits,
-                previous: Optional[AccessAndLimits] = None) -> dict[str, Any]:
+                previous: AccessAndLimits | None = None) -> dict[str, Any]:
     """The ``Instances.UpdateSpec`` that brings ``info`` to ``wanted``: only the lists that change."""
     body: dict[str, Any] = {}
     server_access = [dict(a) for a in info.get("access_list") or []]
@@ -166,7 +173,7 @@ class NamespaceAccessAndLimitsProvider(PollingVCenterProvider):
         return client.wait_running(namespace, self.timeout_s, self.poll_s)
 
     def _apply(self, props: Mapping[str, Any], wanted: AccessAndLimits,
-               previous: Optional[AccessAndLimits]) -> None:
+               previous: AccessAndLimits | None) -> None:
         conn = self.connection(props)
         with rest_api(conn, f"setting the access list and storage limits of namespace {wanted.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
@@ -237,7 +244,7 @@ class NamespaceAccessAndLimits(VCenterResource, module="vsphere", name="Namespac
     access_list: pulumi.Output[list]
     storage_limits: pulumi.Output[list]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, namespace: pulumi.Input[str],
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, namespace: pulumi.Input[str],
                  supervisor: pulumi.Input[str], access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
                  storage_limits: pulumi.Input[Sequence[Mapping[str, Any]]] = (),
                  namespace_spec: pulumi.Input[Any] = None, vcenter: VCenterAccess) -> None:

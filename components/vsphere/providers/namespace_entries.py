@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional
+from typing import Any
 
 SUBJECT_TYPES = ("USER", "GROUP")
 ROLES = ("OWNER", "EDIT", "VIEW")
@@ -33,7 +33,7 @@ def access_key(entry: Mapping[str, Any]) -> tuple:
     return entry.get("subject_type"), entry.get("subject"), entry.get("domain")
 
 
-def storage_key(entry: Mapping[str, Any]) -> str:
+def storage_key(entry: Mapping[str, Any]) -> str | None:
     """What makes a storage spec the same spec: its policy (a new limit replaces it)."""
     return entry.get("policy")
 
@@ -44,7 +44,7 @@ def canonical(entries: Sequence[Any]) -> list[str]:
 
 
 def merge_entries(server: Sequence[Any], ours: Sequence[Any], owned_before: Sequence[Any],
-                  key: Optional[Callable[[Any], Any]] = None) -> list[Any]:
+                  key: Callable[[Any], Any] | None = None) -> list[Any]:
     """The server's entries without the ones the program dropped, then the program's
     (an entry of ours replaces the server's with the same key: same subject, same policy)."""
     key = key or (lambda entry: entry)

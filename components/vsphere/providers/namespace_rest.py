@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -30,8 +30,16 @@ import requests
 
 from ..access import VCenterAccess
 from .base import PollingVCenterProvider, VCenterResource, plain_list
-from .namespace_entries import (ACCESS_FIELDS, access_key, canonical, is_namespace_name, merge_entries,
-                                sorted_access, storage_entry, storage_key)
+from .namespace_entries import (
+    ACCESS_FIELDS,
+    access_key,
+    canonical,
+    is_namespace_name,
+    merge_entries,
+    sorted_access,
+    storage_entry,
+    storage_key,
+)
 from .session import VCenterError, changed_keys, is_unknown, rest_api
 
 logger = logging.getLogger(__name__)
@@ -82,7 +90,7 @@ class NamespaceSpec:
         """``Instances.CreateSpec``."""
         return {"cluster": self.cluster, "namespace": self.namespace, **self._common()}
 
-    def update_body(self, info: Mapping[str, Any], previous: Optional["NamespaceSpec"] = None) -> dict[str, Any]:
+    def update_body(self, info: Mapping[str, Any], previous: NamespaceSpec | None = None) -> dict[str, Any]:
         """``Instances.UpdateSpec`` merging the program's entries into the server's ``info``.
 
         ``previous`` is what the program owned before (its last applied spec): entries it
@@ -195,7 +203,8 @@ def _server_message(resp: requests.Response) -> tuple[str, str]:
         return "", resp.text[:300]
     if not isinstance(body, dict):
         return "", str(body)[:300]
-    value = body.get("value") if isinstance(body.get("value"), dict) else body
+    inner = body.get("value")
+    value = inner if isinstance(inner, dict) else body
     error_type = body.get("error_type") or str(body.get("type", "")).rsplit(".", 1)[-1].upper()
     messages = [m.get("default_message", "") for m in value.get("messages", []) if isinstance(m, dict)]
     return error_type, "; ".join(m for m in messages if m) or str(body)[:300]
@@ -208,7 +217,7 @@ class NamespaceClient:
         self.http = http
         self.base_url = base_url.rstrip("/")
 
-    def _call(self, method: str, path: str, body: Optional[dict] = None) -> requests.Response:
+    def _call(self, method: str, path: str, body: dict | None = None) -> requests.Response:
         url = self.base_url + path
         resp = self.http.request(method, url, json=body)
         if resp.status_code >= 400:
@@ -220,7 +229,7 @@ class NamespaceClient:
             )
         return resp
 
-    def get(self, namespace: str) -> Optional[dict[str, Any]]:
+    def get(self, namespace: str) -> dict[str, Any] | None:
         """``Instances.Info``, or ``None`` when the namespace does not exist."""
         try:
             return self._call("GET", f"{INSTANCES}/{namespace}").json()
@@ -232,7 +241,7 @@ class NamespaceClient:
     def create(self, spec: NamespaceSpec) -> None:
         self._call("POST", INSTANCES, spec.create_body())
 
-    def update(self, spec: NamespaceSpec, info: Mapping[str, Any], previous: Optional[NamespaceSpec] = None) -> None:
+    def update(self, spec: NamespaceSpec, info: Mapping[str, Any], previous: NamespaceSpec | None = None) -> None:
         """PATCH the namespace (whose current ``Info`` is ``info``) to hold ``spec``."""
         self.patch(spec.namespace, spec.update_body(info, previous))
 
@@ -256,7 +265,7 @@ class NamespaceClient:
         while True:
             info = self.get(namespace)
             status = (info or {}).get("config_status")
-            if status == "RUNNING":
+            if info is not None and status == "RUNNING":
                 return info
             if info is None or status == "ERROR" or time.monotonic() > deadline:
                 details = "; ".join(
@@ -374,7 +383,7 @@ class SupervisorNamespace(VCenterResource, module="vsphere", name="SupervisorNam
     config_status: pulumi.Output[str]
     adopted: pulumi.Output[bool]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, namespace: pulumi.Input[str],
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, namespace: pulumi.Input[str],
                  cluster: pulumi.Input[str], description: pulumi.Input[str] = "",
                  access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),
                  storage_specs: pulumi.Input[Sequence[Mapping[str, Any]]] = (),

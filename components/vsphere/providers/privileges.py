@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -30,7 +30,7 @@ SPEC_KEYS = ("needs", "datacenter", "cluster", "datastore")
 ROLE_DOC = 'docs/deploy.md, "The vCenter account"'
 
 
-def entities(si, datacenter: str, cluster: str, datastore: Optional[str]) -> dict[str, Any]:
+def entities(si, datacenter: str, cluster: str, datastore: str | None) -> dict[str, Any]:
     """The managed entities the needs name, by kind; raises naming what is not found."""
     from pyVmomi import vim
 
@@ -113,9 +113,9 @@ class VCenterPrivileges(VCenterResource, module="vsphere", name="VCenterPrivileg
     """The account's privileges, checked at preview: ``needs`` is ``{entity kind: {privilege:
     [components]}}`` (``components.vsphere.privileges.by_entity``)."""
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *,
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *,
                  needs: Mapping[str, Mapping[str, list]], datacenter: pulumi.Input[str], cluster: pulumi.Input[str],
-                 datastore: Optional[pulumi.Input[str]] = None, at_preview: bool = True,
+                 datastore: pulumi.Input[str] | None = None, at_preview: bool = True,
                  vcenter: VCenterAccess) -> None:
         props = {"needs": needs, "datacenter": datacenter, "cluster": cluster, "datastore": datastore,
                  "at_preview": at_preview}

@@ -139,7 +139,7 @@ def guarded(conn: VCenterConnection, action: str) -> Iterator[None]:
         if conn.password in str(exc):
             exc.args = (conn.scrub(exc),)
         raise exc from None
-    except Exception as exc:  # noqa: BLE001 - everything leaves as one scrubbed error type
+    except Exception as exc:
         detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
         raise VCenterError(
             f"{action} on vCenter {conn.describe()} failed: {type(exc).__name__}: {conn.scrub(detail)}"
@@ -166,7 +166,10 @@ def connect(conn: VCenterConnection):
             host=conn.server, port=conn.port, sslContext=conn.ssl_context(), disableSslCertValidation=not conn.verifies
         )
         si = vim.ServiceInstance("ServiceInstance", stub)
-        si.content.sessionManager.Login(conn.user, conn.password, None)
+        manager = si.content.sessionManager
+        if manager is None:  # an ESXi host's own endpoint, or a proxy that is not vCenter
+            raise VCenterError(f"{conn.describe()} offers no session manager: not a vCenter endpoint")
+        manager.Login(conn.user, conn.password, None)
         return si
     except vim.fault.InvalidLogin as exc:
         message = f"login to vCenter {conn.describe()} refused: {exc.msg}"
@@ -175,7 +178,7 @@ def connect(conn: VCenterConnection):
             f"vCenter {conn.server}:{conn.port} presented a certificate that is not trusted "
             f"({exc.verify_message}); give its CA as vcenterCaPem"
         )
-    except Exception as exc:  # noqa: BLE001 - connection errors come in many types
+    except Exception as exc:
         detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
         message = f"cannot connect to vCenter {conn.describe()}: {type(exc).__name__}: {detail}"
     if stub is not None:
@@ -189,7 +192,7 @@ def disconnect(si) -> None:
 
     try:
         Disconnect(si)
-    except Exception:  # noqa: BLE001
+    except Exception:
         logger.debug("logout failed; the vCenter session will expire on its own")
     for stub in getattr(si._stub, "sibling_stubs", ()):
         stub.DropConnections()
@@ -268,7 +271,7 @@ class _VCenterHTTP(requests.Session):
         self.verify = verify
         self._cleanup = list(cleanup)
 
-    def request(self, method, url, *args, **kwargs):  # type: ignore[override]
+    def request(self, method, url, *args, **kwargs):
         kwargs.setdefault("verify", self.verify)
         kwargs.setdefault("timeout", 60)
         return super().request(method, url, *args, **kwargs)

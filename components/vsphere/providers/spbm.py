@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -32,11 +32,11 @@ RAID1 = "RAID-1 (Mirroring) - Performance"
 RAID5_6 = "RAID-5/6 (Erasure Coding) - Capacity"
 
 #: VSAN capability id -> (type, allowed values or None).
-CAPABILITIES: dict[str, tuple[type, Optional[tuple]]] = {
+CAPABILITIES: dict[str, tuple[type, tuple | None]] = {
     "hostFailuresToTolerate": (int, (0, 1, 2, 3)),
     "replicaPreference": (str, (RAID1, RAID5_6)),
     "stripeWidth": (int, tuple(range(1, 13))),
-    "proportionalCapacity": (int, tuple(range(0, 101))),
+    "proportionalCapacity": (int, tuple(range(101))),
     "cacheReservation": (int, None),
     "checksumDisabled": (bool, None),
     "forceProvisioning": (bool, None),
@@ -73,7 +73,8 @@ def validate_rules(rules: Mapping[str, Any], policy_name: str = "") -> Rules:
     if not rules:
         raise ValueError(f"{where}rules: at least one VSAN capability is required")
     out: Rules = {}
-    for key, value in rules.items():
+    for key, given in rules.items():
+        value = given
         if key not in CAPABILITIES:
             raise ValueError(f"{where}rules: unknown VSAN capability {key!r}; known: {', '.join(CAPABILITIES)}")
         kind, allowed = CAPABILITIES[key]
@@ -173,7 +174,7 @@ def find_policies(pm, name: str) -> list[Policy]:
     return [p for p in list_policies(pm) if p.name == name]
 
 
-def read_policy(pm, policy_id: str) -> Optional[Policy]:
+def read_policy(pm, policy_id: str) -> Policy | None:
     """The policy with ``policy_id``, or ``None`` when it does not exist."""
     from pyVmomi import pbm, vmodl
 
@@ -358,7 +359,7 @@ class VsanStoragePolicy(VCenterResource, module="vsphere", name="VsanStoragePoli
     rules: pulumi.Output[dict]
     adopted: pulumi.Output[bool]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, policy_name: pulumi.Input[str],
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, policy_name: pulumi.Input[str],
                  description: pulumi.Input[str] = "", rules: pulumi.Input[Mapping[str, Any]],
                  vcenter: VCenterAccess) -> None:
         if isinstance(rules, Mapping) and not any(isinstance(v, pulumi.Output) for v in rules.values()):

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any, Optional
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
@@ -67,7 +67,7 @@ class TkrLibraryError(VCenterError):
     """The Supervisor's TKR library is missing or does not hold the TKR."""
 
 
-def _json(http: requests.Session, method: str, url: str, body: Optional[dict] = None) -> Any:
+def _json(http: requests.Session, method: str, url: str, body: dict | None = None) -> Any:
     resp = http.request(method, url, json=body)
     if resp.status_code >= 400:
         raise VCenterError(f"{method} {url} -> HTTP {resp.status_code}: {resp.text[:300]}")
@@ -127,7 +127,7 @@ def holds_os_image(names: list[str], tkr: str, os_name: str) -> bool:
     return any(holds_tkr([name], tkr) and os_name in name.removesuffix(tkr).split("-") for name in names)
 
 
-def os_image_problem(names: list[str], tkr: str, os_names: list[str], where: str) -> Optional[str]:
+def os_image_problem(names: list[str], tkr: str, os_names: list[str], where: str) -> str | None:
     """Why the library's items of ``tkr`` lack an OS the node pools ask for (``None``: none lacking)."""
     missing = [os_name for os_name in os_names if not holds_os_image(names, tkr, os_name)]
     if not missing:
@@ -138,7 +138,7 @@ def os_image_problem(names: list[str], tkr: str, os_names: list[str], where: str
 
 
 def tkr_problem(http, base: str, library_id: str, tkr: str, where: str,
-                os_names: Optional[list[str]] = None) -> Optional[str]:
+                os_names: list[str] | None = None) -> str | None:
     """Why the library cannot serve ``tkr`` (``None`` when it can)."""
     if not library_id:
         return f"{where} is not set: the Supervisor has no TKR content library"
@@ -157,7 +157,7 @@ class SupervisorTkrLibraryProvider(PollingVCenterProvider):
     """
 
     address_key = "cluster"
-    spec_keys = SPEC_KEYS
+    spec_keys: tuple[str, ...] = SPEC_KEYS
     POLL_S = 10.0
 
     def _cluster(self, http, conn, props) -> str:
@@ -168,7 +168,7 @@ class SupervisorTkrLibraryProvider(PollingVCenterProvider):
         return ("contentLibraryName's library" if props.get("set_library")
                 else f"the Supervisor's {LIBRARY_FIELD} ({self.address_key} {props.get(self.address_key)})")
 
-    def _problem(self, http, conn, props, cluster: str) -> tuple[str, Optional[str]]:
+    def _problem(self, http, conn, props, cluster: str) -> tuple[str, str | None]:
         current = supervisor_library(http, conn.base_url, cluster)
         library = props.get("library_id") if props.get("set_library") else current
         return current, tkr_problem(http, conn.base_url, library or "", props["tkr"], self._where(props),
@@ -249,7 +249,7 @@ class _SupervisorLibrary(VCenterResource):
     """What both library resources take besides the Supervisor's address, and the outputs
     the provider fills in (declared as None)."""
 
-    def __init__(self, provider: SupervisorTkrLibraryProvider, name: str, opts: Optional[pulumi.ResourceOptions],
+    def __init__(self, provider: SupervisorTkrLibraryProvider, name: str, opts: pulumi.ResourceOptions | None,
                  address: dict[str, Any], spec: dict[str, Any], vcenter: VCenterAccess) -> None:
         props = {**address, **spec, "supervisor_library": None, "previous_library": None}
         super().__init__(provider, name, opts, props, vcenter)
@@ -265,7 +265,7 @@ class SupervisorTkrLibrary(_SupervisorLibrary, module="vsphere", name="Superviso
     cluster: pulumi.Output[str]
     supervisor_library: pulumi.Output[str]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, cluster: pulumi.Input[str],
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, cluster: pulumi.Input[str],
                  tkr: pulumi.Input[str], library_id: pulumi.Input[str] = "", set_library: pulumi.Input[bool] = False,
                  vcenter: VCenterAccess) -> None:
         spec = {"tkr": tkr, "library_id": library_id, "set_library": set_library}
@@ -286,9 +286,9 @@ class SupervisorReleaseLibrary(_SupervisorLibrary, module="vsphere", name="Super
     cluster: pulumi.Output[str]
     supervisor_library: pulumi.Output[str]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *, supervisor: pulumi.Input[str],
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, supervisor: pulumi.Input[str],
                  tkr: pulumi.Input[str], library_id: pulumi.Input[str] = "", set_library: pulumi.Input[bool] = False,
-                 os_names: pulumi.Input[list[str]] = (), vcenter: VCenterAccess) -> None:
+                 os_names: pulumi.Input[Sequence[str]] = (), vcenter: VCenterAccess) -> None:
         spec = {"tkr": tkr, "library_id": library_id, "set_library": set_library, "os_names": plain_list(os_names)}
         super().__init__(SupervisorReleaseLibraryProvider(), name, opts, {"supervisor": supervisor, "cluster": None},
                          spec, vcenter)
