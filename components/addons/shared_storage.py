@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.addons.facts import NFS_CHART
+from components.settings.addon_facts import NFS_CHART
 from components.addons.values import nfs_provisioner_values
 from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs

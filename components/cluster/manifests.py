@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.cluster import cluster_classes
+from components.settings import class_variables, cluster_classes
 from components.settings.model import CLUSTER_API, ClusterSpec, NodePool
 
 WAIT_FOR = {
@@ -104,7 +104,7 @@ def capi_cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
     pool, the pool's VM class (the vGPU class for GPU pools), storage class, volumes and
     role label as that pool's variable overrides, Ubuntu for GPU pools (NVIDIA ships no vGPU
     guest driver for Photon), and the cluster-wide variables in the generation the class
-    takes (``components.cluster.cluster_classes``)."""
+    takes (``components.settings.cluster_classes``)."""
     structured = cluster_classes.generation(spec.cluster_class).structured
     topology: dict[str, Any] = {"class": spec.cluster_class}
     if spec.cluster_class != cluster_classes.UNVERSIONED_CLASS:
@@ -113,7 +113,7 @@ def capi_cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
         "version": spec.tkr,
         "controlPlane": {"replicas": spec.control_plane.replicas},
         "workers": {"machineDeployments": [_machine_deployment(pool, spec, structured) for pool in spec.node_pools]},
-        "variables": _cluster_variables(spec, structured),
+        "variables": class_variables.cluster_variables(spec, structured),
     })
     return {
         "apiVersion": spec.api_version,
@@ -130,65 +130,9 @@ def capi_cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
     }
 
 
-def _cluster_variables(spec: ClusterSpec, structured: bool) -> list[dict[str, Any]]:
-    default_class = spec.control_plane.storage_class
-    classes = sorted({default_class} | {p.storage_class for p in spec.node_pools})
-    pss = _pod_security(spec.pod_security_default)
-    variables = [{"name": "vmClass", "value": spec.control_plane.vm_class},
-                 {"name": "storageClass", "value": default_class}]
-    if structured:
-        variables += [
-            {"name": "vsphereOptions", "value": {"persistentVolumes": {
-                "availableStorageClasses": classes, "defaultStorageClass": default_class}}},
-        ]
-        if pss:
-            variables.append({"name": "kubernetes", "value": {"security": {"podSecurityStandard": pss}}})
-    else:
-        variables += [{"name": "defaultStorageClass", "value": default_class},
-                      {"name": "storageClasses", "value": classes}]
-        if pss:
-            variables.append({"name": "podSecurityStandard", "value": pss})
-    return variables
-
-
-def _pod_security(enforce: str) -> dict[str, str]:
-    """The cluster-wide Pod Security default (namespaces this program creates carry their own
-    labels, which win): ``enforce`` as set, audit and warn at restricted."""
-    if not enforce:
-        return {}
-    return {"enforce": enforce, "enforceVersion": "latest", "audit": "restricted", "auditVersion": "latest",
-            "warn": "restricted", "warnVersion": "latest"}
-
-
 def _machine_deployment(pool: NodePool, spec: ClusterSpec, structured: bool) -> dict[str, Any]:
-    overrides = [{"name": "vmClass", "value": pool.vm_class}, {"name": "storageClass", "value": pool.storage_class}]
-    volumes = [{"name": v.name, "mountPath": v.mount_path, "storageClass": pool.storage_class,
-                "capacity": v.capacity if structured else {"storage": v.capacity}} for v in spec.volumes]
-    if structured:
-        overrides += [{"name": "node", "value": {"labels": dict(pool.labels)}},
-                      {"name": "volumes", "value": volumes}]
-    else:
-        overrides += [
-            {"name": "nodePoolLabels", "value": [{"key": k, "value": v} for k, v in sorted(pool.labels.items())]},
-            {"name": "nodePoolVolumes", "value": volumes},
-        ]
     deployment: dict[str, Any] = {"class": NODE_POOL_CLASS, "name": pool.name, "replicas": pool.replicas}
     if pool.role == "gpu":
         deployment["metadata"] = {"annotations": dict(UBUNTU_ANNOTATION)}
-    deployment["variables"] = {"overrides": overrides}
+    deployment["variables"] = {"overrides": class_variables.pool_overrides(pool, spec, structured)}
     return deployment
-
-
-def class_variable_problems(spec: ClusterSpec) -> list[tuple[str, str]]:
-    """(setting, problem) for every variable the Cluster would set that its class does not
-    take in that shape; empty for a TanzuKubernetesCluster."""
-    if spec.api_version != CLUSTER_API:
-        return []
-    topology = capi_cluster_manifest(spec, "")["spec"]["topology"]
-    problems = [("clusterClass", p) for p in cluster_classes.check_variables(
-        spec.cluster_class, topology["variables"], "topology.variables", cluster_classes.REQUIRED_VARIABLES)]
-    for i, deployment in enumerate(topology["workers"]["machineDeployments"]):
-        problems += [(f"nodePools[{i}]", p) for p in cluster_classes.check_variables(
-            spec.cluster_class, deployment["variables"]["overrides"],
-            f"machineDeployments[{deployment['name']}].variables.overrides")]
-    return problems

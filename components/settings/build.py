@@ -8,23 +8,21 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Protocol
 
-from components.addons import facts as addon_facts
-from components.cluster import cluster_classes
+import components.settings.addon_facts as addon_facts
 import components.settings.checks as checks
-from components.settings.charts import chart_checks, read_chart_pins, with_chart_pins
-import components.settings.file_share_clients as file_share_clients
+import components.settings.cluster_classes as cluster_classes
 import components.settings.downloads as downloads
+import components.settings.file_share_clients as file_share_clients
 import components.settings.records as records
 import components.settings.values as values
-from components.settings.worker_environment import read_worker_environment
-from components.settings.operator import read_operator
-from components.settings.team import read_team, team_checks
+from components.settings.charts import chart_checks, read_chart_pins, with_chart_pins
+from components.settings.dask_facts import nanny_environ_fact
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
+    CLUSTER_APIS,
     POOL_ROLES,
     PREDEFINED_VM_CLASS_SIZES,
     AccessEntry,
-    CLUSTER_APIS,
     ClusterSpec,
     ContentLibrarySpec,
     DaskSpec,
@@ -46,8 +44,11 @@ from components.settings.model import (
     VSphereSite,
     WorkerSpec,
 )
+from components.settings.operator import read_operator
 from components.settings.schema import coerce, project
+from components.settings.team import read_team, team_checks
 from components.settings.vsan import VSAN_RULE_FIELDS
+from components.settings.worker_environment import read_worker_environment
 
 F = records.Field
 
@@ -452,8 +453,6 @@ def _nvaie_version(text: str) -> str:
 
 def _dask_version(text: str) -> str:
     """A Dask version the program knows how to give workers their environment for."""
-    from components.dask.facts import nanny_environ_fact
-
     nanny_environ_fact(text)  # ValueError names what is missing
     return text
 

@@ -14,12 +14,12 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+import components.settings.dask_chart as dask_chart
 import components.settings.records as records
-from components.addons.facts import NFS_CHART
 from components.artifacts.charts import ChartRef, find_pin, pinned_elsewhere, project_pins, repo_key, site_pin
 from components.artifacts.images import ImageRef
 from components.artifacts.store import Artifact
-from components.dask import chart as dask_chart
+from components.settings.addon_facts import NFS_CHART
 from components.settings.errors import Problem
 from components.settings.model import Settings
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from components.addons import facts as addon_facts
-from components.addons import support_matrix
+import components.settings.addon_facts as addon_facts
 import components.settings.schema as schema
+import components.settings.support_matrix as support_matrix
 import components.settings.values as values
+from components.settings.class_variables import class_variable_problems
 from components.settings.downloads import download_checks
 from components.settings.errors import Problem
 from components.settings.exposure import download_problems, exposure_problems
@@ -198,7 +199,7 @@ def _gpu_capacity(s: Settings) -> list[Problem]:
 
 
 def _gpu_driver(s: Settings) -> list[Problem]:
-    """The driver tag the GPU operator will really pull (``addons/facts.py``)."""
+    """The driver tag the GPU operator will really pull (``addon_facts.py``)."""
     op = s.gpu_operator
     known = addon_facts.gpu_operator_facts(op.version)
     suffix = addon_facts.os_suffix(op.driver_version)
@@ -212,7 +213,7 @@ def _gpu_driver(s: Settings) -> list[Problem]:
 
 def _gpu_operator_apis(s: Settings) -> list[Problem]:
     """A GPU operator whose objects use APIs the cluster's Kubernetes no longer serves never
-    installs there (``addons/facts.py``: ``removed_apis``, with its source)."""
+    installs there (``addon_facts.py``: ``removed_apis``, with its source)."""
     op, cluster = s.gpu_operator, s.cluster
     known = addon_facts.gpu_operator_facts(op.version)
     if not s.gpu_nodes or not addon_facts.uses_removed_apis(known, cluster.kubernetes_version):
@@ -228,7 +229,7 @@ def _driver_runs_the_images_cuda(s: Settings) -> list[Problem]:
     """The guest driver must run the CUDA libraries the Dask pods load (the prepared
     environment's, else the image's), or every GPU worker fails at its first CUDA call: RAPIDS'
     own floor for their release and CUDA major where it is known
-    (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's minor-version floor (``addons/facts.py``:
+    (``support_matrix.RAPIDS_DRIVER_FLOOR``), else CUDA's minor-version floor (``addon_facts.py``:
     ``MIN_DRIVER_FOR_CUDA``), each with its source."""
     rapids, cuda, what = pods_cuda(s)
     driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
@@ -307,6 +308,4 @@ def _class_variables(s: Settings) -> list[Problem]:
     Supervisor's 1.2x API server would otherwise accept or prune what the class refuses."""
     if s.cluster.cluster_class is None:  # already a problem of clusterClass
         return []
-    from components.cluster.manifests import class_variable_problems  # it builds from settings.model
-
     return [Problem(key, problem) for key, problem in class_variable_problems(s.cluster)]

@@ -290,7 +290,7 @@ class DaskSpec:
     backend: str = "helm"  # helm | operator
     operator: OperatorSpec | None = None  # set when backend == "operator"
     # Where the pods' packages come from: "prepared" (the locked environment on the shared claim,
-    # operator backend only: components/dask/prepared_env.py) or "image" (the image as it is)
+    # operator backend only: components/settings/prepared_env.py) or "image" (the image as it is)
     environment: str = "image"
     package_index_url: str = "https://pypi.org/simple"
     chart_pin: Artifact | None = None  # the dask chart's archive pinned for chart_version

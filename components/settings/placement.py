@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import components.settings.dask_chart as dask_chart
 import components.settings.values as values
-from components.dask import chart as dask_chart
 from components.settings.errors import Problem
 from components.settings.model import POOL_ROLE_LABEL, NodePool, Settings
 

@@ -1,5 +1,5 @@
 """Where the Dask pods' packages come from: ``workerEnvironment`` (``prepared``: the locked
-environment on the shared claim, components/dask/prepared_env.py; ``image``: the image as it
+environment on the shared claim, components/settings/prepared_env.py; ``image``: the image as it
 is plus ``extraPipPackages`` at each start, the paper's way) and ``packageIndexUrl``.
 
 The prepared environment is the operator backend's: the Helm backend (the paper's stacks)
@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from components.addons import support_matrix
-from components.dask import prepared_env
+import components.settings.prepared_env as prepared_env
+import components.settings.support_matrix as support_matrix
+from components.settings.dask_facts import image_cuda_major, image_facts
 from components.settings.errors import Problem
 from components.settings.model import Settings
 
@@ -53,7 +54,6 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
         out.append(Problem("daskImageDaskVersion", f"{d.dask_version} is not the Dask of the prepared environment"
                                                    f" ({locked}, {prepared_env.lock_path().name}) that the pods run with"
                                                    f" workerEnvironment=prepared: set daskImageDaskVersion {locked}"))
-    from components.dask.facts import image_facts  # dask's facts import settings' model
 
     facts = image_facts(d.image)
     if facts is not None and facts.python not in (None, prepared_env.PYTHON):
@@ -67,7 +67,6 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
 def pods_cuda(s: Settings) -> tuple[str | None, int | None, str]:
     """The RAPIDS release and CUDA major of the CUDA libraries the Dask pods load, and what
     holds them: the prepared environment's lock, else the image (its recorded CUDA or its tag)."""
-    from components.dask.facts import image_cuda_major  # dask's facts import settings' model
 
     if s.dask.environment == "prepared":
         text = prepared_env.lock_text()

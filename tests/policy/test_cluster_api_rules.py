@@ -16,7 +16,7 @@ from typing import Any, Callable
 import pytest
 from pulumi_policy.proxy import UnknownValueError
 
-from components.cluster import cluster_classes
+from components.settings import cluster_classes
 from components.cluster.manifests import UBUNTU_ANNOTATION
 from components.settings.model import CLUSTER_API
 from policy import rules

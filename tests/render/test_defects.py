@@ -1,5 +1,5 @@
 """The rendered releases, read against what the images and the operator really do
-(``components/dask/facts.py``, ``components/addons/facts.py``: each fact with its version and
+(``components/dask/facts.py``, ``components/settings/addon_facts.py``: each fact with its version and
 source). A version without a recorded fact fails here, naming the fact to re-check."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from components.addons import facts as addon_facts
-from components.addons import support_matrix
+from components.settings import addon_facts
+from components.settings import support_matrix
 from components.dask import facts as dask_facts
 from components.dask import prepared_env
 from components.settings.model import POOL_ROLE_LABEL
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 # (nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04, NVAIE 1.1 documentation); and the
 # current default on an Ubuntu 22.04 node in the form NVIDIA's NVAIE GPU-operator documentation
 # gives (<driver>-ubuntu22.04, ../shared/reference/current-platform.md "Driver"), with vGPU
-# 19.0's guest driver (components/addons/support_matrix.py CURRENT_GUEST_DRIVER).
+# 19.0's guest driver (components/settings/support_matrix.py CURRENT_GUEST_DRIVER).
 PUBLISHED_DRIVER_IMAGES = {"nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04",
                            f"nvcr.io/nvaie/vgpu-guest-driver:{support_matrix.CURRENT_GUEST_DRIVER}-ubuntu22.04"}
 
@@ -54,7 +54,7 @@ def image_facts_of(container: dict) -> dask_facts.ImageFacts:
 def operator_facts(version: str) -> addon_facts.GpuOperatorFacts:
     facts = addon_facts.gpu_operator_facts(version)
     assert facts is not None, (f"no facts recorded for GPU operator {version}: re-check resolveDriverTag and the"
-                               " licensing volume in controllers/object_controls.go (components/addons/facts.py)")
+                               " licensing volume in controllers/object_controls.go (components/settings/addon_facts.py)")
     return facts
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.cluster import cluster_classes
-from components.cluster.manifests import capi_cluster_manifest, class_variable_problems
+from components.settings import cluster_classes
+from components.cluster.manifests import capi_cluster_manifest
+from components.settings.class_variables import class_variable_problems
 from components.settings import DictSource, SettingsError, load
 from components.settings.model import POOL_ROLE_LABEL
 from tests.unit.test_settings_vsphere import PROVIDER, TODAY_SITE

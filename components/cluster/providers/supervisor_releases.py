@@ -33,7 +33,7 @@ import pulumi
 import pulumi.dynamic as dyn
 import requests
 
-from components.cluster.cluster_classes import UNVERSIONED_CLASS
+from components.settings.cluster_classes import UNVERSIONED_CLASS
 from components.cluster.os_images import ANY, pool_os_needs
 from components.cluster.providers import kube_api
 from components.vsphere.providers.session import changed_keys, is_unknown

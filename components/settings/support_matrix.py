@@ -15,7 +15,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from components.addons import facts as addon_facts
+import components.settings.addon_facts as addon_facts
 from components.artifacts.images import ImageRef
 
 
@@ -95,7 +95,7 @@ def operator_support(version: str) -> OperatorSupport | None:
 
 
 # The oldest driver each RAPIDS release runs on, per CUDA major: stricter than CUDA's own
-# minor-version floor (components.addons.facts.MIN_DRIVER_FOR_CUDA), which RAPIDS' kernels
+# minor-version floor (components.settings.addon_facts.MIN_DRIVER_FOR_CUDA), which RAPIDS' kernels
 # need beyond. Sources: RAPIDS platform-support page for 26.10 ("CUDA 12 with driver 535 or
 # newer, CUDA 13 with driver 580 or newer"); RAPIDS 21.10 installation guide ("CUDA 11.0+ with
 # driver 450.80.02+").

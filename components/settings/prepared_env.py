@@ -1,0 +1,149 @@
+"""The Dask pods' prepared environment (``workerEnvironment=prepared``): one locked Python
+environment, installed once per lock change onto the shared claim, which scheduler, workers and
+Jupyter mount read-only and run from. Nothing is installed when a pod starts.
+
+- the lock: ``environment/worker-cu12.lock`` (scripts/lock_worker_env.py makes it from
+  ``environment/worker.in``): every package a wheel for CPython 3.11 on manylinux x86_64 with
+  its sha256, one CUDA major (12) and one source of CUDA libraries (the nvidia-*-cu12 wheels);
+- where it lives: the pip-cache claim (one RWX claim the stack already has), directory
+  ``environments/<lock sha256, 16 hex>``; pip's wheel cache for the Job in ``pip/`` on the
+  same claim, so a lock change downloads only the wheels that changed;
+- how it gets there: the environment Job (components/addons/environment_job.py) runs the Dask
+  image itself (so the venv's base interpreter is the pods'), mounts that directory at
+  ``ENV_MOUNT`` (the pods' path: a venv's scripts name their interpreter by absolute path),
+  and runs ``JOB_SCRIPT``: ``python -m venv``, ``pip install --require-hashes --no-deps
+  --only-binary=:all:`` of the lock from ``packageIndexUrl``, then the marker; it exits at
+  once when the marker is there;
+- the pods mount the directory read-only at ``ENV_MOUNT`` and put its ``bin/`` first on PATH.
+
+Pure functions on plain data; no Pulumi, no settings (they import this module).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+ENV_DIR = Path(__file__).resolve().parents[1] / "dask" / "environment"  # beside the Dask components that use it
+FLAVOUR = "cu12"  # the pods' lock; "cpu" is its CPU flavour, for the tests
+CUDA_MAJOR = 12
+PYTHON = "3.11"  # the locks' interpreter (CPython, scripts/lock_worker_env.py)
+ENV_MOUNT = "/opt/dask-env"
+CLAIM_MOUNT = "/claim"  # the Job's view of the whole claim (to make the directory, and pip's cache)
+LOCK_MOUNT = "/etc/dask-env"  # the lock, from the ConfigMap
+LOCK_KEY = "worker.lock"
+MARKER = ".complete"
+VOLUME = "environment"
+SUBDIR_ROOT = "environments"
+PIP_CACHE_SUBDIR = "pip"
+# The image's own directories after the environment's bin/ (the Debian images' default PATH)
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+_HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
+
+
+def lock_path(flavour: str = FLAVOUR) -> Path:
+    return ENV_DIR / f"worker-{flavour}.lock"
+
+
+@functools.lru_cache(maxsize=None)
+def lock_text(flavour: str = FLAVOUR) -> str:
+    """The lock's text, read once per process (the settings checks and the program all ask)."""
+    return lock_path(flavour).read_text(encoding="utf-8")
+
+
+def lock_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def subdir(text: str) -> str:
+    """The claim's directory of the environment of lock ``text``: a changed lock is a new one."""
+    return f"{SUBDIR_ROOT}/{lock_digest(text)[:16]}"
+
+
+def pins(text: str) -> dict[str, str]:
+    """``{normalised name: version}`` of a lock."""
+    found = {}
+    for line in text.splitlines():
+        match = _PIN.match(line)
+        if match:
+            found[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    return found
+
+
+def requirement_blocks(text: str) -> list[str]:
+    """Each requirement of a lock with its continuation lines (comments left out)."""
+    blocks: list[str] = []
+    for line in text.splitlines():
+        if _PIN.match(line):
+            blocks.append(line)
+        elif line.startswith("    --") and blocks:
+            blocks[-1] += "\n" + line
+    return blocks
+
+
+def unhashed(text: str) -> list[str]:
+    """The requirements of a lock that carry no sha256 (``--require-hashes`` refuses them)."""
+    return [block.splitlines()[0].split(" ")[0] for block in requirement_blocks(text) if not _HASH.search(block)]
+
+
+def cuda_majors(text: str) -> set[int]:
+    """The CUDA majors the lock's CUDA libraries are built for (``nvidia-*-cu<N>``, ``*-cuda<N>x``)."""
+    majors = set()
+    for name in pins(text):
+        match = re.search(r"-cu(\d+)$", name) or re.search(r"-cuda(\d+)x$", name)
+        if match:
+            majors.add(int(match.group(1)))
+    return majors
+
+
+def rapids_release(text: str) -> str | None:
+    """The RAPIDS release (``26.10``) of a lock's cuDF, or None (the CPU flavour holds none)."""
+    version = pins(text).get(f"cudf-cu{CUDA_MAJOR}")
+    return ".".join(version.split(".")[:2]) if version else None
+
+
+def plain_http_host(index_url: str) -> str:
+    """The index's host when it is served over plain HTTP (a site mirror), which pip refuses
+    unless trusted: the lock's hashes still decide what installs. Empty for HTTPS."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(index_url)
+    return parsed.netloc if parsed.scheme == "http" else ""
+
+
+def pod_env() -> list[dict[str, str]]:
+    """The environment's bin/ first on PATH (``dask``, ``dask-cuda-worker``, ``jupyter`` resolve
+    there), as ``activate`` would set it."""
+    return [{"name": "VIRTUAL_ENV", "value": ENV_MOUNT},
+            {"name": "PATH", "value": f"{ENV_MOUNT}/bin:{SYSTEM_PATH}"}]
+
+
+def pod_volume(claim: str) -> dict[str, Any]:
+    return {"name": VOLUME, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
+
+
+def pod_mount(environment_subdir: str) -> dict[str, Any]:
+    return {"name": VOLUME, "mountPath": ENV_MOUNT, "subPath": environment_subdir, "readOnly": True}
+
+
+# The Job's script (sh: every Debian image has it). The directory is made through the whole
+# claim (a subPath the kubelet creates is root's), then filled through the subPath mounted
+# at ENV_MOUNT. A directory without the marker is a build that stopped: emptied and redone.
+JOB_SCRIPT = f"""set -eu
+env={ENV_MOUNT}
+if [ -f "$env/{MARKER}" ]; then
+  echo "environment $(cat "$env/{MARKER}") is prepared already"; exit 0
+fi
+find "$env" -mindepth 1 -maxdepth 1 -exec rm -rf {{}} +
+python -m venv "$env"
+"$env/bin/python" -m pip install --no-input --disable-pip-version-check --no-color --progress-bar off \\
+  --isolated --require-hashes --no-deps --only-binary=:all: --index-url "$PACKAGE_INDEX_URL" \\
+  ${{PLAIN_HTTP_HOST:+--trusted-host "$PLAIN_HTTP_HOST"}} \\
+  --cache-dir "{CLAIM_MOUNT}/{PIP_CACHE_SUBDIR}" -r "{LOCK_MOUNT}/{LOCK_KEY}"
+echo "$LOCK_SHA256" > "$env/{MARKER}.tmp" && mv "$env/{MARKER}.tmp" "$env/{MARKER}"
+echo "environment $LOCK_SHA256 prepared"
+"""
+INIT_SCRIPT = f'mkdir -p "{CLAIM_MOUNT}/$ENV_SUBDIR" "{CLAIM_MOUNT}/{PIP_CACHE_SUBDIR}"'
