@@ -6,7 +6,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_vsphere as vsphere
 
-from workloads import contract
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.environment_job import EnvironmentJob, EnvironmentJobArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -16,9 +15,11 @@ from components.cluster.providers.supervisor_releases import SupervisorReleases
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
 from components.dask import prepared_env
-from components.dask.network_settings import namespace_network, outside
-from components.dask.dask_release import RELEASE, DaskPlacement, DaskRelease, DaskReleaseArgs
-from components.dask.operator_cluster import CLUSTER_NAME, DaskOperatorCluster, DaskOperatorClusterArgs
+from components.dask.backend import OUTPUTS as DASK_OUTPUTS
+from components.dask.backend import DaskBackendArgs
+from components.dask.backends import BACKENDS
+from components.dask.dask_release import RELEASE
+from components.dask.network_settings import outside
 from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
 from components.dask.team import Team, TeamArgs
 from components.dask.team_spec import team_cluster_spec
@@ -31,6 +32,7 @@ from components.settings.team import team_warnings
 from components.settings.trust import unverified_tls_warning
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
+from workloads import contract
 
 settings = load_settings()
 for notice in (support_notice(settings), runner_image_notice(settings), unverified_tls_warning(settings),
@@ -86,7 +88,7 @@ if settings.dask.environment == "prepared":
         image=settings.dask.image, namespace=workspace.name, claim=storage.pip_cache_claim,
         package_index_url=settings.dask.package_index_url, lock=prepared_env.lock_text(),
         outside=outside(settings), enforces_psp=enforces_psp, depends_on=(storage,)), in_guest)
-    environment_inputs = dict(environment_job=environment, environment_subdir=environment.subdir)
+    environment_inputs = {"environment_job": environment, "environment_subdir": environment.subdir}
 
 # --- a team (users): a namespace of their own per person, before the Dask operator that serves it
 team = Team("team", TeamArgs(settings=settings, shared_claims={"dataset": storage.dataset,
@@ -94,27 +96,20 @@ team = Team("team", TeamArgs(settings=settings, shared_claims={"dataset": storag
             in_guest) if settings.team else None
 
 # --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
-dask_inputs = dict(namespace=workspace.name, dataset_claim=storage.dataset_claim,
-                   pip_cache_claim=storage.pip_cache_claim, depends_on=(gpu_operator, storage, *data_steps,
-                                                                      *cluster.ready_for_workloads, *([team] if team else [])))
-operator = settings.dask.operator if settings.dask.backend == "operator" else None
-if operator:
-    dask = DaskOperatorCluster("dask", DaskOperatorClusterArgs(settings=settings, **dask_inputs, **environment_inputs), in_guest)
-else:
-    dask = DaskRelease("dask", DaskReleaseArgs(
-        dask=settings.dask, placement=DaskPlacement.from_settings(settings),
-        dataset_mount=settings.storage.dataset_mount, network=namespace_network(settings), enforces_psp=enforces_psp,
-        **dask_inputs), in_guest)
+backend = BACKENDS[settings.dask.backend]
+dask = backend("dask", DaskBackendArgs(
+    settings=settings, namespace=workspace.name, dataset_claim=storage.dataset_claim,
+    pip_cache_claim=storage.pip_cache_claim,
+    depends_on=(gpu_operator, storage, *data_steps, *cluster.ready_for_workloads, *([team] if team else [])),
+    **environment_inputs), in_guest)
 # the runner's own identity: a namespaced token, not the cluster's admin kubeconfig
 runner = RunnerAccess("runner", RunnerAccessArgs(namespace=workspace.name, cluster_kubeconfig=cluster.kubeconfig,
-                                                 dask_cluster=CLUSTER_NAME if operator else None), in_guest)
+                                                 dask_cluster=backend.SCALED_CLUSTER), in_guest)
 
 # --- exports: the contract the runner reads ---------------------------------------------
 mount = settings.storage.dataset_mount
-pulumi.export(contract.SCHEDULER_ADDRESS, dask.scheduler_address)
-pulumi.export(contract.DASHBOARD_URL, dask.dashboard_url)
-pulumi.export(contract.JUPYTER_URL, dask.jupyter_url)
-pulumi.export(contract.JUPYTER_PASSWORD, dask.jupyter_password)
+for attribute, output in DASK_OUTPUTS.items():  # the backend's, the same whichever it is
+    pulumi.export(output, getattr(dask, attribute))
 pulumi.export(contract.RUNNER_KUBECONFIG, runner.kubeconfig)
 pulumi.export(contract.NAMESPACE, workspace.name)
 pulumi.export(contract.RELEASE, RELEASE)
@@ -127,11 +122,8 @@ pulumi.export(contract.GPUS_PER_WORKER, settings.dask.workers.gpus)
 pulumi.export(contract.THREADS_PER_WORKER, settings.dask.workers.threads)
 pulumi.export(contract.IMAGE, settings.dask.image)
 pulumi.export(contract.DASK_VERSION, settings.dask.dask_version)
-pulumi.export(contract.TLS_CA, dask.tls_ca)
-pulumi.export(contract.TLS_CLIENT_CERT, dask.tls_client_cert)
-pulumi.export(contract.TLS_CLIENT_KEY, dask.tls_client_key)
 pulumi.export(contract.BACKEND, settings.dask.backend)
-pulumi.export(contract.DASK_CLUSTER_NAME, dask.cluster_name if operator else "")
+operator = settings.dask.operator if settings.dask.backend == "operator" else None
 pulumi.export(contract.AUTOSCALE_MIN, operator.min_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.AUTOSCALE_MAX, operator.max_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.SUPERVISOR_NAMESPACE, platform.namespace)

@@ -1,4 +1,5 @@
-"""The stack-output contract: what crosses from the infrastructure to the workloads.
+"""The stack-output contract: what crosses from the infrastructure to the workloads, and the
+TLS file layout of the Dask pods that both sides start.
 
 ``__main__.py`` exports exactly these names (it imports this module from the installed
 package); ``workloads`` reads them. No pulumi import here, so the runner works on machines
@@ -6,13 +7,14 @@ without the Pulumi SDK (``--outputs FILE``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 SCHEDULER_ADDRESS = "schedulerAddress"  # tcp://host:8786 or tls://host:8786 (in-cluster DNS)
 DASHBOARD_URL = "dashboardUrl"
 JUPYTER_URL = "jupyterUrl"  # "" when Jupyter is disabled
-JUPYTER_PASSWORD = "jupyterPassword"  # secret
+JUPYTER_PASSWORD = "jupyterPassword"  # noqa: S105 (an output's name; its value is secret)
 # secret: the runner's own kubeconfig, a ServiceAccount token of the Dask namespace whose Role
 # reads services, endpoints and pods, opens port-forwards and resizes the DaskCluster, nothing
 # more (components/dask/runner_access.py). The cluster's admin kubeconfig is not an output.
@@ -47,6 +49,47 @@ NFS_SERVER = "nfsServer"
 NFS_PATH = "nfsPath"
 
 SECRET_OUTPUTS = frozenset({JUPYTER_PASSWORD, RUNNER_KUBECONFIG, TLS_CLIENT_CERT, TLS_CLIENT_KEY})
+
+# Where a Dask pod finds its TLS material, in the stack's pods (components/dask/podspec.py) and in
+# a person's own cluster that the runner starts (workloads/cluster/own_tls.py) alike: the Secret's
+# keys its role needs, mounted read-only as files (never environment variables, which ``kubectl
+# describe``, crash dumps and every child process see). Dask's config keys take file paths
+# (distributed ``security.py``, ``Security.__init__``: ``tls_ca_file`` etc.).
+TLS_DIR = "/etc/dask/tls"
+TLS_VOLUME = "dask-tls"
+TLS_FILE_MODE = 0o440  # owner and group (the pod's fsGroup) read; nobody else
+TLS_MOUNT = {"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True}
+# The Secret's keys (the stack's: components/dask/tls.py) and the Dask config each one feeds.
+TLS_KEYS = {
+    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
+    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
+    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
+    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
+    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
+    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
+    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
+}
+TLS_ROLE_KEYS = {
+    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
+    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
+    # Jupyter's Dask clients use the client's pair; the Jupyter server its own (the stack's only).
+    "jupyter": ("ca.crt", "client.crt", "client.key", "jupyter.crt", "jupyter.key"),
+}
+
+
+def tls_volume(role: str, secret: str) -> dict[str, Any]:
+    """The Secret as a volume holding only the keys ``role`` needs (a worker never sees the
+    scheduler's key)."""
+    return {"name": TLS_VOLUME, "secret": {"secretName": secret, "defaultMode": TLS_FILE_MODE,
+                                           "items": [{"key": k, "path": k} for k in TLS_ROLE_KEYS[role]]}}
+
+
+def tls_env(role: str) -> list[dict[str, str]]:
+    """Dask's TLS config variables for ``role``: TLS required, and the paths of the files
+    ``tls_volume`` mounts at ``TLS_DIR`` (Jupyter's own pair is its server's, not Dask's)."""
+    return [{"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
+            {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
+            *({"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in TLS_ROLE_KEYS[role] if key in TLS_KEYS)]
 
 
 class ContractError(ValueError):
@@ -117,6 +160,8 @@ _SCHEMA: dict[str, tuple[str, type, bool]] = {
     TEAM_USERS: ("team_users", dict, False),
     TEAM_CLUSTER_SPEC: ("team_cluster_spec", dict, False),
 }
+# The stack outputs the runner reads (parse_outputs); the rest are for the platform's operators.
+READ_BY_RUNNER = frozenset(_SCHEMA)
 
 
 def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> StackOutputs:
@@ -135,7 +180,7 @@ def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> Stac
                 problems.append(f"missing output {key!r}")
             continue
         value = raw[key]
-        if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
             problems.append(f"output {key!r} must be {kind.__name__}, got {type(value).__name__}")
             continue
         values[field_name] = value
@@ -148,7 +193,8 @@ def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> Stac
     if values.get("backend", "helm") not in ("helm", "operator"):
         problems.append(f"output {BACKEND!r} must be helm or operator, got {values['backend']!r}")
     elif values.get("backend") == "operator" and not values.get("dask_cluster"):
-        problems.append(f"output {BACKEND!r} is operator but {DASK_CLUSTER_NAME!r} (the DaskCluster to scale) is missing")
+        problems.append(f"output {BACKEND!r} is operator but {DASK_CLUSTER_NAME!r} (the DaskCluster to scale)"
+                        " is missing")
     if problems:
         raise ContractError(f"{source}: " + "; ".join(problems))
     return StackOutputs(**values)

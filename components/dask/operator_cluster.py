@@ -1,7 +1,7 @@
 """The Dask cluster run by the Dask Kubernetes operator (``daskBackend=operator``): the pinned
 operator chart (controller + CRDs) in its own namespace, a ``DaskCluster`` whose GPU worker
 group an autoscaler (or the runner) resizes, an optional CPU worker group, and Jupyter as
-with the Helm backend. Same outputs as ``DaskRelease``, plus the cluster's name.
+with the Helm backend. The outputs are every backend's (``backend.py``), the cluster's name among them.
 
 The cluster is named like the Helm release (``dask``), so its Services are the same
 ``dask-scheduler`` names: the TLS certificate, the Jupyter chart's ``DASK_SCHEDULER_ADDRESS``
@@ -9,44 +9,26 @@ and the stack outputs are the Helm backend's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.dask import chart, operator_rbac, operator_spec, podspec, post_render
-from components.dask.exposure import ExposureArgs, external_host, external_service, guard_namespace
+from components.dask import operator_rbac, operator_spec, podspec, post_render
+from components.dask.backend import DaskBackend, DaskBackendArgs
+from components.dask.exposure import guard_namespace
+from components.dask.jupyter_password import JupyterPassword
 from components.dask.network_policy import DaskPodSelectors, dask_network_policies
 from components.dask.network_settings import namespace_network
-from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, jupyter_url, service_names
-from components.settings.placement import placement_pool
 from components.settings.model import POOL_ROLE_LABEL, Settings
 from components.settings.operator import initial_workers
+from components.settings.placement import placement_pool
 
 CLUSTER_NAME = "dask"
 OPERATOR_RELEASE = "dask-kubernetes-operator"
 JUPYTER_RELEASE = "dask"  # the dask chart with only Jupyter enabled
-
-
-@dataclass(frozen=True)
-class DaskOperatorClusterArgs:
-    settings: Settings
-    namespace: pulumi.Input[str]
-    dataset_claim: pulumi.Input[str]
-    pip_cache_claim: pulumi.Input[str]
-    depends_on: tuple[pulumi.Resource, ...] = ()
-    # workerEnvironment=prepared: the Job that prepares the environment (the pods start after
-    # it) and its directory on the pip-cache claim (components/dask/prepared_env.py)
-    environment_job: pulumi.Resource | None = None
-    environment_subdir: str | None = None
-
-    @property
-    def environment_steps(self) -> list[pulumi.Resource]:
-        return [self.environment_job] if self.environment_job is not None else []
 
 
 def selector(s: Settings, role: str) -> dict[str, str]:
@@ -67,18 +49,14 @@ def jupyter_only_values(values: dict) -> dict:
     return values
 
 
-class DaskOperatorCluster(pulumi.ComponentResource):
-    scheduler_address: pulumi.Output[str]
-    dashboard_url: pulumi.Output[str]
-    jupyter_url: pulumi.Output[str]
-    jupyter_password: pulumi.Output[str]  # secret
-    tls_ca: pulumi.Output[str]
-    tls_client_cert: pulumi.Output[str]  # secret
-    tls_client_key: pulumi.Output[str]  # secret
-    cluster_name: pulumi.Output[str]
+class DaskOperatorCluster(DaskBackend):
+    """The operator backend (``daskBackend=operator``)."""
 
-    def __init__(self, name: str, args: DaskOperatorClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("dask-tkg:dask:DaskOperatorCluster", name, None, opts)
+    TYPE = "dask-tkg:dask:DaskOperatorCluster"
+    SCALED_CLUSTER = CLUSTER_NAME
+
+    def __init__(self, name: str, args: DaskBackendArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, args, opts)
         s, d = args.settings, args.settings.dask
         op = d.operator
         if op is None:
@@ -101,34 +79,26 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self.operator_rights]))
 
         # The exposed Services first: their LoadBalancer addresses go into the certificates.
-        self.external = self._external_services(name, args)
+        self._expose(name, args, (CLUSTER_NAME, JUPYTER_RELEASE), scheduler_pods={
+            operator_spec.CLUSTER_LABEL: CLUSTER_NAME, operator_spec.COMPONENT_LABEL: "scheduler"})
         tls_secret = podspec.tls_secret_name(CLUSTER_NAME) if d.tls else None
         self.tls = self._tls(name, args, tls_secret, child)
         self.password = JupyterPassword(f"{name}-jupyter", child)
         self.network_policies = self._guard(name, s)  # before the pods: they start confined
         self._declare_cluster(name, args, tls_secret)
         self._declare_jupyter(name, args, tls_secret)
-        self._external_addresses(args)
+        self._follow_load_balancers(d, dashboard_tls=False)  # HTTP: see _declare_jupyter
+        self._declare_outputs(self.password, self.tls)
 
-        self.cluster_name = pulumi.Output.from_input(CLUSTER_NAME)
-        self.jupyter_password = self.password.password
-        self.tls_ca = self.tls.ca_cert if self.tls else pulumi.Output.from_input("")
-        self.tls_client_cert = self.tls.client_cert if self.tls else pulumi.Output.secret("")
-        self.tls_client_key = self.tls.client_key if self.tls else pulumi.Output.secret("")
-        self.register_outputs({
-            "scheduler_address": self.scheduler_address, "dashboard_url": self.dashboard_url,
-            "jupyter_url": self.jupyter_url, "jupyter_password": self.jupyter_password,
-            "cluster_name": self.cluster_name,
-        })
-
-    def _operator_rights(self, name: str, args: DaskOperatorClusterArgs, operator_namespace: str) -> list:
+    def _operator_rights(self, name: str, args: DaskBackendArgs, operator_namespace: str) -> list:
         """The controller's Role and RoleBinding in the Dask namespace, the only one it serves
         (its kopf flags), and its read-only ClusterRole (namespaces, CRDs), there before it
         starts: the chart grants it nothing (operator_rbac)."""
         namespace = pulumi.Output.from_input(args.namespace)
         role = namespace.apply(operator_rbac.operator_role)
         binding = namespace.apply(lambda ns: operator_rbac.operator_role_binding(ns, operator_namespace))
-        observe, observe_binding = operator_rbac.observe_cluster_role(), operator_rbac.observe_binding(operator_namespace)
+        observe = operator_rbac.observe_cluster_role()
+        observe_binding = operator_rbac.observe_binding(operator_namespace)
         child = pulumi.ResourceOptions(parent=self)
         return [
             k8s.rbac.v1.Role(f"{name}-operator-role", metadata=role.apply(lambda r: r["metadata"]),
@@ -144,7 +114,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                                            opts=child),
         ]
 
-    def _tls(self, name: str, args: DaskOperatorClusterArgs, secret: str | None, child) -> DaskTls | None:
+    def _tls(self, name: str, args: DaskBackendArgs, secret: str | None, child) -> DaskTls | None:
         if not secret:
             return None
         ns = args.settings.storage.namespace
@@ -156,7 +126,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             jupyter_dns_names=service_names(f"{JUPYTER_RELEASE}-jupyter", ns) if jupyter else None,
             jupyter_external_host=self._external_host("jupyter")), child)
 
-    def _declare_cluster(self, name: str, args: DaskOperatorClusterArgs, tls_secret: str | None) -> None:
+    def _declare_cluster(self, name: str, args: DaskBackendArgs, tls_secret: str | None) -> None:
         s = args.settings
 
         def inputs(a: list) -> operator_spec.DaskClusterInputs:
@@ -203,7 +173,7 @@ class DaskOperatorCluster(pulumi.ComponentResource):
             metadata=manifest.apply(lambda m: m["metadata"]), spec=manifest.apply(lambda m: m["spec"]),
             opts=pulumi.ResourceOptions(parent=self, depends_on=after, replace_on_changes=replace_on_changes))
 
-    def _declare_jupyter(self, name: str, args: DaskOperatorClusterArgs, tls_secret: str | None) -> None:
+    def _declare_jupyter(self, name: str, args: DaskBackendArgs, tls_secret: str | None) -> None:
         s, d = args.settings, args.settings.dask
         self.jupyter_release = None
         self.jupyter_url = pulumi.Output.from_input("")
@@ -233,44 +203,3 @@ class DaskOperatorCluster(pulumi.ComponentResource):
                                                                  *self.network_policies,
                                                                  *([self.tls] if self.tls else [])]))
         self.jupyter_url = self.namespace.apply(lambda ns: jupyter_url(JUPYTER_RELEASE, ns, d.tls))
-
-    def _external_services(self, name: str, args: DaskOperatorClusterArgs) -> dict[str, k8s.core.v1.Service]:
-        """Guarded external Services where asked, before the pods (as ``DaskRelease`` does:
-        the provider needs no pods behind a new LoadBalancer Service to report it created)."""
-        d = args.settings.dask
-        external = {}
-        if d.scheduler.service_type != "ClusterIP":
-            external["scheduler"] = external_service(f"{name}-scheduler-external", ExposureArgs(
-                namespace=args.namespace, release=CLUSTER_NAME, component="scheduler",
-                service_type=d.scheduler.service_type,
-                ports=(("scheduler", operator_spec.SCHEDULER_PORT, operator_spec.SCHEDULER_PORT),
-                       ("dashboard", operator_spec.DASHBOARD_PORT, operator_spec.DASHBOARD_PORT)),
-                source_ranges=d.lb_source_ranges,
-                pod_selector={operator_spec.CLUSTER_LABEL: CLUSTER_NAME, operator_spec.COMPONENT_LABEL: "scheduler"}),
-                pulumi.ResourceOptions(parent=self))
-        if d.jupyter.enabled and d.jupyter.service_type != "ClusterIP":
-            external["jupyter"] = external_service(f"{name}-jupyter-external", ExposureArgs(
-                namespace=args.namespace, release=JUPYTER_RELEASE, component="jupyter",
-                service_type=d.jupyter.service_type, ports=(("jupyter", chart.JUPYTER_PORT, 8888),),
-                source_ranges=d.lb_source_ranges), pulumi.ResourceOptions(parent=self))
-        return external
-
-    def _external_host(self, component: str) -> pulumi.Input[str]:
-        """A LoadBalancer's address ("" until assigned, for NodePort, or not exposed)."""
-        return external_host(self.external[component]) if component in self.external else ""
-
-    def _external_addresses(self, args: DaskOperatorClusterArgs) -> None:
-        """The addresses follow a LoadBalancer's; the dashboard stays http (see _declare_jupyter)."""
-        d = args.settings.dask
-        scheme = "tls" if d.tls else "tcp"
-        if d.scheduler.service_type == "LoadBalancer":
-            host = self._external_host("scheduler")
-            self.scheduler_address = pulumi.Output.all(host, self.scheduler_address).apply(
-                lambda a: f"{scheme}://{a[0]}:{operator_spec.SCHEDULER_PORT}" if a[0] else a[1])
-            self.dashboard_url = pulumi.Output.all(host, self.dashboard_url).apply(
-                lambda a: f"http://{a[0]}:{operator_spec.DASHBOARD_PORT}" if a[0] else a[1])
-        if "jupyter" in self.external and d.jupyter.service_type == "LoadBalancer":
-            web = "https" if d.tls else "http"
-            self.jupyter_url = pulumi.Output.all(self._external_host("jupyter"), self.jupyter_url).apply(
-                lambda a: f"{web}://{a[0]}:{chart.JUPYTER_PORT}" if a[0] else a[1])
-

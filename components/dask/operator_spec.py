@@ -23,16 +23,19 @@ Facts of the controller these builders rely on:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context
 from components.dask import operator_rbac, podspec, prepared_env
+from components.settings import dask_chart
 from components.settings.model import DaskSpec, OperatorSpec
+from workloads import contract
 
 API_VERSION = "kubernetes.dask.org/v1"
-SCHEDULER_PORT = 8786
-DASHBOARD_PORT = 8787
+# The dask chart's ports: both backends' scheduler Services answer on the same ones.
+SCHEDULER_PORT, DASHBOARD_PORT = dask_chart.SCHEDULER_PORT, dask_chart.DASHBOARD_PORT
 CLUSTER_LABEL = "dask.org/cluster-name"
 COMPONENT_LABEL = "dask.org/component"
 OPERATOR_IMAGE = "ghcr.io/dask/dask-kubernetes-operator"  # the pinned chart's image (values.yaml)
@@ -85,8 +88,8 @@ def _pod(inputs: DaskClusterInputs, role: str, container: dict[str, Any], volume
     """A hardened pod of one container running as the image's user, with ``role``'s TLS files."""
     volumes = list(volumes or [])
     if inputs.tls_secret:
-        volumes.append(podspec.tls_volume(role, inputs.tls_secret))
-        container = {**container, "volumeMounts": [*container.get("volumeMounts", []), podspec.TLS_MOUNT]}
+        volumes.append(contract.tls_volume(role, inputs.tls_secret))
+        container = {**container, "volumeMounts": [*container.get("volumeMounts", []), contract.TLS_MOUNT]}
     spec: dict[str, Any] = {"containers": [container]}
     if volumes:
         spec["volumes"] = volumes
@@ -144,7 +147,8 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
     command = [podspec.worker_command(d)] if gpus else ["dask", "worker"]
     threads = d.workers.threads if gpus else cpu
     args = [*command, "--name", "$(DASK_WORKER_NAME)", "--nthreads", str(threads),
-            "--memory-limit", podspec.worker_memory_limit(memory), "--no-dashboard", "--local-directory", podspec.SCRATCH_MOUNT]
+            "--memory-limit", podspec.worker_memory_limit(memory), "--no-dashboard",
+            "--local-directory", podspec.SCRATCH_MOUNT]
     env = [*podspec.worker_env(d), *podspec.tls_env("worker", inputs.tls_secret)]
     if inputs.namespace is not None:
         address = scheduler_address(inputs.name, inputs.namespace, bool(inputs.tls_secret))

@@ -16,7 +16,8 @@ from components.cluster.pod_hardening import pod_security_context, run_as
 from components.dask import facts, prepared_env
 from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
-from workloads import tuning
+from workloads import contract, tuning
+from workloads.contract import TLS_DIR, TLS_KEYS, TLS_ROLE_KEYS
 
 SCRATCH_MOUNT = "/scratch"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -24,30 +25,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # background unless this is set (facts.IMAGES); harmless for images without one.
 NO_BACKGROUND_JUPYTER = {"name": "DISABLE_JUPYTER", "value": "true"}
 
-# Where each pod finds its TLS material: the Secret's keys its role needs, mounted read-only as
-# files (never environment variables, which ``kubectl describe``, crash dumps and every child
-# process see). Dask's config keys take file paths (distributed ``security.py``,
-# ``Security.__init__``: ``tls_ca_file`` etc.).
-TLS_DIR = "/etc/dask/tls"
-TLS_VOLUME = "dask-tls"
-TLS_FILE_MODE = 0o440  # owner and group (the pod's fsGroup) read; nobody else
-
-# Secret keys of the TLS material (see tls.py) and the Dask config each one feeds.
-TLS_KEYS = {
-    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
-    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
-    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
-    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
-    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
-    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
-    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
-}
-ROLE_KEYS = {
-    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
-    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
-    # Jupyter's Dask clients use the client's pair; the Jupyter server its own (jupyter_tls_args).
-    "jupyter": ("ca.crt", "client.crt", "client.key", "jupyter.crt", "jupyter.key"),
-}
+# Where each pod finds its TLS material (TLS_DIR, the keys of each role, the Dask config each
+# feeds): workloads/contract.py's layout, which the runner's own clusters share.
 # The scheduler's dashboard over TLS with the scheduler's certificate (it is served on the
 # scheduler's Services, whose names that certificate carries): distributed's
 # ``distributed.scheduler.dashboard.tls.{cert,key}`` (node.py ``start_http_server``; in every
@@ -63,16 +42,6 @@ DASHBOARD_TLS_KEYS = {
 def tls_secret_name(prefix: str) -> str:
     """The TLS Secret of a Dask cluster whose objects are named ``prefix`` (both backends: ``dask``)."""
     return f"{prefix}-tls"
-
-
-def tls_volume(role: str, secret: str) -> dict[str, Any]:
-    """The Secret as a volume holding only the keys ``role`` needs (a worker never sees the
-    scheduler's key)."""
-    return {"name": TLS_VOLUME, "secret": {"secretName": secret, "defaultMode": TLS_FILE_MODE,
-                                           "items": [{"key": k, "path": k} for k in ROLE_KEYS[role]]}}
-
-
-TLS_MOUNT = {"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True}
 
 
 @dataclass(frozen=True)
@@ -106,7 +75,7 @@ def worker_tuning_env(threads: int, tcmalloc: bool, dask_version: str | None = N
     # The nanny prefers a variable already in the pod's environment over its config, so an
     # image that sets OMP_NUM_THREADS=1 would win: set them in the pod too.
     env += [{"name": name, "value": value} for name, value in environ.items()
-            if value is not None and name in tuning.THREAD_VARIABLES + ("LD_PRELOAD",)]
+            if value is not None and name in (*tuning.THREAD_VARIABLES, "LD_PRELOAD")]
     return env
 
 
@@ -156,16 +125,8 @@ def worker_memory_limit(container_memory: str) -> str:
 
 
 def tls_env(role: str, secret: str | None) -> list[dict[str, Any]]:
-    """Dask's TLS config variables for ``role``: paths of the files ``tls_volume`` mounts at
-    ``TLS_DIR`` (none without a Secret)."""
-    if not secret:
-        return []
-    env: list[dict[str, Any]] = [
-        {"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
-        {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
-    ]
-    env += [{"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in ROLE_KEYS[role] if key in TLS_KEYS]
-    return env
+    """Dask's TLS config variables for ``role`` (``contract.tls_env``); none without a Secret."""
+    return list(contract.tls_env(role)) if secret else []
 
 
 def dashboard_tls_env(secret: str | None) -> list[dict[str, Any]]:
@@ -185,7 +146,7 @@ def tls_role(env: list[dict[str, Any]]) -> str | None:
     Dask comm keys it names, which differ per role."""
     wanted = {e["name"] for e in env
               if e["name"] in TLS_KEYS.values() and str(e.get("value", "")).startswith(f"{TLS_DIR}/")}
-    for role, keys in ROLE_KEYS.items():
+    for role, keys in TLS_ROLE_KEYS.items():
         if wanted and wanted == {TLS_KEYS[k] for k in keys if k in TLS_KEYS}:
             return role
     return None
@@ -210,7 +171,8 @@ def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
         volumes.append(prepared_env.pod_volume(claims.pip_cache_claim))
         volume_mounts.append(prepared_env.pod_mount(claims.environment))
     else:
-        volumes.append({"name": "pip-cache", "persistentVolumeClaim": {"claimName": claims.pip_cache_claim, **read_only}})
+        volumes.append({"name": "pip-cache",
+                        "persistentVolumeClaim": {"claimName": claims.pip_cache_claim, **read_only}})
         volume_mounts.append({"name": "pip-cache", "mountPath": facts.pip_cache_mount(image), **read_only})
     if scratch:
         volumes.append({"name": "scratch", "emptyDir": {}})

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
 from components.cluster.pod_hardening import hardened_pod
 from components.dask import podspec
 from components.dask.values import fullname
+from workloads import contract
 
 LAUNCHER = Path(__file__).resolve().with_name("post-render")
 CHART_APP_LABEL = ("app", "dask")  # templates/_helpers.tpl "dask.name": the chart's name
@@ -39,19 +41,19 @@ def _chart_deployment(obj: dict[str, Any]) -> bool:
 
 def _with_tls(spec: dict[str, Any], secret: str) -> dict[str, Any]:
     """Mount each TLS-using container's role keys (one role per pod in this chart)."""
-    containers, volumes = [], [v for v in spec.get("volumes") or [] if v.get("name") != podspec.TLS_VOLUME]
+    containers, volumes = [], [v for v in spec.get("volumes") or [] if v.get("name") != contract.TLS_VOLUME]
     roles = set()
-    for container in spec.get("containers", []):
-        role = podspec.tls_role(container.get("env") or [])
+    for rendered in spec.get("containers", []):
+        container, role = rendered, podspec.tls_role(rendered.get("env") or [])
         if role:
             roles.add(role)
-            mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") != podspec.TLS_VOLUME]
-            container = {**container, "volumeMounts": [*mounts, podspec.TLS_MOUNT]}
+            mounts = [m for m in rendered.get("volumeMounts") or [] if m.get("name") != contract.TLS_VOLUME]
+            container = {**rendered, "volumeMounts": [*mounts, contract.TLS_MOUNT]}
         containers.append(container)
     if len(roles) > 1:
         raise ValueError(f"one pod with the TLS files of several roles: {sorted(roles)}")
     if roles:
-        volumes.append(podspec.tls_volume(roles.pop(), secret))
+        volumes.append(contract.tls_volume(roles.pop(), secret))
     changed = {**spec, "containers": containers}
     if volumes:
         changed["volumes"] = volumes

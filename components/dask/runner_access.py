@@ -36,16 +36,19 @@ token controller deletes a token Secret whose account does not exist).
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.cluster.providers.kube_api import kubeconfig_document
+
 NAME = "dask-runner"
 TOKEN_SECRET = f"{NAME}-token"
-TOKEN_TYPE = "kubernetes.io/service-account-token"
+TOKEN_TYPE = "kubernetes.io/service-account-token"  # noqa: S105 (a Secret type, not a token)
 SERVICE_ACCOUNT_ANNOTATION = "kubernetes.io/service-account.name"
 DASK_GROUP = "kubernetes.dask.org"  # the pinned operator chart's CRDs
 
@@ -102,12 +105,7 @@ def runner_kubeconfig(cluster_kubeconfig: str, token_b64: str | None, namespace:
             f"Secret {namespace}/{TOKEN_SECRET} has no data.token: the guest cluster's token controller did not"
             " fill it (kube-controller-manager needs --service-account-private-key-file); run pulumi up again"
             " once it does")
-    try:
-        doc = yaml.safe_load(cluster_kubeconfig)
-    except yaml.YAMLError:
-        raise RunnerKubeconfigError("the cluster's kubeconfig is not YAML") from None
-    if not isinstance(doc, dict):
-        raise RunnerKubeconfigError("the cluster's kubeconfig is not a mapping")
+    doc = kubeconfig_document(cluster_kubeconfig, "the cluster's kubeconfig", RunnerKubeconfigError)
     name, cluster = _current_cluster(doc)
     if not cluster.get("server") or not cluster.get("certificate-authority-data"):
         raise RunnerKubeconfigError(f"the cluster's kubeconfig gives cluster {name!r} no server or no"

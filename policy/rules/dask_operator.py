@@ -12,11 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import (EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy,
-                           StackValidationArgs, StackValidationPolicy)
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
-from .common import GPU_RESOURCE, POOL_ROLE_LABEL, as_list, as_map, count, dig, image_problem, k8s_name, where
-from .dask_release import dask_values, selects_gpu_nodes
+from .common import GPU_RESOURCE, POOL_ROLE_LABEL, as_list, as_map, dig, image_problem, k8s_name, where
+from .dask_release import dask_values, gpu_count_problem, gpus, selects_gpu_nodes
 
 MANDATORY = EnforcementLevel.MANDATORY
 DASK_CLUSTER = "kubernetes:kubernetes.dask.org/v1:DaskCluster"
@@ -58,21 +64,11 @@ def _check_worker_gpus(args: ResourceValidationArgs, report: ReportViolation) ->
             if not _is_gpu_worker(pod, container):
                 continue
             key = f"{path}.containers[{i}].resources"
-            limit = as_map(dig(container, "resources", "limits")).get(GPU_RESOURCE)
-            request = as_map(dig(container, "resources", "requests")).get(GPU_RESOURCE)
-            fix = (f"Fix: set {key}.limits and requests to {{{GPU_RESOURCE}: \"1\"}} (stack setting workerGpus=1) and "
-                   "add workers (autoscaleMaxWorkers), not GPUs per worker.")
-            if limit is None:
-                report(f"{_name(args)}: {key}.limits requests no {GPU_RESOURCE} although these pods are GPU workers "
-                       f"(dask-cuda-worker or the GPU pool): they would sit on a GPU node without its GPU. {fix}",
+            problem = gpu_count_problem(key, gpus(container), gpus(container, "requests"))
+            if problem:
+                report(f"{_name(args)}: {problem} Fix: set {key}.limits and requests to {{{GPU_RESOURCE}: \"1\"}}"
+                       " (stack setting workerGpus=1) and add workers (autoscaleMaxWorkers), not GPUs per worker.",
                        args.urn)
-            elif count(limit) != 1:
-                report(f"{_name(args)}: {key}.limits asks for {limit!r} {GPU_RESOURCE} per worker pod; a GPU worker "
-                       "must request exactly 1 (each GPU node has one vGPU and Kubernetes does not share a GPU between"
-                       f" pods, so the pod would stay Pending). {fix}", args.urn)
-            elif request is not None and count(request) != 1:
-                report(f"{_name(args)}: {key}.requests asks for {request!r} {GPU_RESOURCE} but the limit is 1; "
-                       f"Kubernetes requires requests and limits of a GPU to be equal. {fix}", args.urn)
 
 
 operator_gpu_worker_one_gpu = ResourceValidationPolicy(

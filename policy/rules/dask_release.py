@@ -6,14 +6,24 @@ wrapper chart, whose values carry the dask chart's under ``dask:``.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import (GPU_RESOURCE, HELM_RELEASE, POOL_ROLE_LABEL, as_list, as_map, count, dig, image_problem,
-                     truthy, where)
+from .common import (
+    GPU_RESOURCE,
+    HELM_RELEASE,
+    POOL_ROLE_LABEL,
+    as_list,
+    as_map,
+    count,
+    dig,
+    image_problem,
+    truthy,
+    where,
+)
 from .passwords import password_problem
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -69,8 +79,8 @@ def selects_gpu_nodes(component: Mapping[str, Any]) -> bool:
     terms = dig(component, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                 "nodeSelectorTerms")
     for term in as_list(terms):
-        for expression in as_list(as_map(term).get("matchExpressions")):
-            expression = as_map(expression)
+        for listed in as_list(as_map(term).get("matchExpressions")):
+            expression = as_map(listed)
             if (expression.get("key") == POOL_ROLE_LABEL and expression.get("operator") == "In"
                     and "gpu" in as_list(expression.get("values"))):
                 return True
@@ -81,11 +91,44 @@ def gpus(component: Mapping[str, Any], kind: str = "limits") -> Any:
     return as_map(dig(component, "resources", kind)).get(GPU_RESOURCE)
 
 
+def gpu_count_problem(key: str, limit: Any, request: Any, pods: str = "these pods",
+                      pod: str = "worker pod") -> str | None:
+    """What is wrong with a GPU worker's GPUs at ``key`` (its ``resources``), or None: one GPU,
+    limit and request alike, is what a GPU node (one vGPU, not shared between pods) can give.
+    ``pods`` and ``pod`` name the worker pods in the message. Both backends' rules ask this."""
+    if limit is None:
+        return (f"{key}.limits requests no {GPU_RESOURCE} although {pods} are GPU workers (dask-cuda-worker or the"
+    " GPU pool): they would sit on a GPU node without its GPU.")
+    if count(limit) != 1:
+        return (f"{key}.limits asks for {limit!r} {GPU_RESOURCE} per {pod}; a GPU worker must request exactly 1 (each"
+    " GPU node has one vGPU and Kubernetes does not share a GPU between pods, so the pod would stay"
+    " Pending).")
+    if request is not None and count(request) != 1:
+        return (f"{key}.requests asks for {request!r} {GPU_RESOURCE} but the limit is 1; Kubernetes requires"
+    " requests and limits of a GPU to be equal.")
+    return None
+
+
+ReleaseCheck = Callable[[DaskValues, ResourceValidationArgs, ReportViolation], None]
+
+
+def _release_rule(name: str, check: ReleaseCheck) -> ResourceValidationPolicy:
+    """A mandatory rule that ``check``s the values of each Dask Helm release (``dask_values``)
+    and passes over every other resource; its description is the check's docstring."""
+
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        dask = dask_values(args)
+        if dask is not None:
+            check(dask, args, report)
+
+    description = " ".join((check.__doc__ or "").split())
+    return ResourceValidationPolicy(name=name, description=description, enforcement_level=MANDATORY, validate=validate)
+
+
 # --- GPU workers request exactly one GPU -------------------------------------------------
-def _check_worker_gpus(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    dask = dask_values(args)
-    if dask is None:
-        return
+def _check_worker_gpus(dask: DaskValues, args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Each Dask GPU worker pod requests exactly one nvidia.com/gpu (Kubernetes does not share a
+    GPU between pods)."""
     for path, worker in dask.worker_groups():
         limit, request = gpus(worker), gpus(worker, "requests")
         is_gpu_worker = (selects_gpu_nodes(worker) or dig(worker, "image", "dask_worker") == "dask-cuda-worker"
@@ -93,35 +136,19 @@ def _check_worker_gpus(args: ResourceValidationArgs, report: ReportViolation) ->
         if not is_gpu_worker:
             continue
         key = dask.key(f"{path}.resources")
-        fix = (f"Fix: set {key}.limits (and requests, if given) to {{{GPU_RESOURCE}: 1}} (stack setting "
-               "workerGpus=1) and add workers, not GPUs per worker, to use more GPUs.")
-        if limit is None:
-            report(f"{dask.release}: {key}.limits requests no {GPU_RESOURCE} although the {path} pods are GPU "
-                   f"workers (dask-cuda-worker or the GPU pool): they would sit on a GPU node without its GPU. {fix}",
-                   args.urn)
-        elif count(limit) != 1:
-            report(f"{dask.release}: {key}.limits asks for {limit!r} {GPU_RESOURCE} per {path} pod; a GPU worker "
-                   "must request exactly 1 (each GPU node has one vGPU and Kubernetes does not share a GPU between "
-                   f"pods, so the pod would stay Pending). {fix}", args.urn)
-        elif request is not None and count(request) != 1:
-            report(f"{dask.release}: {key}.requests asks for {request!r} {GPU_RESOURCE} but the limit is 1; "
-                   f"Kubernetes requires requests and limits of a GPU to be equal. {fix}", args.urn)
+        problem = gpu_count_problem(key, limit, request, pods=f"the {path} pods", pod=f"{path} pod")
+        if problem:
+            report(f"{dask.release}: {problem} Fix: set {key}.limits (and requests, if given) to {{{GPU_RESOURCE}: 1}}"
+                   " (stack setting workerGpus=1) and add workers, not GPUs per worker, to use more GPUs.", args.urn)
 
 
-gpu_worker_one_gpu = ResourceValidationPolicy(
-    name="dask-gpu-worker-one-gpu",
-    description="Each Dask GPU worker pod requests exactly one nvidia.com/gpu (Kubernetes does not share a GPU "
-                "between pods).",
-    enforcement_level=MANDATORY,
-    validate=_check_worker_gpus,
-)
+gpu_worker_one_gpu = _release_rule("dask-gpu-worker-one-gpu", _check_worker_gpus)
 
 
 # --- scheduler and a CPU Jupyter stay off the GPU nodes ---------------------------------
-def _check_placement(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    dask = dask_values(args)
-    if dask is None:
-        return
+def _check_placement(dask: DaskValues, args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """The Dask scheduler, and Jupyter unless it has a GPU (topology B), are not scheduled on GPU
+    nodes."""
     scheduler = as_map(dask.values.get("scheduler"))
     if selects_gpu_nodes(scheduler):
         report(f"{dask.release}: {dask.key('scheduler.nodeSelector')} selects the GPU nodes "
@@ -136,12 +163,7 @@ def _check_placement(args: ResourceValidationArgs, report: ReportViolation) -> N
                f"{GPU_RESOURCE}: 1, stack setting jupyterGpu=true, topology B).", args.urn)
 
 
-scheduler_jupyter_off_gpu = ResourceValidationPolicy(
-    name="dask-scheduler-jupyter-off-gpu-nodes",
-    description="The Dask scheduler, and Jupyter unless it has a GPU (topology B), are not scheduled on GPU nodes.",
-    enforcement_level=MANDATORY,
-    validate=_check_placement,
-)
+scheduler_jupyter_off_gpu = _release_rule("dask-scheduler-jupyter-off-gpu-nodes", _check_placement)
 
 
 # --- one pinned image for scheduler, workers and Jupyter --------------------------------
@@ -153,10 +175,9 @@ def _image_of(component: Mapping[str, Any]) -> str | None:
     return f"{repository}:{tag}" if tag not in (None, "") else str(repository)
 
 
-def _check_images(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    dask = dask_values(args)
-    if dask is None:
-        return
+def _check_images(dask: DaskValues, args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """The Dask scheduler, workers and Jupyter run one image, pinned by a version tag (not latest)
+    or a digest."""
     components: list[tuple[str, Mapping[str, Any]]] = [("scheduler", as_map(dask.values.get("scheduler")))]
     components += dask.worker_groups()
     if dask.jupyter_enabled:
@@ -183,19 +204,14 @@ def _check_images(args: ResourceValidationArgs, report: ReportViolation) -> None
                "versions between client, scheduler and workers break the cluster. " + fix, args.urn)
 
 
-one_pinned_image = ResourceValidationPolicy(
-    name="dask-one-pinned-image",
-    description="The Dask scheduler, workers and Jupyter run one image, pinned by a version tag (not latest) or a "
-                "digest.",
-    enforcement_level=MANDATORY,
-    validate=_check_images,
-)
+one_pinned_image = _release_rule("dask-one-pinned-image", _check_images)
 
 
 # --- no default or well-known Jupyter password ------------------------------------------
-def _check_password(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    dask = dask_values(args)
-    if dask is None or not dask.jupyter_enabled:
+def _check_password(dask: DaskValues, args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Jupyter in the Dask release has its own password hash: not the chart's default, not a hash
+    of a well-known password (dask, rapidsai, empty), not plain text."""
+    if not dask.jupyter_enabled:
         return
     problem = password_problem(dask.get("jupyter", "password"))
     if problem:
@@ -205,12 +221,6 @@ def _check_password(args: ResourceValidationArgs, report: ReportViolation) -> No
                "--show-secrets`).", args.urn)
 
 
-jupyter_no_default_password = ResourceValidationPolicy(
-    name="jupyter-no-default-password",
-    description="Jupyter in the Dask release has its own password hash: not the chart's default, not a hash of a "
-                "well-known password (dask, rapidsai, empty), not plain text.",
-    enforcement_level=MANDATORY,
-    validate=_check_password,
-)
+jupyter_no_default_password = _release_rule("jupyter-no-default-password", _check_password)
 
 POLICIES = [gpu_worker_one_gpu, scheduler_jupyter_off_gpu, one_pinned_image, jupyter_no_default_password]

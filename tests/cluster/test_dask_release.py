@@ -246,7 +246,7 @@ def test_no_container_listens_on_a_port_the_program_did_not_open(kube_cluster, d
         assert ports == meant, f"{name} listens on {sorted(ports)}, the program opens {sorted(meant)}"
 
 
-# What each role's TLS directory holds (components/dask/podspec.py ROLE_KEYS)
+# What each role's TLS directory holds (workloads/contract.py TLS_ROLE_KEYS)
 ROLE_FILES = {"scheduler": {"ca.crt", "scheduler.crt", "scheduler.key"},
               "worker": {"ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"},
               "jupyter": {"ca.crt", "client.crt", "client.key", "jupyter.crt", "jupyter.key"}}

@@ -309,6 +309,7 @@ def main() -> int:
         result["traceback"] = traceback.format_exc()
     result["resources"] = monitor.records
     result["outputs"] = exports
+    result["component_outputs"] = monitor.outputs  # urn -> what a component registered (register_outputs)
     result["warnings"] = warnings
     json.dump(result, sys.stdout)
     return 0

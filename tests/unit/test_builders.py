@@ -13,9 +13,9 @@ from components.addons.values import gpu_operator_values, licensing_uses_secret,
 from components.cluster.manifests import tkc_manifest
 from components.dask.jupyter_password import jupyter_hash
 from components.dask import post_render
-from components.dask.podspec import TLS_DIR, TLS_KEYS, TLS_VOLUME
 from components.dask.values import DaskValuesInputs, dask_values, labextension_config
 from tests.unit.test_settings import settings
+from workloads.contract import TLS_DIR, TLS_KEYS, TLS_VOLUME
 
 
 def values_inputs(s, **overrides):

@@ -16,6 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from components.dask import podspec
 from components.dask.team_spec import team_cluster_spec
 from tests.operator.support import operator_settings
+from workloads import contract
 from workloads.cluster import own_spec, own_tls, quota
 
 
@@ -60,10 +61,10 @@ def test_the_tls_files_and_variables_are_the_stacks_own_per_role():
     spec = build()["spec"]
     for role, part in (("scheduler", spec["scheduler"]), ("worker", spec["worker"])):
         pod = part["spec"]
-        (volume,) = [v for v in pod["volumes"] if v["name"] == podspec.TLS_VOLUME]
-        assert volume == podspec.tls_volume(role, "dask-tls-alice-run")
+        (volume,) = [v for v in pod["volumes"] if v["name"] == contract.TLS_VOLUME]
+        assert volume == contract.tls_volume(role, "dask-tls-alice-run")
         for container in pod["containers"]:
-            assert podspec.TLS_MOUNT in container["volumeMounts"]
+            assert contract.TLS_MOUNT in container["volumeMounts"]
             tls_env = [e for e in container["env"] if e["name"] in {x["name"] for x in podspec.tls_env(role, "s")}]
             assert tls_env == podspec.tls_env(role, "dask-tls-alice-run"), role
 

@@ -9,50 +9,19 @@ runner's client checks (server_name.py). The CA's key signs these three and is t
 nothing else can ever be certified for this cluster. Keys live in the runner's memory and in
 the Secret, never on the runner's disk and never in output.
 
-The pods see the Secret as files, only their role's keys (``tls_volume``), named by Dask's
-config variables (``tls_env``): the paths and variables are components/dask/podspec.py's, and
-tests/workloads/test_own_cluster_spec.py holds the two equal.
+The pods see the Secret as files, only their role's keys, named by Dask's config variables:
+the layout of workloads/contract.py (``tls_volume``, ``tls_env``), the stack's pods' too.
 """
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-TLS_DIR = "/etc/dask/tls"
-TLS_VOLUME = "dask-tls"
-TLS_FILE_MODE = 0o440  # owner and group (the pod's fsGroup) read; nobody else
-TLS_MOUNT = {"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True}
-TLS_KEYS = {
-    "ca.crt": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
-    "scheduler.crt": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__CERT",
-    "scheduler.key": "DASK_DISTRIBUTED__COMM__TLS__SCHEDULER__KEY",
-    "worker.crt": "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT",
-    "worker.key": "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY",
-    "client.crt": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
-    "client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
-}
-ROLE_KEYS = {
-    "scheduler": ("ca.crt", "scheduler.crt", "scheduler.key"),
-    "worker": ("ca.crt", "worker.crt", "worker.key", "client.crt", "client.key"),
-}
 VALIDITY = dt.timedelta(days=30)  # a kept cluster outlives its run; the idle timeout ends most sooner
 
 
 def secret_name(cluster: str) -> str:
     return f"dask-tls-{cluster}"
-
-
-def tls_volume(role: str, secret: str) -> dict[str, Any]:
-    """The Secret as a volume holding only the keys ``role`` needs."""
-    return {"name": TLS_VOLUME, "secret": {"secretName": secret, "defaultMode": TLS_FILE_MODE,
-                                           "items": [{"key": k, "path": k} for k in ROLE_KEYS[role]]}}
-
-
-def tls_env(role: str) -> list[dict[str, str]]:
-    """Dask's TLS config variables for ``role``: TLS required, the paths ``tls_volume`` mounts."""
-    return [{"name": "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "value": "True"},
-            {"name": "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME", "value": "tls"},
-            *({"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in ROLE_KEYS[role])]
 
 
 def issue(scheduler_names: list[str], now: dt.datetime | None = None) -> dict[str, str]:
@@ -61,7 +30,7 @@ def issue(scheduler_names: list[str], now: dt.datetime | None = None) -> dict[st
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID as Use
 
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = _certificate("dask-tkg CA", ca_key, ca_key, None, now, ca=True)
     pems = {"ca.crt": _pem(ca_cert)}
