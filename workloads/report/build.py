@@ -70,7 +70,7 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
         add("phases", f"{spec.title}: time per phase", spec.phases_caption,
             figures.phases(everything, name, figure_dir / f"{name}-phases.png"))
     panels = figures.quality_panels(everything)
-    add("quality", " and ".join(spec.metric for spec, _ in panels) + " per run",
+    add("quality", " and ".join(spec.label for spec, _ in panels) + " per run",
         " ".join(f"{spec.title}: {spec.caption}" for spec, _ in panels),
         figures.quality(everything, figure_dir / "quality.png"))
     sampled = [run for run in everything if run.samples]
