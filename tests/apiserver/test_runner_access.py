@@ -17,7 +17,7 @@ import secrets
 
 import pytest
 
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
 from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
 from tests.operator.support import OPERATOR
 from tests.program.graph import run_program
@@ -80,17 +80,6 @@ def client_of(kubeconfig: str):
     return api_client(kubeconfig)
 
 
-def may(api, verb: str, group: str, resource: str, subresource: str, name: str, namespace: str | None) -> dict:
-    """The server's answer to a SelfSubjectAccessReview made with ``api``'s token."""
-    attributes = {"verb": verb, "group": group, "resource": resource, "subresource": subresource, "name": name}
-    if namespace is not None:
-        attributes["namespace"] = namespace
-    review = api_request(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                         body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                               "spec": {"resourceAttributes": attributes}})
-    return review["status"]
-
-
 def test_the_runners_token_is_its_service_account(runner):
     ns, kubeconfig = runner
     with client_of(kubeconfig) as api:
@@ -107,7 +96,7 @@ def test_the_runners_token_is_its_service_account(runner):
 def test_the_runner_may_do_what_it_calls(runner, verb, group, resource, subresource, name):
     ns, kubeconfig = runner
     with client_of(kubeconfig) as api:
-        answer = may(api, verb, group, resource, subresource, name, ns)
+        answer = access_review(api, verb, group, resource, subresource, name, ns)
     assert answer["allowed"] is True, answer
 
 
@@ -116,7 +105,7 @@ def test_the_runner_may_not_read_secrets_exec_create_pods_or_rewrite_workers(run
                                                                             subresource, name):
     ns, kubeconfig = runner
     with client_of(kubeconfig) as api:
-        answer = may(api, verb, group, resource, subresource, name, ns)
+        answer = access_review(api, verb, group, resource, subresource, name, ns)
     assert answer["allowed"] is False, answer
 
 
@@ -124,14 +113,14 @@ def test_the_runner_may_not_read_secrets_exec_create_pods_or_rewrite_workers(run
 def test_the_runner_has_no_right_in_another_namespace(runner, verb, group, resource, subresource, name, namespace):
     _, kubeconfig = runner
     with client_of(kubeconfig) as api:
-        assert may(api, verb, group, resource, subresource, name, namespace)["allowed"] is False
+        assert access_review(api, verb, group, resource, subresource, name, namespace)["allowed"] is False
 
 
 @pytest.mark.parametrize("verb, group, resource, subresource", CLUSTER_WIDE)
 def test_the_runner_has_no_cluster_wide_right(runner, verb, group, resource, subresource):
     _, kubeconfig = runner
     with client_of(kubeconfig) as api:
-        assert may(api, verb, group, resource, subresource, "", None)["allowed"] is False
+        assert access_review(api, verb, group, resource, subresource, "", None)["allowed"] is False
 
 
 def test_real_requests_for_secrets_other_namespaces_and_exec_are_answered_403(kube_apiserver, runner):

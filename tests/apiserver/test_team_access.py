@@ -15,7 +15,7 @@ import secrets
 
 import pytest
 
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
 from tests.program.graph import run_program
 
 pytestmark = pytest.mark.apiserver
@@ -86,13 +86,7 @@ def as_person(kube_apiserver, user: str = ALICE, group: str | None = None):
 
 def may(api, verb: str, group: str, resource: str, subresource: str = "", name: str = "",
         namespace: str | None = None) -> bool:
-    attributes = {"verb": verb, "group": group, "resource": resource, "subresource": subresource, "name": name}
-    if namespace is not None:
-        attributes["namespace"] = namespace
-    review = api_request(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                         body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                               "spec": {"resourceAttributes": attributes}})
-    return review["status"]["allowed"]
+    return access_review(api, verb, group, resource, subresource, name, namespace)["allowed"]
 
 
 @pytest.mark.parametrize("verb, group, resource, subresource, name", ALLOWED)

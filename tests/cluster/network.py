@@ -22,7 +22,6 @@ from __future__ import annotations
 import ipaddress
 import re
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 GUARD_CHAIN = "DTKG-GUARD"
@@ -39,61 +38,22 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-@dataclass(frozen=True)
 class ClusterNetwork:
     """Names and address ranges of one cluster network (slot ``slot`` of this machine)."""
 
-    slot: int
+    def __init__(self, slot: int):
+        self.slot = slot
+        self.netns, self.bridge = f"dtkg-{slot}", f"dtkgbr{slot}"
+        self.netns_path = NETNS_DIR / self.netns
+        self.veth_host, self.veth_node = f"dtkgv{slot}", f"dtkgv{slot}n"  # the host's end, the namespace's end
+        # each range with its addresses: the bridge's is the node's (the pods' gateway, kubelet's
+        # --node-ip); the namespace's end of the veth is where the host reaches the API server
+        self.pod_cidr, self.bridge_ip = f"10.244.{slot}.0/24", f"10.244.{slot}.1"
+        self.service_cidr, self.kubernetes_service_ip = f"10.97.{slot}.0/24", f"10.97.{slot}.1"
+        self.link_cidr, self.host_ip, self.node_link_ip = f"10.245.{slot}.0/30", f"10.245.{slot}.1", f"10.245.{slot}.2"
 
-    @property
-    def netns(self) -> str:
-        return f"dtkg-{self.slot}"
-
-    @property
-    def netns_path(self) -> Path:
-        return NETNS_DIR / self.netns
-
-    @property
-    def bridge(self) -> str:
-        return f"dtkgbr{self.slot}"
-
-    @property
-    def veth_host(self) -> str:
-        return f"dtkgv{self.slot}"
-
-    @property
-    def veth_node(self) -> str:
-        return f"dtkgv{self.slot}n"
-
-    @property
-    def pod_cidr(self) -> str:
-        return f"10.244.{self.slot}.0/24"
-
-    @property
-    def bridge_ip(self) -> str:
-        """The node's address: the bridge's, the pods' gateway, kubelet's --node-ip."""
-        return f"10.244.{self.slot}.1"
-
-    @property
-    def service_cidr(self) -> str:
-        return f"10.97.{self.slot}.0/24"
-
-    @property
-    def kubernetes_service_ip(self) -> str:
-        return f"10.97.{self.slot}.1"
-
-    @property
-    def link_cidr(self) -> str:
-        return f"10.245.{self.slot}.0/30"
-
-    @property
-    def host_ip(self) -> str:
-        return f"10.245.{self.slot}.1"
-
-    @property
-    def node_link_ip(self) -> str:
-        """The namespace's end of the veth: where the host reaches the API server."""
-        return f"10.245.{self.slot}.2"
+    def __repr__(self) -> str:
+        return f"ClusterNetwork({self.slot})"
 
     @property
     def allowed_networks(self) -> list[ipaddress.IPv4Network]:

@@ -35,8 +35,9 @@ import yaml
 
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
-from tests.cluster.pki import _sign
-from tests.cluster.test_default_image import Controller, change_pod_spec
+from tests.cluster.controller import Controller
+from tests.cluster.test_default_image import change_pod_spec
+from tests.kube.pki import sign
 from workloads.cluster import own_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,8 +51,8 @@ def person_kubeconfig(cluster, name: str, namespace: str, folder: Path) -> Path:
     """``name``'s kubeconfig: a client certificate of ``sso:<name>`` from the cluster's CA."""
     pki = cluster.pki.dir
     stem = "person-" + name.split("@", 1)[0]
-    _sign(pki, stem, f"/CN=sso:{name}", "basicConstraints=critical,CA:FALSE\n"
-          "keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+    sign(pki, stem, f"/CN=sso:{name}", "basicConstraints=critical,CA:FALSE\n"
+         "keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
     data = {kind: base64.b64encode((pki / f"{stem}.{ext}").read_bytes()).decode()
             for kind, ext in (("client-certificate-data", "crt"), ("client-key-data", "key"))}
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "tkc",
@@ -125,26 +126,8 @@ def person_outputs(stack, d: dict, cluster: str, namespace: str, scheduler_ip: s
     return outputs
 
 
-class TeamController(Controller):
-    """dask-kubernetes' controller on the host, as tests/cluster/test_default_image.py runs it
-    (its own mount namespace, resolv.conf naming only 127.0.0.1), serving every person's
-    namespace, its /etc/hosts naming each person's scheduler (``hosts``: ClusterIP -> names)."""
-
-    def __init__(self, kubeconfig: Path, namespaces: list[str], workdir: Path, hosts: dict[str, list[str]]):
-        self.log_path = workdir / "controller.log"
-        (workdir / "resolv.conf").write_text("nameserver 127.0.0.1\n")
-        lines = "".join(f"{ip} {' '.join(names)}\n" for ip, names in hosts.items())
-        (workdir / "hosts").write_text(Path("/etc/hosts").read_text() + "\n" + lines)
-        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        env.update(KUBECONFIG=str(kubeconfig), PYTHONWARNINGS="ignore::UserWarning")
-        served = " ".join(f"--namespace {ns}" for ns in namespaces)
-        script = (f'set -e; mount --bind "{workdir / "resolv.conf"}" /etc/resolv.conf; '
-                  f'mount --bind "{workdir / "hosts"}" /etc/hosts; '
-                  f'exec "{sys.executable}" -m kopf run --standalone {served} -m dask_kubernetes.operator.controller')
-        with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
-                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                         start_new_session=True)
+# one controller on the host serving every person's namespace, naming each person's scheduler
+TeamController = Controller
 
 
 def runner_command(argv: list[str], tmp: Path) -> tuple[list[str], dict[str, str]]:

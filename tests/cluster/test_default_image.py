@@ -53,11 +53,8 @@ What runs, and how it differs from the defaults' deployment:
 """
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +68,7 @@ from tests.apiserver.runner_identity import deploy_runner_identity, token_subjec
 from tests.cluster.data_job import _smoke_sources
 from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
                                 wait_default_service_account, wait_for, wait_running)
+from tests.cluster.controller import Controller
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
 from tests.cluster.post_render import _env, _mounts
@@ -173,45 +171,6 @@ def apply_crds(api) -> list[str]:
     return names
 
 
-class Controller:
-    """dask-kubernetes' kopf controller, on the host, against the real cluster's API server.
-
-    It runs in its own mount namespace whose resolv.conf names only 127.0.0.1 (its lookups of
-    the scheduler's name never leave loopback) and whose /etc/hosts maps the scheduler's names
-    to the Service's ClusterIP, as cluster DNS would for the chart's in-cluster controller: it
-    reaches the scheduler's HTTP API (retiring workers, the autoscaler's target) directly."""
-
-    def __init__(self, kubeconfig: Path, namespace: str, workdir: Path, scheduler_ip: str, names: list[str]):
-        self.log_path = workdir / "controller.log"
-        (workdir / "resolv.conf").write_text("nameserver 127.0.0.1\n")
-        (workdir / "hosts").write_text(Path("/etc/hosts").read_text() + f"\n{scheduler_ip} {' '.join(names)}\n")
-        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        env.update(KUBECONFIG=str(kubeconfig), PYTHONWARNINGS="ignore::UserWarning")
-        script = (f'set -e; mount --bind "{workdir / "resolv.conf"}" /etc/resolv.conf; '
-                  f'mount --bind "{workdir / "hosts"}" /etc/hosts; '
-                  f'exec "{sys.executable}" -m kopf run --standalone --namespace {namespace}'
-                  f' -m dask_kubernetes.operator.controller')
-        with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
-                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                         start_new_session=True)
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self) -> None:
-        """SIGTERM to the controller's session, SIGKILL after 15 s; nothing once it has exited."""
-        if self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):  # it exited since the poll
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-
 def smoke_dataset(share: Path, settings) -> None:
     """The smoke datasets on the dataset claim's volume, where the data Job would put them."""
     import torch
@@ -262,7 +221,7 @@ def default_release(kube_cluster, tmp_path_factory):
                              stack.of_kind("DaskCluster")[0]["spec"]["worker"]["spec"]["volumes"]
                              if v["name"] == "dataset")
         smoke_dataset(tmp / "share" / dataset_claim, stack.settings)
-        controller = Controller(kube_cluster.kubeconfig, ns, tmp, d["scheduler_ip"], d["scheduler_names"])
+        controller = Controller(kube_cluster.kubeconfig, [ns], tmp, {d["scheduler_ip"]: d["scheduler_names"]})
         apply_manifest(api, changed_cluster(stack.of_kind("DaskCluster")[0], d))
         apply_manifest(api, stack.of_kind("DaskAutoscaler")[0])
         try:

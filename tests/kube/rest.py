@@ -244,3 +244,16 @@ def delete_object(api: kubernetes.client.ApiClient, api_version: str, kind: str,
         raise
 
 
+
+
+def access_review(api: kubernetes.client.ApiClient, verb: str, group: str, resource: str, subresource: str = "",
+                  name: str = "", namespace: str | None = None) -> dict:
+    """The server's answer (``status``: ``allowed``, ``reason``, ...) to a SelfSubjectAccessReview
+    made with ``api``'s credentials: may they ``verb`` the resource? RBAC answers, nothing is done."""
+    attributes = {"verb": verb, "group": group, "resource": resource, "subresource": subresource, "name": name}
+    if namespace is not None:
+        attributes["namespace"] = namespace
+    review = api_request(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                         body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                               "spec": {"resourceAttributes": attributes}})
+    return review["status"]

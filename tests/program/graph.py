@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 HARNESS = Path(__file__).with_name("harness.py")
 REPO = HARNESS.parents[2]
@@ -32,33 +32,24 @@ def unwrap(value: Any) -> Any:
     return value
 
 
+def _entry(key: str, read: Callable[[Any], Any] = lambda value: value) -> property:
+    """A read-only attribute that is the harness's entry ``key`` for the resource, through ``read``."""
+    return property(lambda resource: read(resource.raw[key]), doc=f"The resource's ``{key}``.")
+
+
 @dataclass(frozen=True)
 class Resource:
+    """One registered resource as the harness recorded it: ``urn``, ``type``, ``name`` and
+    ``parent`` (strings), ``inputs`` and ``state`` (dicts, secret markers dropped)."""
+
     raw: dict
 
-    @property
-    def urn(self) -> str:
-        return self.raw["urn"]
-
-    @property
-    def type(self) -> str:
-        return self.raw["type"]
-
-    @property
-    def name(self) -> str:
-        return self.raw["name"]
-
-    @property
-    def inputs(self) -> dict:
-        return unwrap(self.raw["inputs"])
-
-    @property
-    def state(self) -> dict:
-        return unwrap(self.raw["state"])
-
-    @property
-    def parent(self) -> str:
-        return self.raw["parent"]
+    urn = _entry("urn")
+    type = _entry("type")
+    name = _entry("name")
+    parent = _entry("parent")
+    inputs = _entry("inputs", unwrap)
+    state = _entry("state", unwrap)
 
     def manifest(self) -> dict:
         """The Kubernetes object as it would be sent (internal ``__`` keys dropped)."""

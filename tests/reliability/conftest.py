@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.workloads.local_cluster import two_worker_processes
 from workloads import run
-from workloads.cluster import local
 from workloads.images import synthetic as synth_images
 from workloads.runs import results
 from workloads.taxi import synthetic as synth_taxi
@@ -37,10 +37,7 @@ def faults_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def cluster(faults_dir):
-    plan = local.plan(2, device="cpu", threads_per_worker=1)
-    started = local.start(plan, dashboard_address=":0")
-    yield started
-    started.close()
+    yield from two_worker_processes()
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.workloads.fakes import FakeConfig, generate  # noqa: F401 - generate: the protocol's data step
+
 NAME = "flaky"
 REQUIRED_PACKAGES: tuple[str, ...] = ("numpy",)
 HEADLINE_METRICS = ("value",)
@@ -14,11 +16,8 @@ RUNS: list[int] = []  # worker counts of the runs made, in order
 
 
 @dataclass(frozen=True)
-class Config:
-    data_dir: str
-    device: str
-    rounds: int
-    workers: tuple[str, ...] = ()
+class Config(FakeConfig):
+    rounds: int = 3
 
 
 def add_arguments(parser) -> None:
@@ -26,11 +25,7 @@ def add_arguments(parser) -> None:
 
 
 def make_config(args, profile, data_dir: Path, device: str) -> Config:
-    return Config(str(data_dir), device, args.flaky_rounds)
-
-
-def generate(data_dir: Path, profile) -> None:
-    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    return Config(str(data_dir), device, rounds=args.flaky_rounds)
 
 
 def _cube(x):

@@ -416,28 +416,21 @@ def test_a_class_directory_without_images_is_refused(tmp_path):
     assert str(caught.value) == f"no *.jpg files in {tmp_path / 'Images'}/<wnid>-<breed>/"
 
 
-def test_a_labels_file_names_the_line_that_does_not_parse(tmp_path):
-    broken = tmp_path / "broken.txt"
-    broken.write_text("{0: 'tench',\n 1 goldfish\n")
+@pytest.mark.parametrize(("read", "text", "message"), [
+    pytest.param(dataset.read_labels_file, "{0: 'tench',\n 1 goldfish\n",
+                 "{file}:2: expected `<index>: '<name>',`, got '1 goldfish'", id="labels-line-that-does-not-parse"),
+    pytest.param(dataset.read_labels_file, "{0: 'a', 2: 'c'}",
+                 "{file}: expected class indices 0..N-1, got 2 entries", id="labels-with-a-gap-in-the-indices"),
+    pytest.param(dataset.read_wnids_file, "nonsense line here\n",
+                 "{file}:1: expected `<wnid> [names]` or `<index> <wnid>`, got 'nonsense line here'",
+                 id="wnids-line-that-does-not-parse"),
+])
+def test_a_class_list_file_names_what_does_not_parse(tmp_path, read, text, message):
+    listing = tmp_path / "classes.txt"
+    listing.write_text(text)
     with pytest.raises(DatasetError) as caught:
-        dataset.read_labels_file(broken)
-    assert str(caught.value) == f"{broken}:2: expected `<index>: '<name>',`, got '1 goldfish'"
-
-
-def test_a_labels_file_with_a_gap_in_its_indices(tmp_path):
-    gap = tmp_path / "gap.txt"
-    gap.write_text("{0: 'a', 2: 'c'}")
-    with pytest.raises(DatasetError) as caught:
-        dataset.read_labels_file(gap)
-    assert str(caught.value) == f"{gap}: expected class indices 0..N-1, got 2 entries"
-
-
-def test_a_wnids_file_names_the_line_that_does_not_parse(tmp_path):
-    wnids = tmp_path / "wnids.txt"
-    wnids.write_text("nonsense line here\n")
-    with pytest.raises(DatasetError) as caught:
-        dataset.read_wnids_file(wnids)
-    assert str(caught.value) == f"{wnids}:1: expected `<wnid> [names]` or `<index> <wnid>`, got 'nonsense line here'"
+        read(listing)
+    assert str(caught.value) == message.format(file=listing)
 
 
 def test_missing_weights_are_named_as_missing_on_the_worker(tmp_path):

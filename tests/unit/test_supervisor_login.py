@@ -2,7 +2,6 @@
 endpoint (``tests/unit/fake_wcp.py``)."""
 from __future__ import annotations
 
-import base64
 import ssl
 
 import pytest

@@ -10,14 +10,13 @@ program's entries with ``PATCH /api/vcenter/namespaces/instances/{namespace}``
 from __future__ import annotations
 
 import json
-import secrets
 
 import pytest
 
 from components.vsphere.providers.namespace_access import NamespaceAccessAndLimitsProvider, build_wanted
 from components.vsphere.providers.session import VCenterConnection, VCenterError, rest_api
 
-from .fakes import FakeNamespaceApi, provider_props
+from .fakes import fake_namespace_api, provider_props
 
 pytestmark = [pytest.mark.vcsim, pytest.mark.usefixtures("fake_api_password_not_logged")]
 
@@ -31,8 +30,7 @@ CLASSES = {"vm_classes": ["best-effort-xlarge"], "content_libraries": []}
 
 @pytest.fixture
 def api(vcsim):
-    with FakeNamespaceApi(vcsim.cert_file, vcsim.key_file, user="administrator@vsphere.local",
-                          password="ns-" + secrets.token_urlsafe(10), known_policies={R5, R1}) as fake:
+    with fake_namespace_api(vcsim, "ns-", known_policies={R5, R1}) as fake:
         yield fake
 
 

@@ -7,7 +7,6 @@ checks the session header and every field name the provider sends.
 from __future__ import annotations
 
 import json
-import secrets
 
 import pytest
 import requests
@@ -20,7 +19,7 @@ from components.vsphere.providers.namespace_rest import (
 )
 from components.vsphere.providers.session import VCenterError, rest_api, rest_session
 
-from .fakes import FakeNamespaceApi, provider_props
+from .fakes import fake_namespace_api, provider_props
 
 pytestmark = [pytest.mark.vcsim, pytest.mark.usefixtures("fake_api_password_not_logged")]
 
@@ -29,22 +28,14 @@ R5, R1 = "aa6d5a82-1c88-45da-85d3-3d74b91a5bad", "f4e5bade-15a2-4805-bf8e-52318c
 
 
 @pytest.fixture
-def api(vcsim):
-    password = "ns-" + secrets.token_urlsafe(10)
-    with FakeNamespaceApi(
-        vcsim.cert_file,
-        vcsim.key_file,
-        user="administrator@vsphere.local",
-        password=password,
-        clusters=(CLUSTER, "domain-c99"),
-        known_policies={R5, R1},
-    ) as fake:
-        yield fake
+def provider():
+    return SupervisorNamespaceProvider(timeout_s=5, poll_s=0.01)
 
 
 @pytest.fixture
-def provider():
-    return SupervisorNamespaceProvider(timeout_s=5, poll_s=0.01)
+def api(vcsim):
+    with fake_namespace_api(vcsim, "ns-", clusters={CLUSTER, "domain-c99"}, known_policies={R5, R1}) as fake:
+        yield fake
 
 
 def props(api, vcsim, **overrides) -> dict:

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from components.vsphere.providers.supervisor_library import SupervisorReleaseLibraryProvider
-
 from .fakes import fake_namespace_api
-from .test_supervisor_release_library import CLUSTER, SUPERVISOR, TOPOLOGY, VKR, props
+from .test_supervisor_release_library import (  # noqa: F401 - provider: the same fixture
+    CLUSTER,
+    SUPERVISOR,
+    TOPOLOGY,
+    VKR,
+    props,
+    provider,
+)
 
 pytestmark = pytest.mark.vcsim
 
@@ -28,11 +33,6 @@ def api(vcsim):
     with fake_namespace_api(vcsim, "sv-", library_items=libraries, supervisor_libraries={CLUSTER: "lib-photon"},
                             supervisor_topology=TOPOLOGY) as fake:
         yield fake
-
-
-@pytest.fixture
-def provider():
-    return SupervisorReleaseLibraryProvider(timeout_s=1, poll_s=0.01)
 
 
 def test_a_library_with_only_the_photon_image_of_the_release_fails_for_gpu_pools(api, vcsim, provider):

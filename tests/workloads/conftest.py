@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.cluster import local
+from tests.workloads.local_cluster import two_worker_processes
 from workloads.images import synthetic as synth
 
 BREEDS, PER_BREED = 4, 5
@@ -30,10 +30,7 @@ def manifest(data_root) -> dict:
 @pytest.fixture(scope="session")
 def cluster():
     """2 worker processes x 1 thread, made by the runner's own local-cluster code."""
-    plan = local.plan(2, device="cpu", threads_per_worker=1)
-    started = local.start(plan, dashboard_address=":0")
-    yield started
-    started.close()
+    yield from two_worker_processes()
 
 
 @pytest.fixture(scope="session")

@@ -5,17 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.workloads.fakes import FakeConfig, generate  # noqa: F401 - generate: the protocol's data step
+
 NAME = "tiny"
 REQUIRED_PACKAGES: tuple[str, ...] = ("numpy",)
 HEADLINE_METRICS = ("value",)
 
 
 @dataclass(frozen=True)
-class Config:
-    mode: str
-    data_dir: str
-    device: str
-    workers: tuple[str, ...] = ()
+class Config(FakeConfig):
+    mode: str = "ok"
 
 
 def add_arguments(parser) -> None:
@@ -23,11 +22,7 @@ def add_arguments(parser) -> None:
 
 
 def make_config(args, profile, data_dir: Path, device: str) -> Config:
-    return Config(args.fake_mode, str(data_dir), device)
-
-
-def generate(data_dir: Path, profile) -> None:
-    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    return Config(str(data_dir), device, mode=args.fake_mode)
 
 
 def _square(x):
