@@ -39,7 +39,7 @@ def echo_stdout(text: str, error: bool = False) -> None:
 
 def benchmark_profile(module: ModuleType, profile: str) -> dict[str, Any]:
     """The ``profile`` section of ``workloads/<bench>/profiles.yaml`` (empty if absent)."""
-    path = Path(module.__file__).with_name("profiles.yaml")
+    path = Path(str(module.__file__)).with_name("profiles.yaml")
     return dict(load_yaml(path).get(profile) or {}) if path.exists() else {}
 
 
@@ -63,6 +63,20 @@ class Runner:
         self.context: RunContext | None = None
         self.scheduler_lost: str | None = None  # why the sweep stopped early
         self.where: endpoints.Endpoint | None = None  # set beforehand: a cluster made for this run (--own-cluster)
+
+    @property
+    def live(self) -> ClusterSession:
+        """The cluster session: every step below runs inside the one :meth:`execute` opens."""
+        if self.session is None:
+            raise RuntimeError("no cluster session: Runner.execute opens it")
+        return self.session
+
+    @property
+    def ctx(self) -> RunContext:
+        """The run's context, set by :meth:`execute` before any benchmark runs."""
+        if self.context is None:
+            raise RuntimeError("no run context: Runner.execute sets it")
+        return self.context
 
     # ------------------------------------------------------------------ top level
     def execute(self) -> int:
@@ -126,7 +140,7 @@ class Runner:
 
     def prepare(self, count: int | None) -> Placement:
         """Start or reach the cluster, wait for its workers, run the preflight."""
-        session = self.session
+        session = self.live
         timeout = self.args.wait_timeout or self.profile.get("wait_timeout_s", 300)
         if session.endpoint.local:
             want = session.use_local(self.plan_for(count))
@@ -148,9 +162,9 @@ class Runner:
 
     def say_failure_detection(self) -> None:
         """Once per cluster: how soon a silent worker or an unreachable scheduler is noticed."""
-        if self.session.detection is not None:
+        if self.live.detection is not None:
             return
-        found = self.session.failure_detection()
+        found = self.live.failure_detection()
         ttl = found["worker_ttl_s"]
         self.echo(f"failure detection: a silent worker is restarted after {ttl:.0f} s (scheduler worker-ttl),"
                   f" an unresponsive connection dropped after {found['tcp_timeout_s']:.0f} s" if ttl else
@@ -169,7 +183,7 @@ class Runner:
         succeeded, known before any cluster starts (when the count is known then)."""
         if not self.done or self.args.device not in ("cpu", "cuda"):
             return False
-        where = self.session.endpoint
+        where = self.live.endpoint
         planned = self.plan_for(count).n_workers if where.local else (count or where.expected_workers)
         if not planned:
             return False
@@ -177,17 +191,19 @@ class Runner:
         if not all(found.values()):
             return False
         for name, previous in found.items():
-            self.say_skipped(name, previous, planned)
+            if previous is not None:
+                self.say_skipped(name, previous, planned)
         return True
 
-    def previous_success(self, name: str, module: ModuleType, count: int, device: str) -> dict[str, Any] | None:
+    def previous_success(self, name: str, module: ModuleType, count: int,
+                         device: str | None) -> dict[str, Any] | None:
         """The succeeded record of this configuration (see ``results.config_key``), if
         ``--resume`` found one."""
         if not self.done:
             return None
         try:
             config = module.make_config(self.args, benchmark_profile(module, self.args.profile),
-                                        self.context.data_dir, device)
+                                        self.ctx.data_dir, device)
         except Exception:  # a config that cannot be made is reported by the run itself
             return None
         key = results.config_key(name, {"profile": self.args.profile, "device": device, "workers": count,
@@ -231,16 +247,19 @@ class Runner:
                 ) -> tuple[RunOutcome, tuple[str, str] | None, BaseException | None]:
         """One try of a run: its outcome, (lost, spare) when it must run again there, and
         the exception to raise once the outcome is recorded (an interruption)."""
-        args, client = self.args, self.session.client
+        args, client = self.args, self.live.client
         timer = results.PhaseTimer()
         config, metrics, artifacts, status, error = None, {}, {}, "succeeded", None
-        watch = inst = replacement = escaping = None
+        watch: WorkerWatch | None = None
+        inst = None
+        replacement: tuple[str, str] | None = None
+        escaping: BaseException | None = None
         restricted = len(placement.used) < len(placement.connected)
         try:
             section = benchmark_profile(module, args.profile)
-            if self.context.data_generated:
-                module.generate(self.context.data_dir, section)
-            config = module.make_config(args, section, self.context.data_dir, placement.device)
+            if self.ctx.data_generated:
+                module.generate(self.ctx.data_dir, section)
+            config = module.make_config(args, section, self.ctx.data_dir, placement.device)
             if restricted:
                 config = restrict(config, list(placement.used), len(placement.connected))
             watch = WorkerWatch(
@@ -257,7 +276,7 @@ class Runner:
         except KeyboardInterrupt as exc:
             status, error = getattr(exc, "status", "interrupted"), stop_reason(exc)
             if status == "replace":
-                replacement = watch.replacement
+                replacement = watch.replacement if watch is not None else None
             elif status == "interrupted":
                 escaping = exc
         except BaseException as exc:
@@ -282,7 +301,8 @@ class Runner:
         from workloads.observe import utilization
 
         try:
-            return scaling.worker_count_timeline(utilization.read_samples(Path(self.args.output) / artifacts["utilization"]))
+            samples = utilization.read_samples(Path(self.args.output) / artifacts["utilization"])
+            return scaling.worker_count_timeline(samples)
         except (OSError, ValueError) as exc:
             logger.warning("worker count over time not recorded: %s", exc)
             return []
@@ -291,11 +311,11 @@ class Runner:
         """The error of a failed run; a lost scheduler also ends the sweep."""
         error = f"{type(exc).__name__}: {exc}"
         logger.debug("run failed", exc_info=True)
-        if self.session.forward is not None and self.session.forward.drops:
-            self.scheduler_lost = f"lost the scheduler: {self.session.forward.drops[-1]}"
+        if self.live.forward is not None and self.live.forward.drops:
+            self.scheduler_lost = f"lost the scheduler: {self.live.forward.drops[-1]}"
             error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
-        elif not self.session.endpoint.local and not self.session.running():
-            self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.session.endpoint.scheduler_address)}"
+        elif not self.live.endpoint.local and not self.live.running():
+            self.scheduler_lost = f"lost the scheduler at {endpoints.redact(self.live.endpoint.scheduler_address)}"
             error = f"{self.scheduler_lost} ({error.splitlines()[0]})"
         return error
 
@@ -308,8 +328,8 @@ class Runner:
 
     def write(self, name: str, placement: Placement, outcome: RunOutcome) -> dict[str, Any]:
         """Build and append one record (also for runs that never started)."""
-        cluster = record.cluster_facts(self.context, placement, self.session)
-        built = record.build(name, self.context, placement, outcome, cluster)
+        cluster = record.cluster_facts(self.ctx, placement, self.live)
+        built = record.build(name, self.ctx, placement, outcome, cluster)
         results.append_record(self.args.output, built)
         self.records.append(built)
         return built
@@ -330,7 +350,8 @@ def check_local_data_root(data_dir: Path, modules: dict[str, ModuleType]) -> Non
 
 def restrict(config: Any, addresses: list[str], connected: int) -> Any:
     """The config with ``workers`` set to ``addresses`` (see the protocol's optional field)."""
-    if not dataclasses.is_dataclass(config) or "workers" not in {f.name for f in dataclasses.fields(config)}:
+    if (not dataclasses.is_dataclass(config) or isinstance(config, type)
+            or "workers" not in {f.name for f in dataclasses.fields(config)}):
         raise WorkloadError(f"the cluster has {connected} workers and this run wants {len(addresses)}, but the"
                             " benchmark's config has no `workers` field to restrict it: scale the cluster instead")
     return dataclasses.replace(config, workers=tuple(addresses))
