@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 TKC_CRD_V1ALPHA2 = artifacts.TKC_CRD_V1ALPHA2  # VMware's file, fetched into the cache
 # Cluster API v1.10.10's generated CRDs (v1beta1 served and stored), fetched into the cache
 CAPI_CRDS = (artifacts.CAPI_CLUSTER_CRD, artifacts.CAPI_CLUSTERCLASS_CRD, artifacts.CAPI_MACHINEDEPLOYMENT_CRD)
-TKC_V1ALPHA3_VERSION = REPO / "components" / "cluster" / "crds" / "run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha3.yaml"
+# the project's v1alpha3 entry, appended to VMware's CRD
+TKC_V1ALPHA3_VERSION = REPO / "components/cluster/crds/run.tanzu.vmware.com_tanzukubernetesclusters.v1alpha3.yaml"
 
 
 def load_tkc_crd() -> dict:

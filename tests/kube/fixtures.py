@@ -33,8 +33,15 @@ from typing import Iterator
 import pytest
 
 from tests.kube.apiserver import KubeAPIServer, start_kube_apiserver
-from tests.kube.binaries import (BIN_DIR, BUILD_LOG, BUILD_SCRIPT, REPO, KubeBuildError, binaries_present,
-                                 ensure_binaries)
+from tests.kube.binaries import (
+    BIN_DIR,
+    BUILD_LOG,
+    BUILD_SCRIPT,
+    REPO,
+    KubeBuildError,
+    binaries_present,
+    ensure_binaries,
+)
 from tests.kube.crds import CAPI_CRDS, install_crd, load_crd, load_tkc_crd
 from tests.kube.rest import apply_manifest
 

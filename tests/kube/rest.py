@@ -110,10 +110,12 @@ class ResourceInfo:
         return p
 
 
-_discovery: "weakref.WeakKeyDictionary[kubernetes.client.ApiClient, dict[str, list[dict]]]" = weakref.WeakKeyDictionary()
+# API discovery's answers per client: api version -> its resources
+_discovery: weakref.WeakKeyDictionary[kubernetes.client.ApiClient, dict[str, list[dict]]] = weakref.WeakKeyDictionary()
 
 
-def resource_info(api: kubernetes.client.ApiClient, api_version: str, kind: str, *, wait_s: float = 5.0) -> ResourceInfo:
+def resource_info(api: kubernetes.client.ApiClient, api_version: str, kind: str, *,
+                  wait_s: float = 5.0) -> ResourceInfo:
     """Find the REST resource serving ``kind`` in ``api_version`` by API discovery.
 
     Answers are cached per client; a miss re-reads discovery for up to ``wait_s``
