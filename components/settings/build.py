@@ -125,7 +125,30 @@ def load(source: Source) -> Settings:
     problems.extend(Problem(old, f"is renamed {new}: set {new} instead") for old, new in RENAMED.items()
                     if source.get(old) is not None)
 
-    vsphere = VSphereSite(
+    # read in the order the problems are reported: a part that needs another is read after it
+    parts: dict[str, Any] = {"vsphere": _vsphere(r, source), "supervisor": _supervisor(r), "vm_classes": _vm_classes(r),
+                             "storage_policies": _storage_policies(r), "namespace": _namespace(r),
+                             "content_library": _content_library(r)}
+    parts["file_share"] = _file_share(r, parts["supervisor"])
+    parts["cluster"] = _cluster(r)
+    parts.update(gpu_operator=_gpu_operator(r), storage=_storage(r), data=_data(r), dask=_dask(r, parts["cluster"]))
+    site_chart_pins = read_chart_pins(r)
+    parts["team"] = read_team(r)
+
+    if problems:  # cross-field checks need sound parts
+        raise SettingsError(problems, r.project)
+    settings = with_chart_pins(Settings(project=r.project, **parts), site_chart_pins)
+    problems.extend(checks.cross_checks(settings))
+    problems.extend(chart_checks(settings, site_chart_pins, already=problems))
+    problems.extend(team_checks(settings))
+    if problems:
+        raise SettingsError(problems, r.project)
+    return settings
+
+
+def _vsphere(r: _Reader, source: Source) -> VSphereSite:
+    """The vCenter site: its address and credentials are the vsphere provider's keys."""
+    return VSphereSite(
         version=r.one_of("vsphereVersion", 7, 8, 9),
         server=source.provider("vsphere", "vsphereServer") or "",
         user=source.provider("vsphere", "user") or "",
@@ -137,7 +160,11 @@ def load(source: Source) -> Settings:
         ca_pem=r.check("vcenterCaPem", _pem_certificate) or "",
         privilege_check=r("vcenterPrivilegeCheck"),
     )
-    supervisor = SupervisorSpec(
+
+
+def _supervisor(r: _Reader) -> SupervisorSpec:
+    """The Supervisor: an existing one, or one this program enables (vSphere 7)."""
+    return SupervisorSpec(
         mode=r.one_of("supervisorMode", "existing", "create"),
         id=r("supervisorId") or "",
         server=r("supervisorServer") or "",
@@ -146,24 +173,39 @@ def load(source: Source) -> Settings:
         ca_pem=r.check("supervisorCaPem", _pem_certificate) or "",
         set_tkr_library=r("supervisorSetTkrLibrary"),
     )
-    vm_classes = _vm_classes(r)
-    storage_policies = tuple(
+
+
+def _storage_policies(r: _Reader) -> tuple[StoragePolicy, ...]:
+    """The vSAN storage policies the program creates."""
+    return tuple(
         StoragePolicy(name=rec.pop("name"), rules={k: v for k, v in rec.items() if v is not None})
         for rec in r.records("storagePolicies", {"name": F(values.rfc1123_label), **VSAN_RULE_FIELDS})
     )
-    namespace = NamespaceSpec(
+
+
+def _namespace(r: _Reader) -> NamespaceSpec:
+    """The vSphere Namespace: its name, access and storage limits."""
+    return NamespaceSpec(
         name=r.check("namespaceName", values.rfc1123_label),
         access=_access(r),
         storage_limits=_storage_limits(r),
     )
-    content_library = ContentLibrarySpec(
+
+
+def _content_library(r: _Reader) -> ContentLibrarySpec:
+    """The content library of the Kubernetes releases."""
+    return ContentLibrarySpec(
         name=r("contentLibraryName"),
         url=r.check("contentLibraryUrl", _url),
         datastore=r("contentLibraryDatastore"),
         on_demand=r("contentLibraryOnDemand"),
         existing=r("contentLibraryExisting"),
     )
-    file_share = FileShareSpec(
+
+
+def _file_share(r: _Reader, supervisor: SupervisorSpec) -> FileShareSpec:
+    """The RWX file share; its clients default to what the Supervisor's networks need."""
+    return FileShareSpec(
         mode=r.one_of("fileShareMode", "vsan", "existing"),
         name=r.check("fileShareName", values.vsan_share_name),
         size_gib=r.at_least("fileShareSizeGib", 1),
@@ -177,8 +219,11 @@ def load(source: Source) -> Settings:
         domain=r("fileShareDomain") or "",
         nfs_address=r.one_of("fileShareNfsAddress", "fqdn", "ip"),
     )
-    cluster = _cluster(r)
-    gpu_operator = GpuOperatorSpec(
+
+
+def _gpu_operator(r: _Reader) -> GpuOperatorSpec:
+    """The GPU operator's chart and the vGPU guest driver it installs."""
+    return GpuOperatorSpec(
         chart_repo=r.check("gpuOperatorChartRepo", _url),
         chart=r("gpuOperatorChart"),
         version=r.check("gpuOperatorVersion", _chart_version),
@@ -191,7 +236,11 @@ def load(source: Source) -> Settings:
         ngc_api_key=r("ngcApiKey"),
         license_token=r("vgpuLicenseToken"),
     )
-    storage = StorageSpec(
+
+
+def _storage(r: _Reader) -> StorageSpec:
+    """The RWX provisioner and the Dask namespace's claims."""
+    return StorageSpec(
         provisioner=r.one_of("rwxProvisioner", "nfs-subdir", "vsphere-csi"),
         storage_class=r.check("rwxStorageClass", values.rfc1123_label),
         nfs_chart_version=r.check("nfsProvisionerChartVersion", _chart_version),
@@ -200,7 +249,11 @@ def load(source: Source) -> Settings:
         pip_cache_size=r.check("pipCachePvcSize", values.quantity),
         dataset_mount=r.check("datasetMountPath", _abs_path),
     )
-    data = DataSpec(
+
+
+def _data(r: _Reader) -> DataSpec:
+    """The data Job: what it downloads, from where, with which digests."""
+    return DataSpec(
         enabled=r("dataPrepEnabled"),
         image=r.check("dataJobImage", values.pinned_image),
         dogs_images_url=r.check("dogsImagesUrl", _url),
@@ -210,35 +263,6 @@ def load(source: Source) -> Settings:
         taxi_url_template=r.check("taxiUrlTemplate", _month_template),
         checksums=tuple(FileDigest(**rec) for rec in r.records("dataChecksums", downloads.DIGEST_FIELDS)),
     )
-    dask = _dask(r, cluster)
-    site_chart_pins = read_chart_pins(r)
-    team = read_team(r)
-
-    if problems:  # cross-field checks need sound parts
-        raise SettingsError(problems, r.project)
-    settings = Settings(
-        project=r.project,
-        vsphere=vsphere,
-        supervisor=supervisor,
-        vm_classes=vm_classes,
-        storage_policies=storage_policies,
-        content_library=content_library,
-        namespace=namespace,
-        file_share=file_share,
-        cluster=cluster,
-        gpu_operator=gpu_operator,
-        storage=storage,
-        data=data,
-        dask=dask,
-        team=team,
-    )
-    settings = with_chart_pins(settings, site_chart_pins)
-    problems.extend(checks.cross_checks(settings))
-    problems.extend(chart_checks(settings, site_chart_pins, already=problems))
-    problems.extend(team_checks(settings))
-    if problems:
-        raise SettingsError(problems, r.project)
-    return settings
 
 
 _NET_PERMISSION_FIELDS = {

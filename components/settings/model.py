@@ -101,8 +101,8 @@ class VSphereSite:
     datacenter: str
     compute_cluster: str
     esxi_hosts: tuple[str, ...]
-    ca_pem: str = ""  # CA of vCenter's certificate, for the program's own sessions (vcenterCaPem)
-    privilege_check: bool = True  # vcenterPrivilegeCheck: the account's privileges checked at preview
+    ca_pem: str  # CA of vCenter's certificate, for the program's own sessions (vcenterCaPem)
+    privilege_check: bool  # vcenterPrivilegeCheck: the account's privileges checked at preview
 
 
 @dataclass(frozen=True)
@@ -111,9 +111,9 @@ class SupervisorSpec:
     id: str
     server: str
     create_spec: Mapping[str, str]
-    kubeconfig: Any = field(default=None, repr=False)  # secret: supervisor admin kubeconfig
-    ca_pem: str = ""  # CA of the Supervisor's API certificate (instead of allowUnverifiedSsl)
-    set_tkr_library: bool = False  # existing mode: point the Supervisor at contentLibraryName
+    kubeconfig: Any = field(repr=False)  # secret: supervisor admin kubeconfig
+    ca_pem: str  # CA of the Supervisor's API certificate (instead of allowUnverifiedSsl)
+    set_tkr_library: bool  # existing mode: point the Supervisor at contentLibraryName
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class ContentLibrarySpec:
     url: str
     datastore: str
     on_demand: bool
-    existing: bool = False  # use the library called ``name`` as it is (no subscription made)
+    existing: bool  # use the library called ``name`` as it is (no subscription made)
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,8 @@ class FileShareSpec:
     clients: tuple[NetPermission, ...]
     nfs_server: str
     nfs_path: str
-    domain: str = ""  # vSAN file service domain; empty: the cluster's only one
-    nfs_address: str = "fqdn"  # fqdn (the access point's host) | ip (runtime.address)
+    domain: str  # vSAN file service domain; empty: the cluster's only one
+    nfs_address: str  # fqdn (the access point's host) | ip (runtime.address)
 
 
 TKC_V1ALPHA2 = "run.tanzu.vmware.com/v1alpha2"  # vSphere 7U3, the paper's: the only API vSphere 7 serves
@@ -166,11 +166,11 @@ class ClusterSpec:
     ready_timeout_minutes: int
     # cluster.x-k8s.io/v1beta1 only: the VMware ClusterClass, where it is published, and the
     # cluster-wide Pod Security enforce level ("": the class's own default)
-    cluster_class: str = "builtin-generic-v3.4.0"
-    class_namespace: str = "vmware-system-vks-public"
-    pod_security_default: str = ""
+    cluster_class: str
+    class_namespace: str
+    pod_security_default: str
     # cluster.x-k8s.io/v1beta1 only: how long `pulumi up` waits for the GPU pools' machines
-    gpu_pools_ready_timeout_minutes: int = 60
+    gpu_pools_ready_timeout_minutes: int
 
     def pools(self, role: str) -> tuple[NodePool, ...]:
         return tuple(p for p in self.node_pools if p.role == role)
@@ -231,14 +231,14 @@ class DataSpec:
     weights_url: str
     taxi_months: tuple[str, ...]  # expanded YYYY-MM
     taxi_url_template: str
-    checksums: tuple[FileDigest, ...] = ()  # the site's, over the committed workloads/checksums.json
+    checksums: tuple[FileDigest, ...]  # the site's, over the committed workloads/checksums.json
 
 
 @dataclass(frozen=True)
 class PodResources:
     cpu: str
     memory: str
-    service_type: str = "ClusterIP"
+    service_type: str
 
 
 @dataclass(frozen=True)
@@ -248,7 +248,7 @@ class WorkerSpec:
     memory: str
     gpus: int
     threads: int  # resolved: never 0
-    tcmalloc: bool = False
+    tcmalloc: bool
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ class DaskSpec:
     tls: bool
     lb_source_ranges: tuple[str, ...]
     allow_public_lb: bool
-    backend: str = "helm"  # helm | operator
+    backend: str  # helm | operator
     operator: OperatorSpec | None = None  # set when backend == "operator"
     # Where the pods' packages come from: "prepared" (the locked environment on the shared claim,
     # operator backend only: components/settings/prepared_env.py) or "image" (the image as it is)
