@@ -80,7 +80,9 @@ NODE_OS_TAGS = {(1, 20): NODE_OS_TAG, (1, 21): NODE_OS_TAG, (1, 32): VKR_NODE_OS
 
 def node_os_tag(kubernetes: tuple[int, ...]) -> str | None:
     """The ``<os><version>`` NFD reports on a GPU node of this Kubernetes release, where known."""
-    return NODE_OS_TAGS.get(tuple(kubernetes[:2]))
+    if len(kubernetes) < 2:
+        return None
+    return NODE_OS_TAGS.get((kubernetes[0], kubernetes[1]))
 _OS_SUFFIX = re.compile(r"-(ubuntu|rhel|rhcos|centos)\d+(\.\d+)?$")
 
 
@@ -164,8 +166,9 @@ NFS_IMAGE_REGISTRY = Fact("registry.k8s.io", "kubernetes.io blog 2023-02-06 'k8s
                                              " Frozen From the 3rd of April 2023'; chart 4.0.18 values.yaml image")
 # nfs-subdir-external-provisioner v4.0.2 implements Provision/Delete only (no resizer, no CSI):
 # a claim's resize is accepted by the API and then never happens.
-NFS_NO_EXPANSION = Fact("no volume expansion", "kubernetes-sigs/nfs-subdir-external-provisioner v4.0.2"
-                                               " cmd/nfs-subdir-external-provisioner/provisioner.go (Provision, Delete)")
+NFS_NO_EXPANSION = Fact("no volume expansion",
+                        "kubernetes-sigs/nfs-subdir-external-provisioner v4.0.2"
+                        " cmd/nfs-subdir-external-provisioner/provisioner.go (Provision, Delete)")
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,9 @@ The schemas use a small subset of OpenAPI: ``type``, ``properties``, ``required`
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
@@ -155,19 +156,20 @@ def check_variables(class_name: str, variables: list[Mapping[str, Any]], where: 
     known = generation(class_name).variables
     problems = []
     names = [v.get("name") for v in variables]
-    for name in required:
-        if name not in names:
-            problems.append(f"{where}: variable {name!r} is required by {class_name}")
+    for needed in required:
+        if needed not in names:
+            problems.append(f"{where}: variable {needed!r} is required by {class_name}")
     for variable in variables:
         name = variable.get("name")
-        if name not in known:
+        schema = known.get(name) if isinstance(name, str) else None
+        if schema is None:
             problems.append(f"{where}: {class_name} has no variable {name!r} (it has: {', '.join(sorted(known))})")
             continue
-        problems.extend(check_value(variable.get("value"), known[name], f"{where}.{name}"))
+        problems.extend(check_value(variable.get("value"), schema, f"{where}.{name}"))
     return problems
 
 
-_TYPES = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict}
+_TYPES: dict[str, type[Any]] = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict}
 
 
 def check_value(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:

@@ -121,6 +121,8 @@ class VkrRelease:
     @property
     def kubernetes(self) -> tuple[int, int]:
         match = re.match(r"v(\d+)\.(\d+)\.", self.name)
+        if match is None:
+            raise ValueError(f"VKr name {self.name!r} does not start with v<major>.<minor>.")
         return int(match.group(1)), int(match.group(2))
 
 
