@@ -53,7 +53,7 @@ class DaskRelease(DaskBackend):
         self._expose(name, args, (RELEASE, RELEASE))
         tls_secret = podspec.tls_secret_name(prefix) if d.tls else None
         self.tls = None
-        if d.tls:
+        if tls_secret:
             self.tls = DaskTls(f"{name}-tls", DaskTlsArgs(
                 namespace=args.namespace, secret_name=tls_secret,
                 scheduler_dns_names=namespace.apply(lambda ns: service_names(f"{prefix}-scheduler", ns)),

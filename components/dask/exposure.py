@@ -22,8 +22,9 @@ whose load balancer then sends only to the node that runs the pod.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from functools import partial
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -91,7 +92,7 @@ def guard_namespace(name: str, namespace: pulumi.Input[str], build: Callable[[st
     namespace = pulumi.Output.from_input(namespace)
     policies = []
     for index, policy in enumerate(build("-")):
-        built = namespace.apply(lambda ns, i=index: build(ns)[i])
+        built = namespace.apply(partial(_policy_at, build, index))
         suffix = policy["metadata"]["name"].removeprefix(f"{prefix}-")
         policies.append(k8s.networking.v1.NetworkPolicy(
             f"{name}-{suffix}", metadata=built.apply(lambda m: m["metadata"]), spec=built.apply(lambda m: m["spec"]),
@@ -106,3 +107,8 @@ def confine(name: str, namespace: pulumi.Input[str], build: Callable[[str], dict
     built = pulumi.Output.from_input(namespace).apply(build)
     return k8s.networking.v1.NetworkPolicy(name, metadata=built.apply(lambda m: m["metadata"]),
                                            spec=built.apply(lambda m: m["spec"]), opts=opts)
+
+
+def _policy_at(build: Callable[[str], list[dict]], index: int, namespace: str) -> dict:
+    """The ``index``th policy ``build`` makes for ``namespace``."""
+    return build(namespace)[index]

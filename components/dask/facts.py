@@ -2,4 +2,4 @@
 live: the settings' checks read them, and settings import nothing from the layers above."""
 from __future__ import annotations
 
-from components.settings.dask_facts import *  # noqa: F401,F403
+from components.settings.dask_facts import *  # noqa: F403

@@ -31,8 +31,9 @@ connections from the pod, so no pod is given the NFS server.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from components.dask.chart import JUPYTER_CONTAINER_PORT
@@ -64,13 +65,13 @@ class DaskPodSelectors:
     client: str = "jupyter"
 
     @classmethod
-    def for_helm(cls, release: str) -> "DaskPodSelectors":
+    def for_helm(cls, release: str) -> DaskPodSelectors:
         """The dask chart's pods (the labels of ``exposure.selector``, label style "helm")."""
         return cls(scheduler=_chart_labels(release, "scheduler"), worker=_chart_labels(release, "worker"),
                    jupyter=_chart_labels(release, "jupyter"))
 
     @classmethod
-    def for_operator(cls, cluster_name: str, jupyter_release: str | None) -> "DaskPodSelectors":
+    def for_operator(cls, cluster_name: str, jupyter_release: str | None) -> DaskPodSelectors:
         """The operator's scheduler and workers (every worker group of the cluster) and, when
         Jupyter is on, the Jupyter pod of the dask chart's release ``jupyter_release``."""
         return cls(scheduler={CLUSTER_LABEL: cluster_name, COMPONENT_LABEL: "scheduler"},
@@ -78,7 +79,7 @@ class DaskPodSelectors:
                    jupyter=_chart_labels(jupyter_release, "jupyter") if jupyter_release else None)
 
     @classmethod
-    def for_any_operator_cluster(cls) -> "DaskPodSelectors":
+    def for_any_operator_cluster(cls) -> DaskPodSelectors:
         """The pods of every DaskCluster in the namespace (a person's, components/dask/team.py),
         by the component label the controller gives them (dask-kubernetes 2026.3.0,
         operator/controller/controller.py: ``scheduler``, ``worker``, ``job-runner``): the
@@ -150,7 +151,7 @@ def source_blocks(network: NamespaceNetwork) -> list[dict[str, Any]]:
     for cidr in network.source_ranges:
         block: dict[str, Any] = {"cidr": cidr}
         range_ = ipaddress.ip_network(cidr, strict=False)
-        if range_ != pods and range_.version == pods.version and pods.subnet_of(range_):
+        if range_ != pods and range_.version == pods.version and pods.subnet_of(range_):  # type: ignore[arg-type]
             block["except"] = [str(pods)]
         blocks.append({"ipBlock": block})
     return blocks
@@ -168,7 +169,7 @@ def dns_rule(outside: Outside) -> dict[str, Any]:
 def outside_rule(outside: Outside, ports: Iterable[int]) -> dict[str, Any]:
     """To every address but the cluster's own ranges, on ``ports`` (TCP)."""
     excepted = sorted({str(n) for n in (_v4(c) for c in outside.excepted) if n is not None},
-                      key=lambda c: ipaddress.ip_network(c))
+                      key=ipaddress.ip_network)
     block: dict[str, Any] = {"cidr": EVERYWHERE}
     if excepted:
         block["except"] = excepted

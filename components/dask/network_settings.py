@@ -10,7 +10,8 @@ pods.
 from __future__ import annotations
 
 from components.dask.network_policy import EVERYWHERE, NAME_LABEL_SINCE, NamespaceNetwork, Outside, fetch_ports
-from components.settings.exposure import EXPOSED, cluster_ranges, data_urls as _data_urls, fetch_urls
+from components.settings.exposure import EXPOSED, cluster_ranges, fetch_urls
+from components.settings.exposure import data_urls as _data_urls
 from components.settings.model import DataSpec, Settings
 
 

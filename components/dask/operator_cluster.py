@@ -22,7 +22,7 @@ from components.dask.network_policy import DaskPodSelectors, dask_network_polici
 from components.dask.network_settings import namespace_network
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, jupyter_url, service_names
-from components.settings.model import POOL_ROLE_LABEL, Settings
+from components.settings.model import POOL_ROLE_LABEL, OperatorSpec, Settings
 from components.settings.operator import initial_workers
 from components.settings.placement import placement_pool
 
@@ -34,6 +34,13 @@ JUPYTER_RELEASE = "dask"  # the dask chart with only Jupyter enabled
 def selector(s: Settings, role: str) -> dict[str, str]:
     pool = placement_pool(s, role)
     return {POOL_ROLE_LABEL: pool.role} if pool else {}
+
+
+def _operator(s: Settings) -> OperatorSpec:
+    """The operator's settings, which only daskBackend=operator has."""
+    if s.dask.operator is None:
+        raise ValueError("DaskOperatorCluster needs daskBackend=operator settings")
+    return s.dask.operator
 
 
 def served_namespaces(s: Settings) -> list[str]:
@@ -58,9 +65,7 @@ class DaskOperatorCluster(DaskBackend):
     def __init__(self, name: str, args: DaskBackendArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, args, opts)
         s, d = args.settings, args.settings.dask
-        op = d.operator
-        if op is None:
-            raise ValueError("DaskOperatorCluster needs daskBackend=operator settings")
+        op = _operator(s)
         child = pulumi.ResourceOptions(parent=self)
         self.namespace = pulumi.Output.from_input(args.namespace)
 
@@ -145,7 +150,7 @@ class DaskOperatorCluster(DaskBackend):
         # Deployments only when it creates them. A changed replica count is a plain update.
         self.cluster = self._custom(f"{name}-cluster", "DaskCluster", built.apply(operator_spec.dask_cluster),
                                     after, replace_on_changes=["spec.scheduler", "spec.worker.spec"])
-        op = s.dask.operator
+        op = _operator(s)
         self.cpu_workers = self.autoscaler = None
         if op.cpu_workers:
             self.cpu_workers = self._custom(f"{name}-cpu-workers", "DaskWorkerGroup",
@@ -161,10 +166,10 @@ class DaskOperatorCluster(DaskBackend):
     def _guard(self, name: str, s: Settings) -> list[k8s.networking.v1.NetworkPolicy]:
         """The Dask namespace's NetworkPolicies (``network_policy.dask_network_policies``)."""
         selectors = DaskPodSelectors.for_operator(CLUSTER_NAME, JUPYTER_RELEASE if s.dask.jupyter.enabled else None)
-        network = namespace_network(s)
+        network, operator_namespace = namespace_network(s), _operator(s).namespace
         return guard_namespace(
             name, self.namespace, lambda ns: dask_network_policies(
-                ns, selectors, operator_namespace=s.dask.operator.namespace, network=network, name_prefix=CLUSTER_NAME),
+                ns, selectors, operator_namespace=operator_namespace, network=network, name_prefix=CLUSTER_NAME),
             CLUSTER_NAME, pulumi.ResourceOptions(parent=self))
 
     def _custom(self, name: str, kind: str, manifest: pulumi.Output, after: list, replace_on_changes=None):

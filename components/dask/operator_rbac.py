@@ -47,7 +47,8 @@ ROLE_NAME = "dask-kubernetes-operator"  # the program's Role and RoleBinding in 
 _READ = ["get", "list", "watch"]
 
 RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["kubernetes.dask.org"], "resources": ["daskclusters"], "verbs": [*_READ, "patch", "create", "delete"]},
+    {"apiGroups": ["kubernetes.dask.org"], "resources": ["daskclusters"],
+     "verbs": [*_READ, "patch", "create", "delete"]},
     {"apiGroups": ["kubernetes.dask.org"], "resources": ["daskworkergroups"], "verbs": [*_READ, "patch", "create"]},
     {"apiGroups": ["kubernetes.dask.org"], "resources": ["daskautoscalers", "daskjobs"], "verbs": [*_READ, "patch"]},
     {"apiGroups": ["kubernetes.dask.org"], "resources": ["daskjobs/status"], "verbs": ["patch"]},

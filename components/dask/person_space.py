@@ -14,8 +14,9 @@ their own, under their own identity, and nothing beyond it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -74,6 +75,8 @@ class PersonSpace(pulumi.ComponentResource):
         role = _declare(k8s.rbac.v1.Role, f"{name}-role", team_access.person_role(m.namespace), inside)
         _declare(k8s.rbac.v1.RoleBinding, f"{name}-binding", team_access.person_binding(m),
                  pulumi.ResourceOptions(parent=self, depends_on=[self.space, role]))
+        if s.dask.operator is None:
+            raise ValueError("a person's space needs daskBackend=operator (components/settings/team.py says so)")
         operator_namespace = s.dask.operator.namespace
         self.operator_rights = [
             _declare(k8s.rbac.v1.Role, f"{name}-operator-role", operator_rbac.operator_role(m.namespace), inside),
@@ -86,7 +89,8 @@ class PersonSpace(pulumi.ComponentResource):
         self.claims = [self._read_only(name, label, volume, inside) for label, volume in args.shared_volumes.items()]
         self.register_outputs({"namespace": self.namespace})
 
-    def _read_only(self, name: str, label: str, shared: SharedVolume, inside: pulumi.ResourceOptions) -> pulumi.Resource:
+    def _read_only(self, name: str, label: str, shared: SharedVolume,
+                   inside: pulumi.ResourceOptions) -> pulumi.Resource:
         """The person's read-only copy of one shared claim: its volume, then its claim."""
         namespace = self.namespace
         built = pulumi.Output.all(namespace, shared.claim, shared.spec).apply(
@@ -97,5 +101,6 @@ class PersonSpace(pulumi.ComponentResource):
         claim = pulumi.Output.all(namespace, shared.claim, built).apply(
             lambda a: team_volumes.read_only_claim(a[0], a[1], a[2]["spec"]["capacity"]["storage"]))
         return k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-{label}-claim", metadata=claim.apply(lambda c: c["metadata"]), spec=claim.apply(lambda c: c["spec"]),
+            f"{name}-{label}-claim", metadata=claim.apply(lambda c: c["metadata"]),
+            spec=claim.apply(lambda c: c["spec"]),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.space, volume]))

@@ -2,4 +2,4 @@
 live: the settings' checks read them, and settings import nothing from the layers above."""
 from __future__ import annotations
 
-from components.settings.prepared_env import *  # noqa: F401,F403
+from components.settings.prepared_env import *  # noqa: F403

@@ -92,7 +92,7 @@ def _current_cluster(doc: Mapping[str, Any]) -> tuple[str, dict]:
     name = context.get("cluster") or (next(iter(clusters)) if len(clusters) == 1 else None)
     if name not in clusters:
         raise RunnerKubeconfigError("the cluster's kubeconfig names no cluster for its current context")
-    return name, clusters[name]
+    return str(name), clusters[name]
 
 
 def runner_kubeconfig(cluster_kubeconfig: str, token_b64: str | None, namespace: str) -> str:

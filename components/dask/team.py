@@ -13,8 +13,9 @@ release waits for ``operator_rights``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -57,7 +58,8 @@ class Team(pulumi.ComponentResource):
         if s.dask.operator is None:
             raise ValueError("a team needs daskBackend=operator (components/settings/team.py refuses it at preview)")
         shared = {label: self._shared_volume(name, label, claim) for label, claim in args.shared_claims.items()}
-        self.spaces = [PersonSpace(f"{name}-{m.namespace}", PersonSpaceArgs(member=m, settings=s, shared_volumes=shared),
+        self.spaces = [PersonSpace(f"{name}-{m.namespace}",
+                                   PersonSpaceArgs(member=m, settings=s, shared_volumes=shared),
                                    pulumi.ResourceOptions(parent=self)) for m in s.team]
         self.operator_rights = [right for space in self.spaces for right in space.operator_rights]
         self.users = pulumi.Output.from_input(team_users(s))

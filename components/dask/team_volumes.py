@@ -23,7 +23,8 @@ nor mount the share otherwise: Pod Security ``restricted`` allows no ``nfs`` vol
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from components.dask.team_access import LABELS
 

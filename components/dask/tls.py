@@ -86,13 +86,15 @@ class DaskTls(pulumi.ComponentResource):
         if args.jupyter_dns_names is not None:
             names["jupyter"] = (args.jupyter_dns_names, args.jupyter_external_host)
         pairs = {role: self._issue(name, role, dns, host, child) for role, (dns, host) in names.items()}
+        keys: dict[str, pulumi.Output[str]] = {f"{role}.key": pulumi.Output.secret(key)
+                                               for role, (_, key) in pairs.items()}
         self.secret = k8s.core.v1.Secret(
             f"{name}-secret",
             metadata={"name": args.secret_name, "namespace": args.namespace},
             string_data={
                 "ca.crt": self._ca.cert_pem,
                 **{f"{role}.crt": cert for role, (cert, _) in pairs.items()},
-                **{f"{role}.key": pulumi.Output.secret(key) for role, (_, key) in pairs.items()},
+                **keys,
             },
             opts=child,
         )

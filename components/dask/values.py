@@ -13,15 +13,23 @@ Decisions the paper's scripts got wrong, made here once:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from components.artifacts.images import ImageRef
 from components.dask import chart, podspec
+
 # The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
 # the names stay importable from here.
-from components.dask.podspec import (GPU_RESOURCE, NO_BACKGROUND_JUPYTER,  # noqa: F401
-                                     SCRATCH_MOUNT, TLS_KEYS, worker_memory_limit, worker_tuning_env)
+from components.dask.podspec import (  # noqa: F401
+    GPU_RESOURCE,
+    NO_BACKGROUND_JUPYTER,
+    SCRATCH_MOUNT,
+    TLS_KEYS,
+    worker_memory_limit,
+    worker_tuning_env,
+)
 from components.dask.podspec import resources as _resources
 from components.dask.podspec import tls_env as _tls_env
 from components.settings.model import DaskSpec

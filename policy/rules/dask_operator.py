@@ -151,7 +151,7 @@ def _check_one_image(args: StackValidationArgs, report: ReportViolation) -> None
         listed = ", ".join(f"{key}={image}" for key, image in sorted(found.items()))
         report(f"the Dask operator's cluster, its worker groups and Jupyter run different images ({listed}); the "
                "client in Jupyter, the scheduler and every worker must run one Dask. Fix: one image everywhere "
-               "(stack setting daskImage).")
+               "(stack setting daskImage).", None)
 
 
 operator_one_image_everywhere = StackValidationPolicy(

@@ -15,6 +15,7 @@ the layout of workloads/contract.py (``tls_volume``, ``tls_env``), the stack's p
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 VALIDITY = dt.timedelta(days=30)  # a kept cluster outlives its run; the idle timeout ends most sooner
@@ -44,7 +45,7 @@ def issue(scheduler_names: list[str], now: dt.datetime | None = None) -> dict[st
 
 
 def _certificate(common_name: str, key, ca_key, ca_cert, now: dt.datetime, ca: bool = False,
-                 uses: tuple = (), names: list[str] = ()):
+                 uses: tuple = (), names: Sequence[str] = ()):
     """One certificate: the CA's own (self-signed, signs certificates only) or a role's."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
