@@ -86,7 +86,8 @@ class DatasetJob(pulumi.ComponentResource):
             pulumi.log.warn(warning, resource=self)
         # Its pod may resolve names and download from the settings' URLs, nothing else.
         egress = confine(f"{name}-egress", args.namespace, lambda ns: fetch_policy(
-            ns, f"{JOB_NAME}-egress", POD_LABELS, data_urls(args.data), args.outside), pulumi.ResourceOptions(parent=self))
+            ns, f"{JOB_NAME}-egress", POD_LABELS, data_urls(args.data), args.outside),
+            pulumi.ResourceOptions(parent=self))
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={"name": JOB_NAME, "namespace": args.namespace,

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.settings.addon_facts import NFS_CHART
 from components.addons.values import nfs_provisioner_values
 from components.artifacts.charts import verified_chart
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.settings.addon_facts import NFS_CHART
 from components.settings.model import StorageSpec
 
 PROVISIONER_NAMESPACE = "nfs-provisioner"

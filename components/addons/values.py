@@ -7,7 +7,7 @@ from components.settings.addon_facts import NFS_IMAGE_REGISTRY, gpu_operator_fac
 from components.settings.model import GpuOperatorSpec, StorageSpec
 
 LICENSING_NAME = "licensing-config"
-NGC_SECRET_NAME = "ngc-secret"
+NGC_SECRET_NAME = "ngc-secret"  # noqa: S105 (the Secret's name, not a password)
 NFS_PROVISIONER_IMAGE = (f"{NFS_IMAGE_REGISTRY.what}/sig-storage/nfs-subdir-external-provisioner", "v4.0.2")
 
 # Values keys the charts' templates read but their values.yaml does not declare (the render

@@ -6,14 +6,23 @@ fails at ``pulumi preview``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from components.settings.build import load
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import POOL_ROLE_LABEL, Settings
 
-__all__ = ["DictSource", "POOL_ROLE_LABEL", "Problem", "PulumiSource", "Settings", "SettingsError",
-           "load", "load_settings"]
+__all__ = [
+    "POOL_ROLE_LABEL",
+    "DictSource",
+    "Problem",
+    "PulumiSource",
+    "Settings",
+    "SettingsError",
+    "load",
+    "load_settings",
+]
 
 
 class PulumiSource:

@@ -6,7 +6,8 @@ secret)``: ``PulumiSource`` in a Pulumi program, a plain dict in unit tests.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import components.settings.addon_facts as addon_facts
 import components.settings.checks as checks
@@ -423,7 +424,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
             cpu=worker_cpu,
             memory=r.check("workerMemory", values.quantity),
             gpus=gpus,
-            threads=(threads or worker_cpu) if threads is not None else None,
+            threads=threads or worker_cpu,  # None only beside a recorded problem
             tcmalloc=r("workerTcmalloc"),
         ),
         jupyter=jupyter,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import components.settings.dask_chart as dask_chart
@@ -46,7 +47,8 @@ PIN_FIELDS = {
     "sha256": F(_sha256),
     "url": F(_https, required=False, default=""),
 }
-PIN_FORMAT = "repo=<repository URL>,chart=<name>,version=<version>,sha256=<the archive's sha256>[,url=<https URL of the .tgz>]"
+PIN_FORMAT = ("repo=<repository URL>,chart=<name>,version=<version>,sha256=<the archive's sha256>"
+              "[,url=<https URL of the .tgz>]")
 
 
 def read_chart_pins(r) -> tuple[Artifact, ...]:
@@ -92,7 +94,7 @@ def with_chart_pins(s: Settings, site: tuple[Artifact, ...]) -> Settings:
         storage=dataclasses.replace(s.storage, nfs_chart_pin=pin["nfs"]), dask=dask)
 
 
-def chart_checks(s: Settings, site: tuple[Artifact, ...] = (), already: list[Problem] = ()) -> list[Problem]:
+def chart_checks(s: Settings, site: tuple[Artifact, ...] = (), already: Sequence[Problem] = ()) -> list[Problem]:
     """A deployed release whose chart has no pin, named by the setting to change (unless
     another check ``already`` refuses that setting)."""
     pins = {"gpu_operator": s.gpu_operator.chart_pin, "nfs": s.storage.nfs_chart_pin, "dask": s.dask.chart_pin,
@@ -111,11 +113,13 @@ def _unpinned(use: ChartUse, site: tuple[Artifact, ...]) -> Problem:
         repos = sorted({repo_key(p.chart_repo or "") for p in elsewhere})
         return Problem(use.repo_key, (
             f"{ref.chart} {ref.version} is pinned only from {' and '.join(repos)}; {repo_key(ref.repo)} serves its own"
-            f" package of it, whose digest is not pinned. Set {use.repo_key} to {repos[0]}, or pin that package. {how}"))
+            f" package of it, whose digest is not pinned. Set {use.repo_key} to {repos[0]}, or pin that"
+            f" package. {how}"))
     versions = sorted(p.chart_version or "" for p in project_pins()
                       if p.chart == ref.chart and repo_key(p.chart_repo or "") == repo_key(ref.repo))
     return Problem(use.version_key, (
-        f"{ref.chart} {ref.version} from {repo_key(ref.repo)} has no pinned digest (pinned: {', '.join(versions) or 'none'})."
+        f"{ref.chart} {ref.version} from {repo_key(ref.repo)} has no pinned digest (pinned:"
+        f" {', '.join(versions) or 'none'})."
         f" Set {use.version_key} to a pinned version, or pin your archive. {how}"))
 
 

@@ -37,9 +37,9 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
-    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, placement_problems, _file_share, client_problems,
-                 _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda, _cni_applied, operator_checks, _class_variables,
-                 worker_environment_checks, download_checks):
+    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, placement_problems, _file_share,
+                 client_problems, _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda,
+                 _cni_applied, operator_checks, _class_variables, worker_environment_checks, download_checks):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
         problems.extend(co_placement_problems(s))
@@ -121,9 +121,10 @@ def _storage(s: Settings) -> list[Problem]:
             out.append(Problem(f"storagePolicies[{i}].name", f"{policy.name!r} is declared twice"))
         for message in rule_problems(dict(policy.rules)):
             out.append(Problem(f"storagePolicies[{i}]", f"{policy.name}: {message}"))
-    for policy in s.namespace.storage_limits:
-        if policy not in names:
-            out.append(Problem("namespaceStorageLimits", f"{policy!r} is not one of storagePolicies ({', '.join(names)})"))
+    for limited in s.namespace.storage_limits:
+        if limited not in names:
+            out.append(Problem("namespaceStorageLimits",
+                               f"{limited!r} is not one of storagePolicies ({', '.join(names)})"))
     return out
 
 
@@ -134,7 +135,8 @@ def _pools(s: Settings) -> list[Problem]:
     cp = s.cluster.control_plane
     if cp.vm_class not in known_classes:
         out.append(Problem("controlPlaneVmClass", f"{cp.vm_class!r} is not offered to the namespace"
-                                                  f" (vmClasses + predefinedVmClasses: {', '.join(sorted(known_classes))})"))
+                                                  " (vmClasses + predefinedVmClasses:"
+                                                  f" {', '.join(sorted(known_classes))})"))
     elif s.vm_class(cp.vm_class).has_gpu:
         out.append(Problem("controlPlaneVmClass", f"{cp.vm_class!r} has a vGPU; control-plane nodes don't use one"))
     if cp.storage_class not in policies:
@@ -216,12 +218,13 @@ def _gpu_operator_apis(s: Settings) -> list[Problem]:
     installs there (``addon_facts.py``: ``removed_apis``, with its source)."""
     op, cluster = s.gpu_operator, s.cluster
     known = addon_facts.gpu_operator_facts(op.version)
-    if not s.gpu_nodes or not addon_facts.uses_removed_apis(known, cluster.kubernetes_version):
+    if not s.gpu_nodes or known is None or not addon_facts.uses_removed_apis(known, cluster.kubernetes_version):
         return []
     major, minor, _ = cluster.kubernetes_version
     return [Problem("gpuOperatorVersion", f"GPU operator {op.version} uses {' and '.join(known.removed_apis)},"
                                           f" which Kubernetes {major}.{minor} (tkr {cluster.tkr}) no longer serves:"
-                                          f" set gpuOperatorVersion {schema.default('gpuOperatorVersion')}, or a tkr before"
+                                          f" set gpuOperatorVersion {schema.default('gpuOperatorVersion')}, or"
+                                          " a tkr before"
                                           f" 1.{addon_facts.APIS_REMOVED_IN[1]}")]
 
 
@@ -234,12 +237,13 @@ def _driver_runs_the_images_cuda(s: Settings) -> list[Problem]:
     rapids, cuda, what = pods_cuda(s)
     driver = addon_facts.driver_version_tuple(s.gpu_operator.driver_version)
     floor = support_matrix.rapids_driver_floor(rapids, cuda)
-    needed = floor or addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda)
+    needed = floor or (addon_facts.MIN_DRIVER_FOR_CUDA.get(cuda) if cuda is not None else None)
     if not s.gpu_nodes or driver is None or needed is None or driver >= needed:
         return []
     who = f"RAPIDS {rapids} on CUDA {cuda}" if floor else f"CUDA {cuda}"
     return [Problem("vgpuDriverVersion", f"{s.gpu_operator.driver_version} cannot run {what} ({who} needs a"
-                                         f" driver >= {addon_facts.driver_version_text(needed)}): use your hosts' vGPU release with a newer guest"
+                                         f" driver >= {addon_facts.driver_version_text(needed)}): use your"
+                                         " hosts' vGPU release with a newer guest"
                                          " driver, or CUDA libraries built for an older CUDA")]
 
 
@@ -289,7 +293,8 @@ def _network(s: Settings) -> list[Problem]:
 def _secrets(s: Settings) -> list[Problem]:
     out = []
     if s.vsphere.password is None:
-        out.append(Problem("vsphere:password", "is required (set it with `pulumi config set --secret vsphere:password`)"))
+        out.append(Problem("vsphere:password",
+                           "is required (set it with `pulumi config set --secret vsphere:password`)"))
     if s.gpu_nodes:
         for key, value in (("ngcApiKey", s.gpu_operator.ngc_api_key),
                            ("vgpuLicenseToken", s.gpu_operator.license_token)):

@@ -18,7 +18,7 @@ def cluster_variables(spec: ClusterSpec, structured: bool) -> list[dict[str, Any
     default_class = spec.control_plane.storage_class
     classes = sorted({default_class} | {p.storage_class for p in spec.node_pools})
     pss = _pod_security(spec.pod_security_default)
-    variables = [{"name": "vmClass", "value": spec.control_plane.vm_class},
+    variables: list[dict[str, Any]] = [{"name": "vmClass", "value": spec.control_plane.vm_class},
                  {"name": "storageClass", "value": default_class}]
     if structured:
         variables += [
@@ -46,7 +46,8 @@ def _pod_security(enforce: str) -> dict[str, str]:
 
 def pool_overrides(pool: NodePool, spec: ClusterSpec, structured: bool) -> list[dict[str, Any]]:
     """A node pool's variable overrides: its VM class, storage class, labels and volumes."""
-    overrides = [{"name": "vmClass", "value": pool.vm_class}, {"name": "storageClass", "value": pool.storage_class}]
+    overrides: list[dict[str, Any]] = [{"name": "vmClass", "value": pool.vm_class},
+                                       {"name": "storageClass", "value": pool.storage_class}]
     volumes = [{"name": v.name, "mountPath": v.mount_path, "storageClass": pool.storage_class,
                 "capacity": v.capacity if structured else {"storage": v.capacity}} for v in spec.volumes]
     if structured:

@@ -29,7 +29,7 @@ The schemas use a small subset of OpenAPI: ``type``, ``properties``, ``required`
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +149,7 @@ def generation(class_name: str) -> ClassGeneration:
     return FLAT if minor == 1 else STRUCTURED
 
 
-def check_variables(class_name: str, variables: list[Mapping[str, Any]], where: str,
+def check_variables(class_name: str, variables: Sequence[Mapping[str, Any]], where: str,
                     required: tuple[str, ...] = ()) -> list[str]:
     """Problems of ``variables`` (``[{name, value}]``) for class ``class_name``: an unknown
     name, a value of the wrong shape, a missing required one. ``where`` names the list."""

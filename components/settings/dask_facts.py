@@ -199,9 +199,9 @@ NANNY_ENVIRON: tuple[NannyEnvironFact, ...] = (
 
 def version_tuple(version: str) -> tuple[int, ...]:
     """``2021.09.1`` -> (2021, 9, 1); a pre-release suffix (``2024.1.0rc1``) is ignored."""
-    parts = [re.match(r"\d*", part).group(0) for part in version.split(".")[:3]]
+    parts = [re.sub(r"\D.*", "", part) for part in version.split(".")[:3]]  # each part's leading digits
     if not parts or not all(parts):
-        raise ValueError(f"must be a Dask version such as 2024.1.1")
+        raise ValueError("must be a Dask version such as 2024.1.1")
     return tuple(int(part) for part in parts)
 
 

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from workloads import prepare
-
 import components.settings.records as records
 from components.settings.errors import Problem
 from components.settings.model import DataSpec, Settings
+from workloads import prepare
 
 CHECKSUMS_FILE = "checksums.json"  # in the workloads package, beside prepare.py
 SOURCE_SETTING = {"dogs": "dogsImagesUrl", "labels": "dogsLabelsUrl", "weights": "modelWeightsUrl",
@@ -102,7 +101,7 @@ def _named(files: list[DataFile]) -> str:
     for setting in dict.fromkeys(f.setting for f in files):
         dests = [f.dest for f in files if f.setting == setting]
         if len(dests) > NAMED_PER_SETTING:
-            dests = dests[:NAMED_PER_SETTING - 1] + [f"... {dests[-1]} ({len(dests)} files)"]
+            dests = [*dests[:NAMED_PER_SETTING - 1], f"... {dests[-1]} ({len(dests)} files)"]
         out += [f"{dest} (dask-tkg:{setting})" for dest in dests]
     return ", ".join(out)
 

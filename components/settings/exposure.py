@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from components.settings.errors import Problem

@@ -25,6 +25,7 @@ VMware does not document. The data Job and the Dask pods run as non-root users i
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 
 from components.settings.errors import Problem
 from components.settings.model import FileShareSpec, NetPermission, Settings
@@ -40,7 +41,8 @@ REQUIRED = ("is required with fileShareMode=vsan: the settings do not say the wo
             " the share's root as root (docs/deploy.md, \"Who mounts the share\")")
 
 
-def derived_clients(create_spec: dict[str, str], supervisor_mode: str, provisioner: str) -> tuple[NetPermission, ...]:
+def derived_clients(create_spec: Mapping[str, str], supervisor_mode: str,
+                    provisioner: str) -> tuple[NetPermission, ...]:
     """The node network's entries where the settings say it (the Supervisor's egress CIDRs), else none."""
     if supervisor_mode != "create":
         return ()
@@ -68,7 +70,7 @@ def client_problems(s: Settings) -> list[Problem]:
         return []
     if not fs.clients:
         return [Problem("fileShareClients", REQUIRED)]
-    out = []
+    out: list[Problem] = []
     for i, client in enumerate(fs.clients):
         out.extend(Problem(f"fileShareClients[{i}]", message) for message in _entry_problems(client))
     return out

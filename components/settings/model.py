@@ -5,8 +5,9 @@ marked secret when read from Pulumi config) and never as plain fields of a repr.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from components.artifacts.store import Artifact
 

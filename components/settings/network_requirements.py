@@ -13,17 +13,18 @@ docs/deploy.md ("The network a stack needs") shows the dev stack's list, checked
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import urlsplit
 
 import yaml
 
 from components.artifacts.images import ImageRef
-from components.settings import DictSource, network_facts as facts
+from components.settings import DictSource
+from components.settings import network_facts as facts
 from components.settings.build import load
-from components.settings.exposure import fetch_urls, urls_in, workers_install
+from components.settings.exposure import fetch_urls, workers_install
 from components.settings.model import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +66,8 @@ def registry_hosts(image: str) -> tuple[tuple[str, int], ...]:
     """The hosts a pull of ``image`` reaches: its registry (a first path part with a dot, a
     colon or ``localhost``, as Docker's reference grammar reads it), else Docker Hub's."""
     first, slash, _ = ImageRef.parse(image).repository.partition("/")
-    if slash and ("." in first or ":" in first or first == "localhost") and first not in ("docker.io", "index.docker.io"):
+    names_a_registry = "." in first or ":" in first or first == "localhost"
+    if slash and names_a_registry and first not in ("docker.io", "index.docker.io"):
         host, _, port = first.partition(":")
         return ((host, int(port) if port else 443),)
     return tuple((host, 443) for host in facts.DOCKER_HUB)
@@ -123,7 +125,8 @@ def cluster_needs(s: Settings) -> Iterator[Endpoint]:
     yield from _images(s)
     yield from _downloads(s)
     if s.gpu_nodes:
-        yield Endpoint(facts.CLS_HOST, 443, "the vGPU licence from each GPU node (CLS; a DLS: its address, in the token)")
+        yield Endpoint(facts.CLS_HOST, 443,
+                       "the vGPU licence from each GPU node (CLS; a DLS: its address, in the token)")
         for host in facts.UBUNTU_ARCHIVES:
             yield Endpoint(host, 80, "the GPU operator's driver container: the node's kernel packages")
     share = s.file_share
@@ -147,7 +150,7 @@ def _chart_pins(s: Settings) -> Iterator[tuple[str, object]]:
 def pulumi_needs(s: Settings) -> Iterator[Endpoint]:
     yield Endpoint(s.vsphere.server, facts.VCENTER_PORT, "vsphere:vsphereServer (the provider, the program's sessions)")
     server = s.supervisor.server or "the Supervisor's control-plane address"
-    for port, what in zip(facts.SUPERVISOR_PORTS, ("its login, /wcp/login", "its Kubernetes API")):
+    for port, what in zip(facts.SUPERVISOR_PORTS, ("its login, /wcp/login", "its Kubernetes API"), strict=True):
         yield Endpoint(server, port, f"supervisorServer ({what})", bool(s.supervisor.server))
     yield Endpoint(f"{s.cluster.name}'s control-plane address", facts.API_SERVER_PORT,
                    "the workload cluster's API (every add-on and Dask object)", False)
@@ -171,7 +174,7 @@ def vcenter_needs(s: Settings) -> Iterator[Endpoint]:
 
 # --- the stack file, and the command --------------------------------------------------------
 
-SECRET_PLACEHOLDER = "(a secret: not read)"
+SECRET_PLACEHOLDER = "(a secret: not read)"  # noqa: S105 (what the list shows in a secret's place)
 REQUIRED_SECRETS = ("ngcApiKey", "vgpuLicenseToken")
 
 
@@ -181,7 +184,7 @@ def stack_file_settings(path: Path) -> Settings:
     config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
     project = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("dask-tkg:")}
     provider = {k: v for k, v in config.items() if not k.startswith("dask-tkg:")}
-    secrets = {k: SECRET_PLACEHOLDER for k in (*REQUIRED_SECRETS, *(k for k, v in project.items() if _secure(v)))}
+    secrets = dict.fromkeys((*REQUIRED_SECRETS, *(k for k, v in project.items() if _secure(v))), SECRET_PLACEHOLDER)
     return load(DictSource({**project, **secrets}, {**provider, "vsphere:password": SECRET_PLACEHOLDER}))
 
 

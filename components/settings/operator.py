@@ -18,10 +18,9 @@ exist from distributed 2022.10.0 on (dask/distributed #6735). So: 2022.10.0.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
 
 import components.settings.values as values
-from components.settings.errors import Problem
+from components.settings.errors import Problem, SettingsReader
 from components.settings.model import OperatorSpec, Settings
 
 BACKENDS = ("helm", "operator")
@@ -36,13 +35,13 @@ def dask_version(text: str) -> tuple[int, ...]:
     parts = str(text).lstrip("v").split(".")
     try:
         numbers = [int(parts[0]), int(parts[1])]
-        patch = re.match(r"\d*", parts[2] if len(parts) > 2 else "0").group() or "0"
+        patch = re.sub(r"\D.*", "", parts[2] if len(parts) > 2 else "0") or "0"  # its leading digits
     except (ValueError, IndexError):
         raise ValueError("must be a Dask version such as 2024.1.1") from None
     return (*numbers, int(patch))
 
 
-def read_operator(r: Callable[..., Any], free_gpu_nodes: int) -> OperatorSpec | None:
+def read_operator(r: SettingsReader, free_gpu_nodes: int) -> OperatorSpec | None:
     """The operator's settings when ``daskBackend`` is ``operator`` (else None). ``r`` is the
     settings reader (``build._Reader``); ``free_gpu_nodes``: GPU nodes Jupyter does not take.
 
@@ -56,7 +55,7 @@ def read_operator(r: Callable[..., Any], free_gpu_nodes: int) -> OperatorSpec | 
         namespace=r.check("daskOperatorNamespace", values.rfc1123_label),
         autoscale=r("daskAutoscale"),
         min_workers=r.at_least("autoscaleMinWorkers", 0),
-        max_workers=(maximum or free_gpu_nodes) if maximum is not None else None,
+        max_workers=maximum or free_gpu_nodes,  # None only beside a recorded problem
         cpu_workers=r.at_least("cpuWorkers", 0),
         cpu_worker_cpu=r.at_least("cpuWorkerCpu", 1),
         cpu_worker_memory=r.check("cpuWorkerMemory", values.quantity),

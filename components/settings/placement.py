@@ -178,7 +178,8 @@ def placement_problems(s: Settings) -> list[Problem]:
         if vm is None:
             continue
         if values.cpu_millis(cpu) > vm.cpus * 1000:
-            out.append(Problem(cpu_key, f"{cpu} CPUs exceed VM class {vm.name!r} of pool {pool.name!r} ({vm.cpus} vCPU)"))
+            out.append(Problem(cpu_key,
+                               f"{cpu} CPUs exceed VM class {vm.name!r} of pool {pool.name!r} ({vm.cpus} vCPU)"))
         if values.quantity_bytes(memory) > vm.memory_mb * 2**20:
             out.append(Problem(memory_key, f"{memory} exceeds VM class {vm.name!r} of pool {pool.name!r}"
                                            f" ({vm.memory_mb} MiB)"))
@@ -203,7 +204,8 @@ def pod_demands(s: Settings) -> list[PodDemand]:
                               if d.jupyter.gpu else "jupyterCpu/jupyterMemory"))
     pods.append(PodDemand("dask-worker", "gpu", d.workers.replicas, d.workers.cpu * 1000,
                           values.quantity_bytes(d.workers.memory), d.workers.gpus,
-                          surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY), "gpuWorkers/workerCpu/workerMemory"))
+                          surge_pods(d.workers.replicas, dask_chart.WORKER_STRATEGY),
+                          "gpuWorkers/workerCpu/workerMemory"))
     return pods
 
 

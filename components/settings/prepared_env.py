@@ -48,7 +48,7 @@ def lock_path(flavour: str = FLAVOUR) -> Path:
     return ENV_DIR / f"worker-{flavour}.lock"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def lock_text(flavour: str = FLAVOUR) -> str:
     """The lock's text, read once per process (the settings checks and the program all ask)."""
     return lock_path(flavour).read_text(encoding="utf-8")

@@ -6,8 +6,9 @@ records a problem naming ``<setting>[<index>].<field>`` for anything wrong.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from components.settings.errors import Problem
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ class Declaration:
     item_type: str | None = None
 
 
-@lru_cache(maxsize=None)
+@cache
 def project() -> tuple[str, dict[str, Declaration]]:
     """Return the project name and its declared settings, keyed by setting name."""
     doc = yaml.safe_load(PROJECT_FILE.read_text())

@@ -91,9 +91,9 @@ def support_warnings(s: Settings, today: datetime.date | None = None) -> list[st
 def _driver_branch_warning(s: Settings, day: datetime.date) -> str | None:
     driver = s.gpu_operator.driver_version
     branch = support_matrix.vgpu_branch(driver)
-    if branch is None or branch.supported_on(day):
-        return None
     current = support_matrix.vgpu_branch(support_matrix.CURRENT_GUEST_DRIVER)
+    if branch is None or current is None or branch.supported_on(day):
+        return None
     return (f"vgpuDriverVersion {driver} is a vGPU {branch.vgpu} guest driver (R{branch.branch}), whose support"
             f" ended in {branch.supported_until} ({branch.source}). The hosts' vGPU manager decides the guest"
             f" driver: upgrade the hosts to a supported vGPU release, e.g. vGPU {current.vgpu} (R{current.branch},"

@@ -15,7 +15,8 @@ F = records.Field
 VSAN_RULE_FIELDS: dict[str, records.Field] = {
     "hostFailuresToTolerate": F(records.integer(0, 3), required=False),
     "replicaPreference": F(
-        records.choice(RAID1, RAID56, aliases={"RAID-1": RAID1, "RAID-5": RAID56, "RAID-6": RAID56, "RAID-5/6": RAID56}),
+        records.choice(RAID1, RAID56,
+                       aliases={"RAID-1": RAID1, "RAID-5": RAID56, "RAID-6": RAID56, "RAID-5/6": RAID56}),
         required=False,
     ),
     "stripeWidth": F(records.integer(1, 12), required=False),

@@ -7,13 +7,13 @@ always runs the image as it is, whatever ``workerEnvironment`` says.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 import components.settings.prepared_env as prepared_env
 import components.settings.support_matrix as support_matrix
 from components.settings.dask_facts import image_cuda_major, image_facts
-from components.settings.errors import Problem
+from components.settings.errors import Problem, SettingsReader
 from components.settings.model import Settings
 
 ENVIRONMENTS = ("prepared", "image")
@@ -26,7 +26,7 @@ def _index_url(value: str) -> str:
     return value.rstrip("/")
 
 
-def read_worker_environment(r: Callable[..., Any]) -> dict[str, Any]:
+def read_worker_environment(r: SettingsReader) -> dict[str, Any]:
     """The DaskSpec fields: ``environment`` (prepared only with daskBackend=operator) and
     ``package_index_url``. ``r`` is the settings reader (``build._Reader``)."""
     chosen = r.one_of("workerEnvironment", *ENVIRONMENTS)
@@ -46,19 +46,22 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
     if d.extra_pip_packages.strip():
         out.append(Problem("extraPipPackages", f"is set ({d.extra_pip_packages!r}) with workerEnvironment=prepared:"
                                                " the pods install nothing at start, every package comes from"
-                                               f" {prepared_env.lock_path().name} (components/dask/environment/worker.in)."
+                                               f" {prepared_env.lock_path().name}"
+                                               " (components/dask/environment/worker.in)."
                                                " Add the packages to worker.in and run scripts/lock_worker_env.py,"
                                                " or set workerEnvironment=image"))
     locked = prepared_env.pins(prepared_env.lock_text()).get("distributed")
     if locked and d.dask_version != locked:
         out.append(Problem("daskImageDaskVersion", f"{d.dask_version} is not the Dask of the prepared environment"
-                                                   f" ({locked}, {prepared_env.lock_path().name}) that the pods run with"
+                                                   f" ({locked}, {prepared_env.lock_path().name}) that the pods"
+                                                   " run with"
                                                    f" workerEnvironment=prepared: set daskImageDaskVersion {locked}"))
 
     facts = image_facts(d.image)
     if facts is not None and facts.python not in (None, prepared_env.PYTHON):
         out.append(Problem("daskImage", f"{d.image} runs Python {facts.python}; the prepared environment"
-                                        f" ({prepared_env.lock_path().name}) is for CPython {prepared_env.PYTHON}, whose"
+                                        f" ({prepared_env.lock_path().name}) is for CPython"
+                                        f" {prepared_env.PYTHON}, whose"
                                         f" interpreter the environment Job and the pods take from the image: use"
                                         f" a CPython {prepared_env.PYTHON} image such as python:3.11.15-slim-bookworm"))
     return out
@@ -72,4 +75,5 @@ def pods_cuda(s: Settings) -> tuple[str | None, int | None, str]:
         text = prepared_env.lock_text()
         return (prepared_env.rapids_release(text), prepared_env.CUDA_MAJOR,
                 f"the prepared environment of {prepared_env.lock_path().name}")
-    return support_matrix.image_rapids_release(s.dask.image), image_cuda_major(s.dask.image), f"daskImage {s.dask.image}"
+    image = s.dask.image
+    return support_matrix.image_rapids_release(image), image_cuda_major(image), f"daskImage {image}"

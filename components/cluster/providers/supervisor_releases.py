@@ -27,15 +27,15 @@ kubeconfig and reads the API with ``requests``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
 import requests
 
-from components.settings.cluster_classes import UNVERSIONED_CLASS
 from components.cluster.os_images import ANY, pool_os_needs
 from components.cluster.providers import kube_api
+from components.settings.cluster_classes import UNVERSIONED_CLASS
 from components.vsphere.providers.session import changed_keys, is_unknown
 
 CLUSTERCLASSES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/clusterclasses"
@@ -51,7 +51,7 @@ class SupervisorReadError(RuntimeError):
 
 # --- the Supervisor's API, from a kubeconfig (components.cluster.providers.kube_api) ------------
 
-def get(http: requests.Session, target: kube_api.ApiTarget, path: str) -> Optional[dict]:
+def get(http: requests.Session, target: kube_api.ApiTarget, path: str) -> dict | None:
     """One object or list (``None`` when the server answers 404)."""
     try:
         return kube_api.get_json(http, target, path, timeout=TIMEOUT_S)
@@ -63,7 +63,7 @@ def get(http: requests.Session, target: kube_api.ApiTarget, path: str) -> Option
 
 # --- what the Supervisor offers ---------------------------------------------------------------
 
-def condition(obj: Mapping[str, Any], kind: str) -> Optional[Mapping[str, Any]]:
+def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     """The status condition ``kind`` (Cluster API's Condition shape, which the TKR CRD uses)."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:
@@ -102,7 +102,7 @@ def class_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any]) -
                              f"{namespace} (GET {path}/{name} -> HTTP 404); {held}")]
 
 
-def _condition_text(obj: Mapping[str, Any], kind: str) -> Optional[str]:
+def _condition_text(obj: Mapping[str, Any], kind: str) -> str | None:
     cond = condition(obj, kind)
     if cond is None:
         return f"has no {kind} condition"
@@ -143,7 +143,8 @@ def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
     return ", ".join(one(name, image) for name, image in sorted(images.items())) or "no OS image"
 
 
-def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any], release: Mapping[str, Any]) -> list[tuple[str, str]]:
+def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any],
+                release: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Pools asking for an OS (GPU pools: Ubuntu) the release does not offer."""
     images = release_images(http, target, release)
     offered = {((image.get("spec") or {}).get("os") or {}).get("name") for image in images.values()}
@@ -196,7 +197,7 @@ class SupervisorReleasesProvider(dyn.ResourceProvider):
 def pools_input(spec) -> list[dict[str, str]]:
     """Each node pool's setting key, name, role and the OS it asks for (``ANY``: any)."""
     return [{"key": key, "name": name, "role": pool.role, "os": wants}
-            for pool, (key, name, wants) in zip(spec.node_pools, pool_os_needs(spec))]
+            for pool, (key, name, wants) in zip(spec.node_pools, pool_os_needs(spec), strict=True)]
 
 
 class SupervisorReleases(dyn.Resource, module="cluster", name="SupervisorReleases"):
@@ -206,7 +207,7 @@ class SupervisorReleases(dyn.Resource, module="cluster", name="SupervisorRelease
 
     tkr: pulumi.Output[str]
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None, *,
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *,
                  kubeconfig: pulumi.Input[str], access_key: str, spec) -> None:
         props = {"kubeconfig": kubeconfig, "access_key": access_key, "cluster_class": spec.cluster_class,
                  "class_namespace": spec.class_namespace, "tkr": spec.tkr, "pools": pools_input(spec)}
