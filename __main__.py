@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_vsphere as vsphere
 
+import components.settings.prepared_env as prepared_env
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.environment_job import EnvironmentJob, EnvironmentJobArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -14,7 +15,6 @@ from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.cluster.providers.supervisor_releases import SupervisorReleases
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
-from components.dask import prepared_env
 from components.dask.backend import OUTPUTS as DASK_OUTPUTS
 from components.dask.backend import DaskBackendArgs
 from components.dask.backends import BACKENDS

@@ -49,7 +49,7 @@ def compare(first: str | Path, second: str | Path) -> str:
                      _pct(change(ra.get("value"), rb.get("value"))), _spread(ra), _spread(rb),
                      _verdict(ra), _verdict(rb), f"{_side(ra)} -> {_side(rb)}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "-" * max(len(line) for line in lines))
     held = [sum(r.get("holds") is True for r in side.values()) for side in (a, b)]
     lines += ["", f"A: {first} ({held[0]} of {len(a)} goals hold)",

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 import operator
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 _OPS = {">=": operator.ge, "<=": operator.le}
 
@@ -46,7 +47,7 @@ class Goal:
         return f"{self.op} {self.threshold:g}"
 
     @classmethod
-    def parse(cls, text: str) -> "Goal":
+    def parse(cls, text: str) -> Goal:
         """``">= 0.85"`` -> Goal(">=", 0.85)."""
         op, _, number = text.strip().partition(" ")
         return cls(op, float(number))
@@ -152,7 +153,7 @@ class Figure:
 
 def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
     """``a_i / b_i`` for each repetition that has both sides and a non-zero ``b_i``."""
-    return [a / b for a, b in zip(numerators, denominators) if b]
+    return [a / b for a, b in zip(numerators, denominators, strict=False) if b]  # unpaired tails dropped
 
 
 def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float | None:
@@ -180,7 +181,7 @@ def render(figures: Sequence[Figure]) -> str:
         rows.append((fig.name, short(fig.value), spread, str(fig.goal), verdict(fig.holds),
                      (f"error: {fig.error}" if fig.error else parts + extra)))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths)) + "  " + row[5]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)) + "  " + row[5]
              for row in rows]
     lines.insert(1, "-" * max(len(line) for line in lines))
     missed = [f.name for f in figures if f.holds is False]

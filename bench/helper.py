@@ -12,11 +12,13 @@ the same time are timed from the first start to the last end.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import time
 import traceback
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from workloads.observe.environment import patched_environ
 
@@ -44,7 +46,7 @@ class Helper:
     """A child process started with ``env`` applied (spawned: a fresh interpreter, so an
     ``LD_PRELOAD`` in ``env`` takes effect)."""
 
-    def __init__(self, name: str, env: dict[str, str | None]):
+    def __init__(self, name: str, env: Mapping[str, str | None]):
         self.name = name
         self.env = dict(env)
         context = multiprocessing.get_context("spawn")
@@ -69,10 +71,8 @@ class Helper:
         return self.receive()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # BrokenPipeError among them: the helper is gone already
             self._connection.send(None)
-        except (OSError, BrokenPipeError):
-            pass
         self._process.join(timeout=10)
         if self._process.is_alive():
             self._process.kill()

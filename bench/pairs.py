@@ -15,7 +15,8 @@ the record shows, side by side, that a baseline ran in the environment it claims
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench.figures import short
 from bench.load import LoadMonitor

@@ -49,9 +49,9 @@ def groups() -> dict[str, ModuleType]:
     ``BENCH``, :mod:`workloads.runs.benchmarks`), in the registry's order. A package holds
     ``FIGURES`` (name -> :class:`FigureSpec`), ``MEASURE`` (the module whose
     ``measure(ctx, wanted, make)`` fills them, imported by :func:`measure` only when a figure
-    is measured), optionally ``VERSIONS`` (the packages its figures record) and ``COMMANDS`` (its own subcommands, as :data:`bench.cli.COMMANDS`); its sizes
-    are its section of each profile (``profiles.yaml``). A benchmark that does not import
-    here has no figures in this run."""
+    is measured), optionally ``VERSIONS`` (the packages its figures record) and ``COMMANDS``
+    (its own subcommands, as :data:`bench.cli.COMMANDS`); its sizes are its section of each
+    profile (``profiles.yaml``). A benchmark that does not import here has no figures in this run."""
     from workloads.runs import benchmarks
 
     found = {}

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     dest.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(command)
+    result = subprocess.run(command, check=False)  # its exit status is reported below
     if result.returncode != 0:
         print(f"bench.wheels: pip download failed (exit {result.returncode})", file=sys.stderr)
         return result.returncode

@@ -33,14 +33,16 @@ existing destination is complete. A destination with the expected size (``--chec
 HEAD's Content-Length) and sha256 (when known) is skipped. Transient errors are retried
 with exponential backoff; a file that fails ``--retries`` times is reported and the
 others are still fetched. The files fetched or kept without a sha256 to check them against
-are named at the end, and listed under ``unverified`` in ``.prepare-status.json``. Ctrl-C (SIGINT) or SIGTERM ends the run with one line on stderr
-naming what was left partial. Exit status: 0 all done or skipped, 1 something failed,
-2 bad usage, 130/143 interrupted by SIGINT/SIGTERM.
+are named at the end, and listed under ``unverified`` in ``.prepare-status.json``.
+Ctrl-C (SIGINT) or SIGTERM ends the run with one line on stderr naming what was left partial.
+Exit status: 0 all done or skipped, 1 something failed, 2 bad usage, 130/143 interrupted by
+SIGINT/SIGTERM.
 """
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import email.utils
 import hashlib
 import http.client
@@ -170,10 +172,8 @@ def _sha256_file(path: str, digest=None):
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 def _write_json(path: str, data: object) -> None:
@@ -198,13 +198,15 @@ def _read_json(path: str) -> Optional[dict]:
 def _open(url: str, opts: Options, method: str = "GET", offset: int = 0, if_range: Optional[str] = None):
     """urlopen with userinfo turned into a Basic header that is never sent on a redirect."""
     parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):  # urlopen would also read file: and ftp: URLs
+        raise ValueError("only http and https URLs are fetched, not %r" % redact(url))
     auth = None
     if parts.username is not None:
         user = urllib.parse.unquote(parts.username)
         password = urllib.parse.unquote(parts.password or "")
         auth = "Basic " + base64.b64encode((user + ":" + password).encode()).decode()
         url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-    request = urllib.request.Request(url, method=method, headers={
+    request = urllib.request.Request(url, method=method, headers={  # noqa: S310 (http and https only: checked above)
         "User-Agent": "dask-tkg-prepare/1", "Accept-Encoding": "identity"})
     if offset:
         request.add_header("Range", "bytes=%d-" % offset)
@@ -212,7 +214,7 @@ def _open(url: str, opts: Options, method: str = "GET", offset: int = 0, if_rang
             request.add_header("If-Range", if_range)
     if auth:
         request.add_unredirected_header("Authorization", auth)
-    return urllib.request.urlopen(request, timeout=opts.timeout)
+    return urllib.request.urlopen(request, timeout=opts.timeout)  # noqa: S310 (http and https only: checked above)
 
 
 def _int(value: Optional[str]) -> Optional[int]:
@@ -296,6 +298,8 @@ def if_range_value(validator: Optional[dict]) -> Optional[str]:
     if etag:
         return None if etag.startswith("W/") else etag
     modified, date = validator.get("last_modified"), validator.get("date")
+    if not modified or not date:
+        return None
     try:
         seconds = (email.utils.parsedate_to_datetime(date)
                    - email.utils.parsedate_to_datetime(modified)).total_seconds()
@@ -491,6 +495,8 @@ def safe_extract(archive: str, target: str) -> int:
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
             source = tar.extractfile(member)
+            if source is None:  # not a regular file: _member_path let it through, nothing to copy
+                continue
             with source, open(path, "wb") as out:
                 shutil.copyfileobj(source, out, CHUNK)
             count += 1
@@ -550,7 +556,8 @@ def extract_dogs(root: str, archive_outcome: Outcome) -> Outcome:
 # --- the command line -----------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=os.environ.get("DASK_TKG_CLI_PROG", "prepare"), description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=os.environ.get("DASK_TKG_CLI_PROG", "prepare"),
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--root", required=True, help="the dataset root, e.g. /ml-share")
     p.add_argument("--dogs-images", metavar="URL", help="Stanford Dogs images.tar")
     p.add_argument("--dogs-labels", metavar="URL", help="imagenet1000_clsidx_to_labels.txt")
@@ -608,6 +615,9 @@ def build_plan(args: argparse.Namespace, error) -> List[Item]:
                               "taxi/yellow_tripdata_%s%s" % (month, suffix)))
     if "files" in only:
         items.extend(_named_files(getattr(args, "file", None) or [], error))
+    for item in items:
+        if urllib.parse.urlsplit(item.url).scheme not in ("http", "https"):
+            error("%s -> %s: only http and https URLs are fetched, not %s" % (item.source, item.dest, redact(item.url)))
     return items
 
 
@@ -636,7 +646,7 @@ def load_checksums(path: Optional[str], error) -> Dict[str, Known]:
         error("--checksums: %s must hold a JSON object keyed by destination path" % path)
     known = {}
     for dest, entry in data.items():
-        size, sha = (entry.get("size"), entry.get("sha256")) if isinstance(entry, dict) else ("", "")
+        size, sha = (entry.get("size"), entry.get("sha256")) if isinstance(entry, dict) else (-1, "")
         if not (size is None or (isinstance(size, int) and size >= 0)) \
                 or not (sha is None or re.match(r"^[0-9a-fA-F]{64}$", str(sha))):
             error("--checksums: %s: %r is not {\"size\": int, \"sha256\": 64 hex digits}" % (dest, entry))

@@ -131,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     modules, unavailable = import_benchmarks()
     parser = build_parser(modules, unavailable)
     args = parser.parse_args(argv)
-    if own_run.option_problem(args):
-        parser.error(own_run.option_problem(args))
+    problem = own_run.option_problem(args)
+    if problem:
+        parser.error(problem)
     setup_logging(args.verbose)
     names = list(benchmarks.BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
     missing = [n for n in names if n not in modules]
@@ -169,7 +170,7 @@ def render_report(output: str) -> str:
         from workloads.report import render
 
         return f"report: {render(output)}"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         logger.debug("report failed", exc_info=True)
         return f"report: not rendered ({type(exc).__name__}: {exc}); try dask-tkg report {output}"
 

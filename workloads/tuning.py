@@ -60,7 +60,8 @@ WORKER_TTL_S = 60
 TCP_TIMEOUT_S = 30
 
 
-def failure_detection_config(worker_ttl_s: float = WORKER_TTL_S, tcp_timeout_s: float = TCP_TIMEOUT_S) -> dict[str, str]:
+def failure_detection_config(worker_ttl_s: float = WORKER_TTL_S,
+                             tcp_timeout_s: float = TCP_TIMEOUT_S) -> dict[str, str]:
     """Dask config keys (``distributed.*``) the scheduler, workers and client start with."""
     return {"distributed.scheduler.worker-ttl": f"{worker_ttl_s:g}s",
             "distributed.comm.timeouts.tcp": f"{tcp_timeout_s:g}s"}

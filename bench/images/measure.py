@@ -27,9 +27,10 @@ from __future__ import annotations
 import logging
 import statistics
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from bench import helper, pairs
 from bench.figures import Figure, Measurement
@@ -218,8 +219,8 @@ def ceiling_sides(stack: ExitStack, s: Setup, facts: dict[str, Any]) -> dict[str
 def _tuned_job(s: Setup) -> dict[str, Any]:
     """:func:`plain.tuned_loop`'s arguments but the files: a worker task's decode and batches."""
     base = s.base
-    return dict(images_dir=s.listing.images_dir, recipe=base.preprocess, batch_size=base.batch_size,
-                forward_batch=base.forward_batch, decode=base.decode, prefetch=base.prefetch)
+    return {"images_dir": s.listing.images_dir, "recipe": base.preprocess, "batch_size": base.batch_size,
+            "forward_batch": base.forward_batch, "decode": base.decode, "prefetch": base.prefetch}
 
 
 def _model_spec(base) -> dict[str, Any]:
@@ -245,7 +246,8 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
             continue
         fig = figures[name]
         fig.numerator = dask
-        fig.denominator = Measurement(fig.denominator.name, "img/s", samples[side],
+        label = fig.denominator.name if fig.denominator else f"{side}_images_per_second"
+        fig.denominator = Measurement(label, "img/s", samples[side],
                                       {"how": how.format(workers=s.plan.n_workers, threads=s.threads)})
         fig.notes = {**notes, "sides": {"dask": facts["dask"], side: facts[side]}}
     if NAMES[3] in figures:
@@ -253,7 +255,7 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
         two = "two" if "two" in samples else "dask"
         fig.numerator = Measurement("two_workers_images_per_second", "img/s", samples[two])
         fig.denominator = Measurement("one_worker_images_per_second", "img/s", samples["one"])
-        ceiling = [round(a / b, 3) for a, b in zip(samples["ceiling_two"], samples["ceiling_one"])]
+        ceiling = [round(a / b, 3) for a, b in zip(samples["ceiling_two"], samples["ceiling_one"], strict=True)]
         fig.notes = {**notes, "cluster": "2 workers x 1 thread vs 1 of those workers alone (one cluster)",
                      "sides": {"two": facts[two], "one": facts["one"], "ceiling": facts["ceiling"]},
                      "ceiling": {"how": CEILING_HOW, "ratios": ceiling, "median": statistics.median(ceiling),

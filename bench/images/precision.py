@@ -18,7 +18,6 @@ from bench import pairs
 from bench.figures import Check, Figure, Goal, Measurement
 from bench.images import probe, textured
 
-
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")  # x86 (AVX-512 BF16, AMX) and Arm (FEAT_BF16) /proc/cpuinfo flags
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -91,7 +92,7 @@ def fitted_weights(client, listing, recipe: str, name: str, seed: int, path: Pat
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     shares = [files[i::len(workers)] for i in range(len(workers))]
     futures = [client.submit(features, listing.images_dir, share, recipe, name, seed, workers=[w], pure=False)
-               for w, share in zip(workers, shares) if share]
+               for w, share in zip(workers, shares, strict=True) if share]
     kept, feats = [], []
     for names, values in client.gather(futures):
         kept += names

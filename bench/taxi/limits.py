@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 STEPS = ("read", "to_pandas", "label", "features")  # read: the reader's parse and typing (io.read_chunk)
 
@@ -51,7 +52,7 @@ def step_seconds(chunks: list, target: str, repeats: int) -> dict[str, float]:
         "to_pandas": best_of(repeats, lambda: [t.to_pandas(use_threads=False, split_blocks=True) for t in tables]),
         "label": best_of(repeats, lambda: [rules.label(frame, rules.RULES) for frame in frames]),
         "features": best_of(repeats, lambda: [features.make(f, target, keep=lab == rules.KEPT)
-                                              for f, lab in zip(frames, labels)]),
+                                              for f, lab in zip(frames, labels, strict=True)]),
     }
 
 

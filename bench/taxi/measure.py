@@ -201,9 +201,14 @@ def read_csv(paths, threads: int) -> dict[str, Any]:
     import pyarrow.csv as pacsv
 
     pa.set_cpu_count(threads)
-    rows, schema = 0, None
-    wrong = []
-    parse = pacsv.ParseOptions(invalid_row_handler=lambda row: wrong.append(1) or "skip")  # as the reader
+    rows, schema = 0, pa.schema([])
+    wrong: list[int] = []
+
+    def count_and_skip(row: Any) -> str:  # as the reader does
+        wrong.append(1)
+        return "skip"
+
+    parse = pacsv.ParseOptions(invalid_row_handler=count_and_skip)
     started = time.perf_counter()
     for path in paths:
         table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=True), parse_options=parse,
@@ -273,7 +278,7 @@ def floor_side(ctx, client, config, chunks: list, first_file: Path, facts: dict[
     small = dataclasses.replace(config, data_dir=str(data_dir), block_mib=FLOOR_BLOCK_MIB)
     run_small = load_cleanse_side(client, small, facts, "floor")
 
-    def run() -> float:
+    def run() -> float | dict[str, float]:
         rate = run_small()
         facts["floor"]["no_op_round_trip_s"] = no_op_round_trips(client)  # after the timed run
         return rate
@@ -425,7 +430,7 @@ def fill(figures: dict[str, Figure], samples: dict[str, list[float]], facts: dic
          frame_bytes: int, rows: dict[str, Any], threads: int) -> None:
     """Put the sides' samples and reports into the figures."""
     measured = Measured(samples, facts, notes, rows, frame_bytes, threads)
-    for name, sides in zip(NAMES, (_load_sides, _train_sides, _memory_sides, _scale_sides)):
+    for name, sides in zip(NAMES, (_load_sides, _train_sides, _memory_sides, _scale_sides), strict=True):
         if name in figures:
             fig = figures[name]
             fig.numerator, fig.denominator, fig.notes = sides(measured)
@@ -484,7 +489,7 @@ def load_limits(samples: dict[str, list[float]], rows: int, floor_rows: int) -> 
     Dask's fixed cost of the graph (the small run's seconds less its own work at the
     ceiling's rate) over the baseline: what the figure can reach on this machine."""
     ceiling, limit, fixed = [], [], []
-    for work_rate, floor_rate, baseline in zip(samples["ceiling"], samples["floor"], samples["read"]):
+    for work_rate, floor_rate, baseline in zip(samples["ceiling"], samples["floor"], samples["read"], strict=True):
         fixed.append(floor_rows / floor_rate - floor_rows / work_rate)
         ceiling.append(round(work_rate / baseline, 3))
         limit.append(round(rows / (rows / work_rate + fixed[-1]) / baseline, 3))

@@ -59,8 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workloads.cluster import local
-    from workloads.runs.results import PhaseTimer
     from workloads.cluster.session import ClusterSession
+    from workloads.runs.results import PhaseTimer
     from workloads.taxi import benchmark, training
 
     ctx, _, config = bench_taxi.prepared(args.profile)
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             single = one.call(bench_taxi.single_steps, params=params, num_boost_round=config.xgboost.num_boost_round)
             train = timer.phases["train"]
             parts = {"train_phase": train, **dict(client_times), **on_workers}
-            parts["rest_of_dxgb_train"] = train - parts["matrix"] - on_workers["worker_matrix"] - on_workers["worker_train"]
+            on_worker_total = on_workers["worker_matrix"] + on_workers["worker_train"]
+            parts["rest_of_dxgb_train"] = train - parts["matrix"] - on_worker_total
             parts.update(single, single_total=sum(single.values()))
             parts["ratio"] = train / parts["single_total"]
             print(json.dumps({"run": "warm-up" if number == 0 else number,

@@ -21,9 +21,9 @@ import pulumi_kubernetes as k8s
 
 from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
 from components.dask.exposure import confine
-from components.dask.facts import RUN_AS
 from components.dask.network_policy import Outside, fetch_policy
 from components.dask.network_settings import data_urls
+from components.settings.dask_facts import RUN_AS
 from components.settings.downloads import CHECKSUMS_FILE, digests, unverified_warnings
 from components.settings.model import DataSpec
 

@@ -1,6 +1,6 @@
 """The environment Job (``workerEnvironment=prepared``): installs the Dask pods' locked
 environment once per lock change onto the pip-cache claim, where scheduler, workers and
-Jupyter mount it read-only (components/dask/prepared_env.py says what and where).
+Jupyter mount it read-only (components/settings/prepared_env.py says what and where).
 
 Why the pip-cache claim and not a claim of its own: it is the stack's RWX claim for Python
 packages already (sized by ``pipCachePvcSize``, on every stack), the pods no longer mount pip's
@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+import components.settings.dask_facts as facts
+import components.settings.prepared_env as prepared_env
 from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
-from components.dask import facts, prepared_env
 from components.dask.exposure import confine
 from components.dask.network_policy import Outside, fetch_policy
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+import components.settings.dask_chart as chart
+import components.settings.dask_facts as facts
 from components.artifacts.charts import verified_chart
-from components.dask import chart, facts, podspec, post_render
+from components.dask import podspec, post_render
 from components.dask.backend import DaskBackend, DaskBackendArgs
 from components.dask.exposure import guard_namespace
 from components.dask.jupyter_password import JupyterPassword

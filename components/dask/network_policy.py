@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from components.dask.chart import JUPYTER_CONTAINER_PORT
 from components.dask.network_semantics import NAMESPACE_NAME_LABEL
 from components.dask.operator_spec import CLUSTER_LABEL, COMPONENT_LABEL, DASHBOARD_PORT, SCHEDULER_PORT
+from components.settings.dask_chart import JUPYTER_CONTAINER_PORT
 
 API_VERSION = "networking.k8s.io/v1"
 EVERYWHERE = "0.0.0.0/0"

@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import components.settings.prepared_env as prepared_env
 from components.cluster.pod_hardening import hardened_pod, pod_security_context
-from components.dask import operator_rbac, podspec, prepared_env
+from components.dask import operator_rbac, podspec
 from components.settings import dask_chart
 from components.settings.model import DaskSpec, OperatorSpec
 from workloads import contract

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import components.settings.dask_facts as facts
+import components.settings.prepared_env as prepared_env
 from components.cluster.pod_hardening import pod_security_context, run_as
-from components.dask import facts, prepared_env
 from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
 from workloads import contract, tuning

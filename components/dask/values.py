@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import components.settings.dask_chart as chart
 from components.artifacts.images import ImageRef
-from components.dask import chart, podspec
+from components.dask import podspec
 
 # The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
 # the names stay importable from here.

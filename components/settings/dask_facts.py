@@ -101,7 +101,7 @@ IMAGES: tuple[ImageFacts, ...] = (
         cuda_major=12,
     ),
     # The current platform's default with workerEnvironment=prepared: only the interpreter; every
-    # package comes from the prepared environment (components/dask/prepared_env.py), whose venv
+    # package comes from the prepared environment (components/settings/prepared_env.py), whose venv
     # is made by this image's python. RAPIDS' pip wheels carry their CUDA libraries (the lock's
     # nvidia-*-cu12) and need only the driver, which the GPU operator's container toolkit mounts.
     ImageFacts(
@@ -210,7 +210,8 @@ def nanny_environ_fact(dask_version: str) -> NannyEnvironFact:
     version = version_tuple(dask_version)
     held = [fact for fact in NANNY_ENVIRON if version >= fact.since]
     if not held:
-        raise ValueError(f"no fact recorded for Dask {dask_version}'s nanny environment (components/dask/facts.py)")
+        raise ValueError(f"no fact recorded for Dask {dask_version}'s nanny environment"
+                         " (components/settings/dask_facts.py)")
     return max(held, key=lambda fact: fact.since)
 
 

@@ -35,7 +35,7 @@ What runs, and how it differs from the defaults' deployment:
   the runner's 2.14.1, not the lock's 2.10.0, whose CUDA 12 wheels are ~4 GB on a shared
   disk; the workers load the model themselves, so their torch need not equal the client's;
 - the pods run as the program sets them to: the image runs as root, so RUN_AS (uid and gid
-  1000, components/dask/facts.py) with its own home on an emptyDir, HOME=/home/dask;
+  1000, components/settings/dask_facts.py) with its own home on an emptyDir, HOME=/home/dask;
 - PodSecurityPolicy: the dev stack targets Kubernetes 1.32 (no PSP), this node is 1.20 with
   PSP admission, so the namespace's service accounts are bound to the stand-in's policy
   (tests/cluster/kube.py: TKG's restricted one, plus the read-only host mounts and the
@@ -82,7 +82,7 @@ ENV_SCRIPT = REPO / "scripts" / "build_default_image_env.py"
 STACK = "dev"
 WORKERS = 2
 SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
-IMAGE_HOME = "/home/dask"  # components/dask/facts.py: RUN_AS_HOME (python:3.11 runs as root)
+IMAGE_HOME = "/home/dask"  # components/settings/dask_facts.py: RUN_AS_HOME (python:3.11 runs as root)
 RUNNER_TIMEOUT_S = 300
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from components.dask import prepared_env
+import components.settings.prepared_env as prepared_env
 from tests.kube.rest import api_request, apply_manifest
 from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary,
                                 install_tkg_pod_security, in_namespace, pods, wait_default_service_account,

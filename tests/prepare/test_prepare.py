@@ -250,6 +250,8 @@ def test_a_missing_file_fails_fast_without_retries(argv, server, tmp_path):
     (("--only", "dogs,cats"), "--only"),
     (("--retries", "0"), "--retries"),
     (("--taxi-url-template", "http://x/y_{month}.json"), "--taxi-url-template"),
+    # urlopen reads file: URLs too: the Job must not copy a file of its own pod into the share
+    (("--file", "notes/passwd=file:///etc/passwd"), "only http and https URLs are fetched"),
 ])
 def test_bad_usage_names_the_flag(argv, capsys, extra, message):
     with pytest.raises(SystemExit) as exit_:

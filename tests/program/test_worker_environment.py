@@ -25,7 +25,7 @@ from tests.program.graph import run_program
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "full")
-ENV_MOUNT = "/opt/dask-env"  # components/dask/prepared_env.py
+ENV_MOUNT = "/opt/dask-env"  # components/settings/prepared_env.py
 
 
 @pytest.fixture(scope="module", params=STACKS)
@@ -89,7 +89,7 @@ def test_the_dask_pods_wait_for_the_environment_job(graph):
 
 
 def test_the_job_installs_the_lock_with_hashes_from_the_index_in_the_dask_image(graph):
-    from components.dask import prepared_env
+    import components.settings.prepared_env as prepared_env
 
     job = graph.named("environment-job").manifest()
     pod = job["spec"]["template"]["spec"]
@@ -113,7 +113,7 @@ def test_the_job_installs_the_lock_with_hashes_from_the_index_in_the_dask_image(
 
 
 def test_the_default_image_is_a_pinned_cpython_311_with_recorded_facts(graph):
-    from components.dask import facts
+    import components.settings.dask_facts as facts
 
     image = graph.outputs["daskImage"]
     assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm@sha256:[0-9a-f]{64}", image), image  # by tag and digest
@@ -124,7 +124,7 @@ def test_the_default_image_is_a_pinned_cpython_311_with_recorded_facts(graph):
 
 
 def test_the_lock_has_a_hash_on_every_line_and_one_cuda_major():
-    from components.dask import prepared_env
+    import components.settings.prepared_env as prepared_env
 
     text = prepared_env.lock_text()
     blocks = prepared_env.requirement_blocks(text)
@@ -156,7 +156,7 @@ def installs_on_cpython_311_x86_64(filename: str) -> bool:
 
 
 def test_the_cpu_flavour_is_the_spec_without_the_gpu_packages():
-    from components.dask import prepared_env
+    import components.settings.prepared_env as prepared_env
 
     gpu = prepared_env.pins(prepared_env.lock_text())
     cpu_text = prepared_env.lock_text("cpu")

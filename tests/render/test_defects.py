@@ -1,5 +1,5 @@
 """The rendered releases, read against what the images and the operator really do
-(``components/dask/facts.py``, ``components/settings/addon_facts.py``: each fact with its version and
+(``components/settings/dask_facts.py``, ``components/settings/addon_facts.py``: each fact with its version and
 source). A version without a recorded fact fails here, naming the fact to re-check."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from components.settings import addon_facts
 from components.settings import support_matrix
-from components.dask import facts as dask_facts
-from components.dask import prepared_env
+import components.settings.dask_facts as dask_facts
+import components.settings.prepared_env as prepared_env
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.values import cpu_millis, quantity_bytes
 from tests.render.helm import Rendered
@@ -47,7 +47,7 @@ def env_of(container: dict) -> dict[str, str]:
 def image_facts_of(container: dict) -> dask_facts.ImageFacts:
     facts = dask_facts.image_facts(container["image"])
     assert facts is not None, (f"no facts recorded for {container['image']}: read its Dockerfile and entrypoint"
-                               " and add them to components/dask/facts.py IMAGES")
+                               " and add them to components/settings/dask_facts.py IMAGES")
     return facts
 
 
@@ -296,7 +296,7 @@ def test_the_chart_scripts_are_flagged_for_a_dask_without_them():
     warns for such an image, and not for the paper's 2021.09.1."""
     import tarfile
 
-    from components.dask import facts
+    import components.settings.dask_facts as facts
     from tests.artifacts import DASK_CHART, artifact_path
 
     with tarfile.open(artifact_path(DASK_CHART)) as chart:

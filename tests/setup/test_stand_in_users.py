@@ -1,10 +1,10 @@
 """The Dask image stand-in (scripts/build_images.py) holds the users the program runs the Dask
-pods as (components/dask/facts.py): a change of either side without the other fails here."""
+pods as (components/settings/dask_facts.py): a change of either side without the other fails here."""
 from __future__ import annotations
 
 import importlib.util
 
-from components.dask import facts
+import components.settings.dask_facts as facts
 from tests.setup.programs import REPO
 
 

@@ -2,7 +2,7 @@
 as the runner (its preflight refuses workers of another Dask), and every module the
 benchmarks import, from the image or from what its entrypoint pip-installs at start
 (EXTRA_PIP_PACKAGES). The image's versions are the published ones, recorded with their source
-in ``components/dask/facts.py``; the runner's are ``requirements.txt``'s pins."""
+in ``components/settings/dask_facts.py``; the runner's are ``requirements.txt``'s pins."""
 from __future__ import annotations
 
 import re
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from components.dask import facts as dask_facts
-from components.dask import prepared_env
+import components.settings.dask_facts as dask_facts
+import components.settings.prepared_env as prepared_env
 from components.settings.support import runner_image_notice
 from tests.render.stacks import stack_settings
 from tests.requirements import pins
@@ -54,7 +54,7 @@ def pip_modules(extra_pip_packages: str) -> set[str]:
 def image_of(stack: str) -> tuple[dask_facts.ImageFacts, object]:
     settings = stack_settings(stack, {})
     facts = dask_facts.image_facts(settings.dask.image)
-    assert facts is not None, f"{stack}: no facts recorded for {settings.dask.image} (components/dask/facts.py)"
+    assert facts is not None, f"{stack}: no facts recorded for {settings.dask.image} (components/settings/dask_facts.py)"
     return facts, settings
 
 

@@ -171,7 +171,7 @@ def project_wheel(folder: Path) -> Path:
                                                             and n not in _WHEEL_SOURCES])
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                             "--quiet", "--wheel-dir", str(folder), str(source)],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, check=False)
     wheels = sorted(folder.glob("*.whl"))
     if built.returncode != 0 or not wheels:
         raise PreflightError("could not build this project's wheel to ship to the workers: "
@@ -187,9 +187,9 @@ def _installed_files() -> list[tuple[Path, str]] | None:
         dist = importlib.metadata.distribution(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return None
-    if Path(dist.locate_file("workloads")).resolve() != PACKAGE_DIR:
+    if Path(str(dist.locate_file("workloads"))).resolve() != PACKAGE_DIR:
         return None
-    files = [(Path(dist.locate_file(f)), str(f)) for f in dist.files or []
+    files = [(Path(str(dist.locate_file(f))), str(f)) for f in dist.files or []
              if f.parts[0] in ("workloads", "bench") and f.suffix != ".pyc"]
     # metadata left in a checkout by a build lists the files of that time, not of now
     return files if all(source.is_file() for source, _ in files) else None

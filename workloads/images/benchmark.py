@@ -71,7 +71,8 @@ class ImagesConfig:
     limit: int | None = None  # first N files of the sorted walk
     precision: str = "fp32"  # fp32 | bf16 | fp16 (CUDA)
     agreement_sample: int = 256  # bf16/fp16: images also classified in fp32 to report top-1 agreement
-    decode: str = "auto"  # pil | cpu (torchvision.io) | gpu (nvImageCodec/nvJPEG) | auto (gpu on CUDA workers, else cpu)
+    # pil | cpu (torchvision.io) | gpu (nvImageCodec/nvJPEG) | auto (gpu on CUDA workers, else cpu)
+    decode: str = "auto"
     prefetch: int | None = None  # batches decoded ahead of the model in a task; None: 2 with GPU decoding, else 0
     graph: str = "eager"  # eager | cudagraph | compile | compile-cudagraphs (model.GRAPHS)
     channels_last: bool = True
@@ -156,7 +157,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--agreement-sample", type=int, metavar="N",
                        help="with --precision bf16/fp16, also classify up to N of the images in fp32 and report"
                             " top1_agreement_with_fp32 (default 256; 0: off)")
-    group.add_argument("--torch-threads", type=int, metavar="N", help="torch threads per worker (default: its nthreads)")
+    group.add_argument("--torch-threads", type=int, metavar="N",
+                       help="torch threads per worker (default: its nthreads)")
     group.add_argument("--no-channels-last", action="store_true", help="keep NCHW memory format")
     group.add_argument("--no-fold-batchnorm", action="store_true",
                        help="run the model as built (default: each conv + batch norm merged into one conv,"
@@ -249,7 +251,7 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
             futures = client.map(classify_batch, batches, images_dir=listing.images_dir,
                                  recipe=config.preprocess, forward_batch=config.forward_batch,
                                  decode=config.decode, prefetch=config.prefetch, workers=restrict, pure=False)
-            sizes = {future.key: len(batch) for future, batch in zip(futures, batches)}
+            sizes = {future.key: len(batch) for future, batch in zip(futures, batches, strict=True)}
             outputs = [future.result() for future in
                        track(futures, NAME, total_units=len(listing.files), units_of=lambda f: sizes[f.key])]
         agreement = {}
@@ -295,7 +297,7 @@ def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch
 def _agreement(client, config: ImagesConfig, images_dir: str, outputs: list[dict],
                restrict: list[str] | None) -> dict[str, Any]:
     """Classify an evenly spaced sample of the scored images again in fp32 and compare top-1."""
-    top1 = {name: top[0] for out in outputs for name, top in zip(out["files"], out["top"])}
+    top1 = {name: top[0] for out in outputs for name, top in zip(out["files"], out["top"], strict=True)}
     names = sorted(top1)
     if not config.agreement_sample or not names:
         return {"top1_agreement_with_fp32": None, "agreement_images": 0}
@@ -303,7 +305,8 @@ def _agreement(client, config: ImagesConfig, images_dir: str, outputs: list[dict
     futures = client.map(classify_batch, dataset.make_batches(sample, config.batch_size), images_dir=images_dir,
                          recipe=config.preprocess, forward_batch=config.forward_batch, decode=config.decode,
                          precision="fp32", workers=restrict, pure=False)
-    reference = {name: top[0] for out in client.gather(futures) for name, top in zip(out["files"], out["top"])}
+    reference = {name: top[0] for out in client.gather(futures)
+                 for name, top in zip(out["files"], out["top"], strict=True)}
     same = sum(reference[name] == top1[name] for name in reference)
     return {"top1_agreement_with_fp32": round(same / len(reference), 6) if reference else None,
             "agreement_images": len(reference)}
@@ -333,7 +336,7 @@ def _release(client, futures: list) -> None:
 
 def _metrics(config: ImagesConfig, listing: dataset.Listing, batches: list, outputs: list[dict],
              infer_seconds: float) -> dict[str, Any]:
-    score = scoring.score(((name, top) for out in outputs for name, top in zip(out["files"], out["top"])),
+    score = scoring.score(((name, top) for out in outputs for name, top in zip(out["files"], out["top"], strict=True)),
                           listing.labels, listing.wnid_index)
     failed = sorted((name, reason) for out in outputs for name, reason in out["failed"])
     converted = sorted((name, kind) for out in outputs for name, kind in out["converted"])

@@ -21,9 +21,10 @@ import ast
 import logging
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workloads.core.errors import DatasetError
 from workloads.images import imagenet
@@ -84,14 +85,13 @@ def list_dataset(dataset_dir: str, limit: int | None = None) -> Listing:
     """Walk ``dataset_dir/Images`` and read the label files next to it (runs on a worker,
     which sees the shared volume). ``limit`` keeps the first N files of the sorted walk."""
     dogs = Path(dataset_dir)
-    files, ignored = walk_images(dogs / IMAGES_DIR)
-    if limit is not None:
-        files = files[:limit]
+    walked, ignored = walk_images(dogs / IMAGES_DIR)
+    files = walked if limit is None else walked[:limit]
     labels_path = dogs / LABELS_FILE
     if labels_path.is_file():
         labels, labels_source = read_labels_file(labels_path), f"file:{labels_path}"
     else:
-        labels, labels_source = imagenet.categories(), "torchvision"
+        labels, labels_source = list(imagenet.categories()), "torchvision"
     wnids_path = next((dogs / name for name in WNIDS_FILES if (dogs / name).is_file()), None)
     if wnids_path is not None:
         wnid_index, index_source = read_wnids_file(wnids_path), f"file:{wnids_path}"
@@ -109,11 +109,11 @@ def read_labels_file(path: str | os.PathLike) -> list[str]:
         mapping = ast.literal_eval(text.strip())
     except (SyntaxError, ValueError):
         mapping = {}
-        for number, line in enumerate(text.splitlines(), 1):
-            line = line.strip().lstrip("{").rstrip("}").rstrip(",").strip()
+        for number, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip().lstrip("{").rstrip("}").rstrip(",").strip()
             if not line:
                 continue
-            key, sep, value = line.partition(":")
+            key, _, value = line.partition(":")
             try:
                 mapping[int(key)] = ast.literal_eval(value.strip())
             except (SyntaxError, ValueError):

@@ -41,8 +41,8 @@ import io
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class BatchDecoder:
             except Exception as exc:  # the whole backend is unusable: the next one takes over
                 self._drop(name, exc)
                 continue
-            for key, image in zip(keys, outputs):
+            for key, image in zip(keys, outputs, strict=True):
                 if image is not None:
                     images[key] = image
                     used[key] = name
@@ -163,7 +163,8 @@ def _nvimgcodec_backend(kind: str) -> Backend:
 
     on_cpu = kind == "CPU_ONLY"
     device_id = nvimgcodec.NVIMGCODEC_DEVICE_CPU_ONLY if on_cpu else nvimgcodec.NVIMGCODEC_DEVICE_CURRENT
-    decoder = nvimgcodec.Decoder(device_id=device_id, backends=[nvimgcodec.Backend(getattr(nvimgcodec.BackendKind, kind))],
+    backend = nvimgcodec.Backend(getattr(nvimgcodec.BackendKind, kind))
+    decoder = nvimgcodec.Decoder(device_id=device_id, backends=[backend],
                                  options=NVIMGCODEC_OPTIONS)
     # what the CPU path does: no EXIF rotation (torchvision's decode_jpeg default, PIL's open)
     params = nvimgcodec.DecodeParams(apply_exif_orientation=False, color_spec=nvimgcodec.ColorSpec.SRGB)
@@ -176,7 +177,7 @@ def _nvimgcodec_backend(kind: str) -> Backend:
             return outputs
         cuda_stream = 0 if on_cpu else torch.cuda.current_stream().cuda_stream
         decoded = decoder.decode([streams[i] for i in usable], params=params, cuda_stream=cuda_stream)
-        for i, image in zip(usable, decoded):
+        for i, image in zip(usable, decoded, strict=True):
             if image is not None:  # HWC interleaved RGB -> a CHW view
                 outputs[i] = _as_tensor(torch, image).permute(2, 0, 1)
         return outputs
@@ -243,11 +244,11 @@ def detect(device: str = "cuda") -> Availability:
     try:
         import torch
     except ImportError as exc:
-        return Availability(reasons={name: f"torch does not import ({exc})" for name in BACKENDS[:-1]})
+        return Availability(reasons=dict.fromkeys(BACKENDS[:-1], f"torch does not import ({exc})"))
     cuda = device == "cuda" and torch.cuda.is_available()
     if not cuda:
         why = "the model runs on the CPU" if device != "cuda" else "torch.cuda.is_available() is False"
-        reasons.update({name: why for name in GPU_BACKENDS})
+        reasons.update(dict.fromkeys(GPU_BACKENDS, why))
     sample = probe_jpeg()
     torchvision_cuda = cuda and _probe(make_backend, "torchvision-cuda", sample, reasons)
     version, kinds = None, set()
@@ -278,7 +279,7 @@ def _probe(factory: Callable[[str], Backend], name: str, sample: bytes, reasons:
 
 _detected: dict[str, Availability] = {}
 _detect_lock = threading.Lock()
-_pools: dict[tuple[str, str | None], "DecoderPool"] = {}
+_pools: dict[tuple[str, str | None], DecoderPool] = {}
 
 
 def availability(device: str) -> Availability:

@@ -30,9 +30,10 @@ import logging
 import os
 import threading
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Any
 
 from workloads.images import dataset, decoders
 
@@ -69,7 +70,7 @@ class Loaded:
     failed: list[tuple[str, str]]
     converted: list[tuple[str, str]]
     backends: Counter = field(default_factory=Counter)
-    ready: object = None  # a CUDA event the batch is complete at (decoded on a side stream)
+    ready: Any = None  # a CUDA event the batch is complete at (decoded on a side stream)
     sources: list | None = field(default=None, repr=False)  # the decoded images, kept until the batch is done
 
     def as_tuple(self):
@@ -180,7 +181,7 @@ def _read_clean(path: str) -> bytes | None:
 
 
 def _reader_pool() -> ThreadPoolExecutor:
-    global _readers
+    global _readers  # noqa: PLW0603 (one pool per process, made on first use under the lock)
     with _readers_lock:
         if _readers is None:
             _readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="jpeg-read")
@@ -267,8 +268,8 @@ def resize_crop(image, resize: int, crop: int):
     else:
         size = (int(resize * height / width), resize)
     scaled = F.interpolate(batch.float(), size=size, mode="bilinear", antialias=True, align_corners=False)
-    top = int(round((size[0] - crop) / 2.0))
-    left = int(round((size[1] - crop) / 2.0))
+    top = round((size[0] - crop) / 2.0)
+    left = round((size[1] - crop) / 2.0)
     cropped = scaled[:, :, top:top + crop, left:left + crop]
     return cropped[0] if single else cropped
 

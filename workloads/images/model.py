@@ -20,8 +20,8 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from workloads.observe.environment import usable_cores
 from workloads.images.graphs import GRAPHS, accelerate  # noqa: F401  (GRAPHS: the choices, for the config)
+from workloads.observe.environment import usable_cores
 
 logger = logging.getLogger(__name__)
 
@@ -144,12 +144,12 @@ class ModelPlugin(WorkerPlugin):
     def __init__(self, spec: ModelSpec, only: list[str] | None = None):
         self.spec = spec
         self.only = tuple(only) if only else None  # load on these workers alone (a restricted run)
-        self.model = None
-        self.device = None
-        self.threads = None
-        self.setup_seconds = None
+        self.model: Any = None  # the torch module, once load_model ran
+        self.device: str = "cpu"  # resolved by load_model
+        self.threads: int | None = None
+        self.setup_seconds: float | None = None
         self.batchnorm_folded = False
-        self._lock = None
+        self._lock: threading.Lock | None = None
 
     async def setup(self, worker) -> None:
         if self.only is not None and worker.address not in self.only:
@@ -209,6 +209,8 @@ class ModelPlugin(WorkerPlugin):
             batch = batch.pin_memory()
         chunk = chunk or len(batch)
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision or self.spec.precision)
+        if self._lock is None:
+            raise RuntimeError("predict before load_model: the worker's model is not loaded")
         waited = time.perf_counter()
         with self._lock:
             started = time.perf_counter()

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 _END = object()
 
@@ -61,9 +62,10 @@ def pipeline(items: Iterable[Any], steps: Sequence[Callable[[Any], Any]], depth:
 
 def _inline(items: Iterable[Any], steps: Sequence[Callable[[Any], Any]]) -> Iterator[Any]:
     for item in items:
+        value = item
         for step in steps:
-            item = step(item)
-        yield item
+            value = step(value)
+        yield value
 
 
 def _feed(items: Iterator[Any], outbox: queue.Queue, stop: threading.Event) -> None:

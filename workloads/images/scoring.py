@@ -10,8 +10,8 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from workloads.images.dataset import breed_of, wnid_of
 

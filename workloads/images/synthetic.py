@@ -20,9 +20,10 @@ import io
 import json
 import logging
 import shutil
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,8 @@ def _what_the_run_counts(kinds: Iterable[str]) -> str:
     or skipped (``images_failed``)."""
     converted = [k for k in kinds if k in CONVERTED_KINDS]
     skipped = [k for k in kinds if k in FAILED_KINDS]
-    parts = [f"{len(converted)} the run converts and scores (images_converted): {', '.join(converted)}"] if converted else []
+    parts = ([f"{len(converted)} the run converts and scores (images_converted): {', '.join(converted)}"]
+             if converted else [])
     parts += [f"{len(skipped)} it skips and counts (images_failed): {', '.join(skipped)}"] if skipped else []
     return "".join(f"; {part}" for part in parts)
 

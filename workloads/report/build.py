@@ -29,7 +29,8 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
     compare : str or os.PathLike, optional
         Another results directory: adds the ratios this / other per matched configuration.
     output : str or os.PathLike, optional
-        Where ``report.html`` and ``figures/*.png`` go (default ``<results_dir>``: ``results/report.html`` beside ``results.jsonl``).
+        Where ``report.html`` and ``figures/*.png`` go (default ``<results_dir>``:
+        ``results/report.html`` beside ``results.jsonl``).
         PNGs already in ``<output>/figures`` are replaced.
     utilization_runs : int
         Draw the utilization of the latest this-many runs that have samples (0: all).

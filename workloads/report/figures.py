@@ -119,7 +119,7 @@ def _scaling_line(axes: Any, by_count: dict[int, list[float]], name: str, colour
     for x in xs:
         if len(by_count[x]) > 1:
             axes.scatter([x] * len(by_count[x]), by_count[x], color=colour, alpha=0.35, s=18)
-    for x, mean in zip(xs, means):
+    for x, mean in zip(xs, means, strict=True):
         axes.annotate(_fmt(mean), (x, mean), textcoords="offset points", xytext=(0, 7),
                       ha="center", fontsize=8, color=colour)
     if len(xs) > 1:
@@ -196,7 +196,7 @@ def quality(runs: list[Run], path: Path) -> Path | None:
     figure, axes_list = _figure(2.9 * len(panels) + 0.4, rows=len(panels))
     devices = sorted({r.device for _, members in panels for r in members})
     palette = {d: _colour(d, i) for i, d in enumerate(devices)}
-    for axes, (spec, members) in zip(axes_list, panels):
+    for axes, (spec, members) in zip(axes_list, panels, strict=True):
         xs = range(len(members))
         ticks = [f"#{r.number}\n{r.device} w{r.workers}" + (f"\n{r.variant}" if r.variant else "")
                  for r in members]
@@ -223,11 +223,11 @@ def _quality_panel(axes: Any, spec: Quality, members: list[Run], colours: list[s
               for v in values]
     xs = range(len(members))
     axes.bar(xs, scaled, color=colours)
-    for x, v, ok in zip(xs, scaled, measured):
+    for x, v, ok in zip(xs, scaled, measured, strict=True):
         axes.annotate(f"{_fmt_quality(v, spec)}{spec.unit}" if ok else "n/a", (x, v), xytext=(0, 3),
                       textcoords="offset points", ha="center", fontsize=8)
     reasons = sorted({str(r.metrics.get(f"{spec.metric}_note") or f"the run recorded no {spec.metric}")
-                      for r, ok in zip(members, measured) if not ok})
+                      for r, ok in zip(members, measured, strict=True) if not ok})
     if not any(measured):
         axes.text(0.5, 0.55, f"No {spec.metric} to show:\n" + "\n".join(reasons), transform=axes.transAxes,
                   ha="center", va="center", fontsize=10, wrap=True,
@@ -260,7 +260,7 @@ def utilization(run: Run, path: Path) -> Path | None:
     figure, axes_list = _figure(1.0 + 2.0 * len(panels), rows=len(panels), sharex=True)
     summary = run.utilization() or {}
     period = summary.get("busy_period")
-    for axes, (field, label, scale) in zip(axes_list, panels):
+    for axes, (field, label, scale) in zip(axes_list, panels, strict=True):
         for i, worker in enumerate(workers):
             rows = [s for s in samples if str(s["worker"]) == worker and isinstance(s.get(field), (int, float))]
             if rows:
@@ -318,9 +318,9 @@ def comparison(result: Comparison, path: Path) -> Path | None:
     axes_list = figure.subplots(len(grids), 1, squeeze=False,
                                 height_ratios=[1.3 + 0.45 * len(rows) for _, rows, _, _ in grids])[:, 0]
     scores = [math.log10(r.ratio) * (1 if r.higher_is_better else -1) for r in ratios]
-    limit = max(max(abs(v) for v in scores), math.log10(1.25))
+    limit = max(*(abs(v) for v in scores), math.log10(1.25))
     cmap = matplotlib.colormaps["RdYlGn"]
-    for axes, (benchmark, rows, columns, cells) in zip(axes_list, grids):
+    for axes, (benchmark, rows, columns, cells) in zip(axes_list, grids, strict=True):
         grid = [[math.nan] * len(columns) for _ in rows]
         for i, key in enumerate(rows):
             for j, measure in enumerate(columns):

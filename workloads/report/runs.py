@@ -69,7 +69,7 @@ class Run:
 
     @property
     def workers(self) -> int | None:
-        value = self.config.get("workers", (self.record.get("cluster") or {}).get("workers"))
+        value: Any = self.config.get("workers", (self.record.get("cluster") or {}).get("workers"))
         return int(value) if _is_number(value) else None
 
     @property
@@ -155,7 +155,8 @@ def load(results_dir: str | os.PathLike) -> ResultSet:
     if not path.is_file():
         raise NoResults(f"no {RESULTS_FILE} in {directory}: run `python -m workloads.run` first"
                         " (or name the results directory)")
-    notes, runs = [], []
+    notes: list[str] = []
+    runs: list[Run] = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -1,7 +1,7 @@
 """The table printed at the end of a run: one row per record written."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 COLUMNS = ("benchmark", "workers", "device", "status", "seconds", "headline")
@@ -26,7 +26,7 @@ def _metric(metrics: dict[str, Any], key: str) -> str:
     return f"n/a ({note})" if value is None and note else _format(value)
 
 
-def render(records: Iterable[dict[str, Any]], headlines: dict[str, Sequence[str]] | None = None) -> str:
+def render(records: Iterable[dict[str, Any]], headlines: Mapping[str, Sequence[str] | None] | None = None) -> str:
     """A plain-text table of ``records``."""
     rows = []
     for record in records:

@@ -185,15 +185,15 @@ def _load(client: Client, config: Config, backend: str,
         planned = client.submit(io.plan, config.data_dir, config.files, config.block_bytes,
                                 workers=place, pure=False)
         manifest = client.submit(_manifest, config.data_dir, workers=place, pure=False)
-        submitted += [planned, manifest]
+        submitted.extend([planned, manifest])
         plans: list[io.FilePlan] = planned.result()
         chunks = [chunk for plan in plans for chunk in plan.chunks]
         results = client.map(read_partition, chunks, backend=backend, workers=place, pure=False)
         reports = client.map(_dict_of, results, workers=place, pure=False)
-        submitted += results + reports
+        submitted.extend(results + reports)
         progress.wait_for(reports, "reading taxi files")
         reports_done = client.gather(reports)
-        raw = [result for result, report in zip(results, reports_done) if report["rows"]]
+        raw = [result for result, report in zip(results, reports_done, strict=True) if report["rows"]]
         del results, reports
         reading = _reading_metrics(plans, chunks, reports_done)
         synthetic = manifest.result()
@@ -314,7 +314,7 @@ def cleanse_partition(result: tuple[Any, dict[str, Any]], selected: tuple[rules.
 
 
 def _warm_up() -> None:
-    import pyarrow.csv  # noqa: F401
+    import pyarrow.csv
     import pyarrow.parquet  # noqa: F401
     import xgboost.dask  # noqa: F401
 

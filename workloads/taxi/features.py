@@ -57,7 +57,7 @@ def make(frame: Any, target: str, keep: Any = None) -> Any:
         "pickup_month": pickup.dt.month.astype("float32"),
         "duration_minutes": (elapsed / _MICROSECONDS_PER_MINUTE).astype("float32"),
     }
-    out = frame[list(COPIED) + [target]].astype("float32")
+    out = frame[[*COPIED, target]].astype("float32")
     for name in reversed(DERIVED):
         out.insert(0, name, columns[name])
     return out
@@ -77,7 +77,7 @@ def _make_arrays(frame: Any, target: str, keep: Any) -> Any:
         return values if rows is None else values.take(rows)
 
     pickup = column(s.PICKUP)
-    micros = pickup.view("int64")
+    micros: Any = pickup.view("int64")  # numpy, untyped here: the arithmetic below is element-wise
     minutes = micros // _MICROSECONDS_PER_MINUTE
     hours = minutes // 60
     hour = (hours % 24).astype("float32")
@@ -91,7 +91,7 @@ def _make_arrays(frame: Any, target: str, keep: Any) -> Any:
         "pickup_month": (pickup.astype("datetime64[M]").view("int64") % 12 + 1).astype("float32"),
         "duration_minutes": (elapsed / _MICROSECONDS_PER_MINUTE).astype("float32"),
     }
-    for name in list(COPIED) + [target]:
+    for name in (*COPIED, target):
         columns[name] = column(name).astype("float32", copy=False)
     index = frame.index if rows is None else frame.index.take(rows)
     return pd.DataFrame(columns, index=index, copy=False)  # the arrays are new: no second copy

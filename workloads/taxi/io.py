@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass, field
 from io import RawIOBase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -57,6 +58,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from workloads.core.errors import DatasetError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 from . import schema as s
 
 logger = logging.getLogger(__name__)
@@ -266,14 +271,14 @@ class _RangeStream(RawIOBase):
 
     def __init__(self, path: str | Path, begin: int, stop: int) -> None:
         super().__init__()
-        self._file = open(path, "rb", buffering=0)
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by this stream's close())
         self._file.seek(begin)
         self._left = stop - begin
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer) -> int:
         view = memoryview(buffer)[:self._left]
         count = self._file.readinto(view) if len(view) else 0
         self._left -= count
@@ -445,7 +450,7 @@ def _decoded(values: pa.ChunkedArray) -> pa.ChunkedArray:
                                  for chunk in values.chunks], type=pa.string())
 
 
-def _refuse_other_layouts(failed: "pd.Series", name: str) -> None:
+def _refuse_other_layouts(failed: pd.Series, name: str) -> None:
     """``TimestampFormatError`` (``_read_chunk_once`` adds the file) for the first value of
     column ``name`` that is not ISO 8601 but is a date in another layout (a date-like shape
     that a lenient parser reads); a value that no parser reads (``not a date``, day 32)

@@ -12,7 +12,6 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any as AnyType
-from typing import Union
 
 from . import schema as s
 
@@ -30,7 +29,7 @@ class Col:
 class Cmp:
     column: str
     op: str  # one of _OPS
-    value: Union[float, Col]
+    value: float | Col
 
 
 @dataclass(frozen=True)
@@ -42,15 +41,15 @@ class IsNA:
 
 @dataclass(frozen=True)
 class Any:
-    terms: tuple["Predicate", ...]
+    terms: tuple[Predicate, ...]
 
 
 @dataclass(frozen=True)
 class All:
-    terms: tuple["Predicate", ...]
+    terms: tuple[Predicate, ...]
 
 
-Predicate = Union[Cmp, IsNA, Any, All]
+Predicate = Cmp | IsNA | Any | All
 
 
 @dataclass(frozen=True)
@@ -153,8 +152,8 @@ def label_arrays(frame: AnyType, rules: tuple[Rule, ...]) -> AnyType:
             columns[name] = frame[name].to_numpy()
         return columns[name]
 
-    labels = np.zeros(len(frame), dtype=np.int8)
-    alive = np.ones(len(frame), dtype=bool)
+    labels: AnyType = np.zeros(len(frame), dtype=np.int8)
+    alive: AnyType = np.ones(len(frame), dtype=bool)
     for number, rule in enumerate(rules, start=1):
         hit = _evaluate(rule.drops, column, pd.isna)
         hit &= alive

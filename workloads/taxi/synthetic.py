@@ -23,6 +23,7 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,7 +92,7 @@ def expand(specs: list[str]) -> list[tuple[str, str]]:
 def columns_of(month: str, fmt: str) -> tuple[str, ...]:
     year = int(month[:4])
     columns = s.COLUMNS_2019 if year >= 2019 else s.COLUMNS_2017
-    return columns + (s.AIRPORT_FEE,) if fmt == "parquet" else columns
+    return (*columns, s.AIRPORT_FEE) if fmt == "parquet" else columns
 
 
 def generate(data_dir: str | os.PathLike, files: list[str], rows_per_file: int, *,
@@ -262,9 +263,9 @@ def _spoil(frame: pd.DataFrame, rng: np.random.Generator, fraction: float) -> No
     it is to be 0)."""
     n = len(frame)
     frame["_zero_total"] = False
-    count = int(round(fraction * n))
+    count = round(fraction * n)
     rows = rng.choice(n, size=count, replace=False)
-    kinds = np.arange(count) % len(INVALID_KINDS)
+    kinds: Any = np.arange(count) % len(INVALID_KINDS)
 
     def at(kind: str) -> np.ndarray:
         return rows[kinds == INVALID_KINDS.index(kind)]

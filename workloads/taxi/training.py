@@ -37,8 +37,9 @@ import logging
 import time
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from distributed import Client, Future, wait
 
@@ -160,7 +161,7 @@ def wait_placed(client: Client, placed: Placed) -> None:
     moved = [client.submit(_same, placed.parts[i], i, workers=[placed.rank_worker(i)], allow_other_workers=False,
                            pure=False) for i in stolen]
     _wait_unless_lost(client, moved, placed.workers)
-    for i, part in zip(stolen, moved):
+    for i, part in zip(stolen, moved, strict=True):
         placed.parts[i] = part
 
 
@@ -251,7 +252,7 @@ def train(client: Client, placed: Placed, params: dict[str, Any], target: str, n
             info["train_recovery_seconds"] += round(time.perf_counter() - waited, 3)
         finally:
             info["train_attempt_seconds"].append(round(time.perf_counter() - started, 3))
-            matrix = frame = None  # noqa: F841 (this attempt's futures go before the next is placed)
+            matrix = frame = None
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 

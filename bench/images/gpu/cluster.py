@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from workloads.runs.results import PhaseTimer
 
@@ -26,9 +27,9 @@ class GpuCluster:
 
         self.plan = local.plan(1, device, threads_per_worker=threads)
         self._stack = contextlib.ExitStack()
-        self.client = None
+        self.client: Any = None  # distributed.Client, made on __enter__
 
-    def __enter__(self) -> "GpuCluster":
+    def __enter__(self) -> GpuCluster:
         from distributed import Client
 
         from workloads.cluster import local

@@ -127,7 +127,7 @@ def self_check(device: str = "cuda") -> list[str]:
     try:
         import torch
     except Exception as exc:
-        return problems + [f"torch does not import ({exc}): use the machine's own CUDA build of torch"]
+        return [*problems, f"torch does not import ({exc}): use the machine's own CUDA build of torch"]
     if device == "cuda" and not torch.cuda.is_available():
         problems.append("torch.cuda.is_available() is False: no usable NVIDIA GPU, driver or CUDA build of torch")
     return problems

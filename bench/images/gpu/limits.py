@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Sequence
 
 logger = logging.getLogger("bench.gpu")
 
@@ -188,7 +188,7 @@ def pipeline_decode_rate(images_dir: str, tasks: Sequence[Sequence[str]], forwar
         outcomes = list(pool.map(one, tasks))
         seconds = time.perf_counter() - started
     images = sum(len(o.files) for o in outcomes)
-    counts = sum((o.backends for o in outcomes), Counter())
+    counts: Counter[str] = sum((o.backends for o in outcomes), Counter())
     return {"images_per_second": images / seconds, "images": images, "seconds": round(seconds, 3),
             "decoded_by": dict(counts), "failed": sum(len(o.failed) for o in outcomes)}
 

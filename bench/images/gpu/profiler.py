@@ -6,9 +6,9 @@ long the model thread waits for decoded batches; the full tables go to a text fi
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 
 def profile_pipeline(plugin, images_dir: str, tasks: Sequence[Sequence[str]], forward_batch: int, device: str,

@@ -52,7 +52,11 @@ def measure_all(args, run: Run) -> None:
     update_model_figures(model_figures, sweep)
     run.add(*model_figures.values())
     decode_section(args, run, listing)
-    order = sorted(args.precisions, key=lambda p: -(sweep.best(p).images_per_second if sweep.best(p) else 0))
+    def best_rate(precision: str) -> float:
+        best = sweep.best(precision)
+        return best.images_per_second if best else 0.0
+
+    order = sorted(args.precisions, key=lambda p: -best_rate(p))
     e2e_section(args, run, listing, dogs, sweep, preload, order[0])
     figure9_section(args, run, str(dogs))
     for precision in order[1:]:
@@ -61,7 +65,8 @@ def measure_all(args, run: Run) -> None:
     best = sweep.best(order[0])
     for graph in slow:
         if run.fits(COMPILE_S, f"torch.compile ({graph}) model-only rate"):
-            gpu_limits.model_sweep(args.model, args.device, preload, order[:1], [best.batch if best else args.batches[0]],
+            batch = best.batch if best else args.batches[0]
+            gpu_limits.model_sweep(args.model, args.device, preload, order[:1], [batch],
                                    [graph], args.cpu_threads, args.model_seconds, sweep, echo)
             update_model_figures(model_figures, sweep)
             run.save()
@@ -92,8 +97,8 @@ def update_model_figures(figures: dict[str, Figure], sweep: Sweep) -> None:
 
 def decode_section(args, run: Run, listing) -> None:
     """Decode-only rate per backend (preloaded bytes) and on every CPU core."""
-    from workloads.observe import environment
     from workloads.images import decoders
+    from workloads.observe import environment
 
     found = decoders.availability(args.device)
     files = list(listing.files[:args.decode_files])
@@ -149,10 +154,11 @@ def e2e_section(args, run: Run, listing, dogs: Path, sweep: Sweep, preload, prec
         return
     end = Measurement(f"end_to_end_{precision}_images_per_second", "img/s", samples["dask"],
                       {"how": "workloads.images.benchmark.run, infer phase, --decode gpu"})
-    limits = [min(m, d) for m, d in zip(samples["model"], samples["decode"])]
+    limits = [min(m, d) for m, d in zip(samples["model"], samples["decode"], strict=True)]
     limit = Measurement(f"limit_{precision}_images_per_second", "img/s", limits,
                         {"model_only": samples["model"], "decode_only_pipeline": samples["decode"],
-                         "bound_by": ["model" if m <= d else "decode" for m, d in zip(samples["model"], samples["decode"])]})
+                         "bound_by": ["model" if m <= d else "decode"
+                                      for m, d in zip(samples["model"], samples["decode"], strict=True)]})
     figures = [Figure(end_name, end_title, Goal(">=", E2E_GOAL), end, None, notes=notes),
                Figure(ratio_name, ratio_title, Goal(">=", LIMIT_GOAL), end, limit, notes=notes)]
     missed = any(f.holds is False for f in figures)
@@ -183,10 +189,12 @@ def measure_e2e(args, listing, dogs: Path, best: ModelRate, preload):
                     last = cluster.run(config)
                     samples["dask"].append(last["images_per_second"])
                 elif step == "model":
-                    samples["model"].append(gpu_limits.model_only_rate(plugin, batch, best.precision, args.model_seconds))
+                    rate = gpu_limits.model_only_rate(plugin, batch, best.precision, args.model_seconds)
+                    samples["model"].append(rate)
                 else:
-                    samples["decode"].append(gpu_limits.pipeline_decode_rate(
-                        listing.images_dir, tasks, best.batch, args.device, args.prefetch, args.threads)["images_per_second"])
+                    decoded = gpu_limits.pipeline_decode_rate(
+                        listing.images_dir, tasks, best.batch, args.device, args.prefetch, args.threads)
+                    samples["decode"].append(decoded["images_per_second"])
             echo(f"end to end {best.precision} repetition {repetition + 1}: {samples['dask'][-1]:,.0f} img/s; "
                  f"model-only {samples['model'][-1]:,.0f}, decode-only {samples['decode'][-1]:,.0f}; "
                  f"worker seconds {last['worker_seconds']}")
