@@ -24,7 +24,7 @@ from components.dask.exposure import confine
 from components.dask.network_policy import Outside, fetch_policy
 from components.dask.network_settings import data_urls
 from components.settings.dask_facts import RUN_AS
-from components.settings.downloads import CHECKSUMS_FILE, digests, unverified_warnings
+from components.settings.downloads import CHECKSUMS_FILE, digests, file_flags, unverified_warnings
 from components.settings.model import DataSpec
 
 JOB_NAME = "dataset-prepare"
@@ -56,6 +56,8 @@ def job_args(data: DataSpec, root: str) -> list[str]:
             "--weights", data.weights_url, "--checksums", f"{CODE_MOUNT}/{CHECKSUMS_FILE}"]
     if data.taxi_months:
         args += ["--taxi-url-template", data.taxi_url_template, "--taxi-months", ",".join(data.taxi_months)]
+    for entry in file_flags(data):  # another benchmark's files (dataFiles)
+        args += ["--file", entry]
     return args
 
 

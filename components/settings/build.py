@@ -32,6 +32,7 @@ from components.settings.model import (
     FileShareSpec,
     GpuOperatorSpec,
     JupyterSpec,
+    NamedFile,
     NamespaceSpec,
     NetPermission,
     NodePool,
@@ -263,6 +264,7 @@ def _data(r: _Reader) -> DataSpec:
         taxi_months=r.check("taxiMonths", values.expand_months) or (),
         taxi_url_template=r.check("taxiUrlTemplate", _month_template),
         checksums=tuple(FileDigest(**rec) for rec in r.records("dataChecksums", downloads.DIGEST_FIELDS)),
+        files=tuple(NamedFile(**rec) for rec in r.records("dataFiles", downloads.FILE_FIELDS)),
     )
 
 

@@ -33,7 +33,7 @@ from workloads import prepare
 
 CHECKSUMS_FILE = "checksums.json"  # in the workloads package, beside prepare.py
 SOURCE_SETTING = {"dogs": "dogsImagesUrl", "labels": "dogsLabelsUrl", "weights": "modelWeightsUrl",
-                  "taxi": "taxiUrlTemplate"}
+                  "taxi": "taxiUrlTemplate", "files": "dataFiles"}
 FLAG_SETTING = {"--weights": "modelWeightsUrl", "--taxi-url-template": "taxiUrlTemplate",
                 "--taxi-months": "taxiMonths"}
 RECORD = "file={file},size=<bytes>,sha256=<64 hex digits>"
@@ -68,6 +68,23 @@ DIGEST_FIELDS = {
 }
 
 
+def _http_url(text: str) -> str:
+    if not text.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL (the data Job fetches nothing else)")
+    return text
+
+
+FILE_FIELDS = {
+    "file": records.Field(_data_file),
+    "url": records.Field(_http_url),
+}
+
+
+def file_flags(data: DataSpec) -> list[str]:
+    """``dataFiles`` as the downloader's ``--file DEST=URL`` entries."""
+    return [f"{f.file}={f.url}" for f in data.files]
+
+
 @lru_cache(maxsize=1)
 def committed() -> dict[str, dict]:
     """The committed digests, keyed by destination (entries also carry ``url`` and ``source``)."""
@@ -82,7 +99,7 @@ def data_files(data: DataSpec) -> list[DataFile]:
 
     args = argparse.Namespace(only=None, dogs_images=data.dogs_images_url, dogs_labels=data.dogs_labels_url,
                               weights=data.weights_url, taxi_url_template=data.taxi_url_template,
-                              taxi_months=",".join(data.taxi_months))
+                              taxi_months=",".join(data.taxi_months), file=file_flags(data))
     return [DataFile(SOURCE_SETTING[item.source], item.url, item.dest) for item in prepare.build_plan(args, error)]
 
 

@@ -71,7 +71,8 @@ def data_urls(data: DataSpec) -> dict[str, str]:
     share a host)."""
     urls = {"dogsImagesUrl": data.dogs_images_url, "dogsLabelsUrl": data.dogs_labels_url,
             "modelWeightsUrl": data.weights_url}
-    return {**urls, **({"taxiUrlTemplate": data.taxi_url_template} if data.taxi_months else {})}
+    files = {f"dataFiles[{i}]": f.url for i, f in enumerate(data.files)}
+    return {**urls, **({"taxiUrlTemplate": data.taxi_url_template} if data.taxi_months else {}), **files}
 
 
 def fetch_urls(s: Settings) -> dict[str, list[str]]:

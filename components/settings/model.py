@@ -215,6 +215,15 @@ class StorageSpec:
 
 
 @dataclass(frozen=True)
+class NamedFile:
+    """A file the data Job fetches for a benchmark beyond the paper's two (``dataFiles``): the
+    benchmark's ``DATA.files`` say which (workloads/runs/benchmarks.py)."""
+
+    file: str  # where the Job stores it under the dataset root
+    url: str
+
+
+@dataclass(frozen=True)
 class FileDigest:
     """A site's digest of a file the data Job downloads (``dataChecksums``)."""
 
@@ -233,6 +242,7 @@ class DataSpec:
     taxi_months: tuple[str, ...]  # expanded YYYY-MM
     taxi_url_template: str
     checksums: tuple[FileDigest, ...]  # the site's, over the committed workloads/checksums.json
+    files: tuple[NamedFile, ...]  # other benchmarks' files, fetched as `prepare --file DEST=URL`
 
 
 @dataclass(frozen=True)

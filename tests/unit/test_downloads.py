@@ -100,3 +100,37 @@ def test_the_files_without_a_published_digest_are_named_at_preview():
 def test_nothing_is_checked_when_the_data_job_is_off():
     s = stack_settings("dev", {"dataPrepEnabled": False, "modelWeightsUrl": MIRROR_WEIGHTS})
     assert unverified_warnings(s.data) == []
+
+
+THIRD_FILE = "file=third/rows.csv,url=https://data.lab.example/third/rows.csv"
+
+
+def test_another_benchmarks_files_reach_the_job_its_digests_and_its_egress():
+    """A benchmark beyond the paper's two names its files in ``dataFiles``: the data Job
+    fetches each with ``--file`` (no code of its own in the program or the downloader), its
+    digest is checked when the site gives one, and the Job's egress opens that host's port."""
+    from components.addons.dataset_job import job_args
+    from components.dask.network_settings import data_urls
+
+    digest = "file=third/rows.csv,sha256=" + "cd" * 32
+    s = stack_settings("dev", {"dataFiles": [THIRD_FILE], "dataChecksums": [digest]})
+    args = job_args(s.data, "/ml-share")
+    assert args[args.index("--file") + 1] == "third/rows.csv=https://data.lab.example/third/rows.csv"
+    assert digests(s.data)["third/rows.csv"] == {"sha256": "cd" * 32}
+    assert "https://data.lab.example/third/rows.csv" in data_urls(s.data)
+
+
+@pytest.mark.parametrize("entry, where, why", [
+    ("file=../etc/rows.csv,url=https://data.lab.example/rows.csv", "dataFiles[0].file",
+     "must be a path under the dataset root"),
+    ("file=third/passwd,url=file:///etc/passwd", "dataFiles[0].url", "must be an http:// or https:// URL"),
+    ("file=third/rows.csv", "dataFiles[0]", "url"),
+])
+def test_a_bad_data_file_fails_at_preview_naming_its_field(entry, where, why):
+    message = refused(dataFiles=[entry])
+    assert f"dask-tkg:{where}" in message and why in message
+
+
+def test_a_plain_http_data_file_needs_a_digest_like_every_other_download():
+    message = refused(dataFiles=["file=third/rows.csv,url=http://data.lab.example/third/rows.csv"])
+    assert "dask-tkg:dataFiles" in message and "third/rows.csv has no sha256" in message
