@@ -24,16 +24,11 @@ from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, jupyter_url, service_names
 from components.settings.model import POOL_ROLE_LABEL, OperatorSpec, Settings
 from components.settings.operator import initial_workers
-from components.settings.placement import placement_pool
+from components.settings.placement import pool_selector
 
 CLUSTER_NAME = "dask"
 OPERATOR_RELEASE = "dask-kubernetes-operator"
 JUPYTER_RELEASE = "dask"  # the dask chart with only Jupyter enabled
-
-
-def selector(s: Settings, role: str) -> dict[str, str]:
-    pool = placement_pool(s, role)
-    return {POOL_ROLE_LABEL: pool.role} if pool else {}
 
 
 def _operator(s: Settings) -> OperatorSpec:
@@ -77,7 +72,7 @@ class DaskOperatorCluster(DaskBackend):
             f"{name}-operator",
             name=OPERATOR_RELEASE, chart=verified_chart(op.chart_pin), version=op.chart_version,
             namespace=self.operator_namespace.name,
-            values=operator_spec.operator_values(op, selector(s, "scheduler"), served_namespaces(s),
+            values=operator_spec.operator_values(op, pool_selector(s, "scheduler"), served_namespaces(s),
                                                  s.cluster.enforces_psp),
             skip_crds=False,  # the CRDs come from the chart's crds/ folder
             timeout=600,
@@ -138,7 +133,7 @@ class DaskOperatorCluster(DaskBackend):
             ns, dataset, pip_cache = a
             return operator_spec.DaskClusterInputs(
                 dask=s.dask, name=CLUSTER_NAME, namespace=ns,
-                scheduler_selector=selector(s, "scheduler"), worker_selector={POOL_ROLE_LABEL: "gpu"},
+                scheduler_selector=pool_selector(s, "scheduler"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 cpu_worker_selector={POOL_ROLE_LABEL: "cpu"},
                 claims=podspec.Claims(dataset, pip_cache, s.storage.dataset_mount, args.environment_subdir),
                 initial_workers=initial_workers(s), tls_secret=tls_secret, enforces_psp=s.cluster.enforces_psp)
@@ -188,8 +183,8 @@ class DaskOperatorCluster(DaskBackend):
         def build(a: list) -> dict:
             ns, dataset, pip_cache, password_hash = a
             return jupyter_only_values(dask_values(DaskValuesInputs(
-                dask=d, namespace=ns, release=JUPYTER_RELEASE, scheduler_selector=selector(s, "scheduler"),
-                jupyter_selector=selector(s, "jupyter"), worker_selector={POOL_ROLE_LABEL: "gpu"},
+                dask=d, namespace=ns, release=JUPYTER_RELEASE, scheduler_selector=pool_selector(s, "scheduler"),
+                jupyter_selector=pool_selector(s, "jupyter"), worker_selector={POOL_ROLE_LABEL: "gpu"},
                 dataset_claim=dataset, pip_cache_claim=pip_cache, dataset_mount=s.storage.dataset_mount,
                 jupyter_password_hash=password_hash, tls_secret=tls_secret,
                 # The operator's controller calls the dashboard's HTTP API in plain HTTP

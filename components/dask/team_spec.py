@@ -22,8 +22,8 @@ from typing import Any
 
 from components.addons.shared_storage import DATASET_CLAIM, PIP_CACHE_CLAIM
 from components.dask import operator_spec, podspec
-from components.dask.operator_cluster import selector
 from components.settings.model import POOL_ROLE_LABEL, Settings
+from components.settings.placement import pool_selector
 
 NEUTRAL_NAME = "dask"  # the builders' cluster name; it reaches nothing the spec keeps
 
@@ -32,7 +32,7 @@ def team_cluster_spec(s: Settings, environment_subdir: str | None) -> dict[str, 
     """The spec (``environment_subdir``: the prepared environment's directory on the pip-cache
     claim, None with workerEnvironment=image)."""
     inputs = operator_spec.DaskClusterInputs(
-        dask=s.dask, name=NEUTRAL_NAME, namespace=None, scheduler_selector=selector(s, "scheduler"),
+        dask=s.dask, name=NEUTRAL_NAME, namespace=None, scheduler_selector=pool_selector(s, "scheduler"),
         worker_selector={POOL_ROLE_LABEL: "gpu"}, cpu_worker_selector={POOL_ROLE_LABEL: "cpu"},
         claims=podspec.Claims(DATASET_CLAIM, PIP_CACHE_CLAIM, s.storage.dataset_mount, environment_subdir,
                               read_only=True),

@@ -8,7 +8,8 @@ import tarfile
 import yaml
 
 from components.dask import podspec
-from components.dask.operator_cluster import CLUSTER_NAME, selector
+from components.dask.operator_cluster import CLUSTER_NAME
+from components.settings.placement import pool_selector
 from components.dask.operator_spec import DaskClusterInputs
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.operator import initial_workers
@@ -30,7 +31,7 @@ def operator_settings(**overrides):
 def cluster_inputs(s, namespace: str = NAMESPACE, tls: bool = True) -> DaskClusterInputs:
     """The builder's inputs as ``DaskOperatorCluster`` makes them."""
     return DaskClusterInputs(
-        dask=s.dask, name=CLUSTER_NAME, namespace=namespace, scheduler_selector=selector(s, "scheduler"),
+        dask=s.dask, name=CLUSTER_NAME, namespace=namespace, scheduler_selector=pool_selector(s, "scheduler"),
         worker_selector={POOL_ROLE_LABEL: "gpu"}, cpu_worker_selector={POOL_ROLE_LABEL: "cpu"},
         claims=podspec.Claims("external-nfs-pvc", "pip-cache-pvc", s.storage.dataset_mount),
         initial_workers=initial_workers(s), tls_secret=f"{CLUSTER_NAME}-tls" if tls else None)
