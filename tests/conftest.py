@@ -5,12 +5,11 @@ everything that needs only the venv (docs/testing.md)."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.hardware import HAS_GPU
 from workloads.core.config import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,16 +20,6 @@ os.environ.setdefault("DASK_TKG__OFFLINE", "1")
 ARTIFACTS = REPO / "test-artifacts"
 
 
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None:
-        return False
-    try:
-        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-HAS_GPU = _has_gpu()
 
 
 # What `make test` builds, fetches or installs beyond the venv, by the marker that names it.

@@ -7,8 +7,8 @@ looks for a library (``tests/apiserver/conftest.py`` once held the stand-in's bi
 PKI, processes and REST client for 21 files). Fixtures are what a conftest holds; the
 helpers are in ``tests/kube/`` and beside the tests that use them.
 
-``ALLOWED`` names the imports from a conftest that remain in folders with other owners;
-it only shrinks: an entry whose import is gone fails too, so that it is removed.
+``ALLOWED`` names imports from a conftest that are accepted (none now); an entry whose
+import is gone fails too, so that the list never holds a stale exception.
 """
 from __future__ import annotations
 
@@ -17,29 +17,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# importer -> the conftest module it still imports helpers or constants from
-ALLOWED = {
-    ("tests/bench/test_gpu_script.py", "tests.conftest"),
-    ("tests/report/test_browser.py", "tests.report.conftest"),
-    ("tests/report/test_compare.py", "tests.report.conftest"),
-    ("tests/report/test_default_run.py", "tests.report.conftest"),
-    ("tests/report/test_instrumentation.py", "tests.report.conftest"),
-    ("tests/report/test_render.py", "tests.report.conftest"),
-    ("tests/report/test_utilization.py", "tests.report.conftest"),
-    ("tests/reliability/test_interrupts.py", "tests.reliability.conftest"),
-    ("tests/reliability/test_read_errors.py", "tests.reliability.conftest"),
-    ("tests/reliability/test_resume.py", "tests.reliability.conftest"),
-    ("tests/reliability/test_worker_loss.py", "tests.reliability.conftest"),
-    ("tests/taxi/test_backends.py", "tests.taxi.conftest"),
-    ("tests/taxi/test_benchmark.py", "tests.taxi.conftest"),
-    ("tests/taxi/test_io.py", "tests.taxi.conftest"),
-    ("tests/workloads/test_foreign_scheduler.py", "tests.workloads.conftest"),
-    ("tests/workloads/test_images_benchmark.py", "tests.workloads.conftest"),
-    ("tests/workloads/test_notebook.py", "tests.workloads.conftest"),
-    ("tests/workloads/test_own_run.py", "tests.report.conftest"),
-    ("tests/workloads/test_run.py", "tests.workloads.conftest"),
-    ("tests/workloads/test_synth_images.py", "tests.workloads.conftest"),
-}
+# importer -> the conftest module it may import from (none: helpers live in support modules)
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def _imported_modules(path: Path, repo: Path) -> set[str]:

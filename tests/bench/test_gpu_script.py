@@ -16,7 +16,7 @@ import pytest
 from bench import cli, wheels
 from bench.images.gpu import command as gpu
 from bench.images.gpu import limits as gpu_limits
-from tests.conftest import HAS_GPU
+from tests.hardware import HAS_GPU
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "gpu.sh"

@@ -16,7 +16,7 @@ import pytest
 
 from workloads.runs import results
 
-from .conftest import REPO, record_figure
+from .support import REPO, record_figure
 
 SLOW_IMAGES = ["--benchmark", "images", "--model", "tests.reliability.faults:slow_colour_classifier",
                "--image-batch", "3", "--forward-batch", "3", "--device", "cpu"]

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from . import faults
-from .conftest import cli, record_figure, recovery_cost, warm_then_calm
+from .support import cli, record_figure, recovery_cost, warm_then_calm
 
 TAXI = ["--benchmark", "taxi", "--dataframe", "pandas", "--taxi-block-mib", "1"]
 FILE = "yellow_tripdata_2017-06.csv"  # the CSV of the folder's dataset

@@ -10,7 +10,7 @@ from workloads.cluster.session import ClusterSession
 from workloads.runs import benchmarks, results
 
 from . import fakes
-from .conftest import cli
+from .support import cli
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 import xgboost.dask
 
 from . import faults
-from .conftest import cli, record_figure, recovery, recovery_cost, wait_for_workers, warm_then_calm, workers_now
+from .support import cli, record_figure, recovery, recovery_cost, wait_for_workers, warm_then_calm, workers_now
 
 IMAGES = ["--benchmark", "images", "--model", "tests.reliability.faults:killing_colour_classifier",
           "--image-batch", "2", "--forward-batch", "2"]

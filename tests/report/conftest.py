@@ -1,22 +1,11 @@
 """Shared by the report tests: the committed fixture results and one rendering of them."""
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-BASELINE = FIXTURES / "baseline"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    """Width and height from a PNG's IHDR chunk (which must come first)."""
-    head = path.read_bytes()[:24]
-    assert head[:8] == PNG_SIGNATURE, f"{path.name} is not a PNG"
-    assert head[12:16] == b"IHDR", f"{path.name}: first chunk is not IHDR"
-    return struct.unpack(">II", head[16:24])
+from tests.report.support import BASELINE, FIXTURES
 
 
 @pytest.fixture(scope="session")
@@ -36,19 +25,3 @@ def dask_client():
         with Client(cluster) as client:
             client.wait_for_workers(2, timeout=60)
             yield client
-
-
-def burn(seconds: float) -> int:
-    """Keep one core busy for ``seconds`` (pure Python: holds the GIL, so exactly one core)."""
-    import time
-
-    end, count = time.perf_counter() + seconds, 0
-    while time.perf_counter() < end:
-        count += 1
-    return count
-
-
-def burn_everywhere(client, seconds: float) -> None:
-    """``burn`` once on each worker, at the same time."""
-    futures = [client.submit(burn, seconds, workers=[address], pure=False) for address in client.nthreads()]
-    client.gather(futures)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PNG_SIGNATURE, png_size
+from .support import PNG_SIGNATURE, png_size
 
 pytestmark = pytest.mark.browser
 
@@ -92,7 +92,7 @@ def test_the_default_runs_report_in_chromium(browser, tmp_path, artifacts_dir):
 
     from workloads.report import render
 
-    from .conftest import FIXTURES
+    from .support import FIXTURES
 
     browser.get(render(FIXTURES / "local-smoke", output=tmp_path).as_uri())
     WebDriverWait(browser, 30).until(lambda d: d.execute_script(

@@ -11,7 +11,7 @@ from workloads.report import render
 from workloads.report.command import main
 from workloads.report.runs import compare, load
 
-from .conftest import BASELINE, FIXTURES
+from .support import BASELINE, FIXTURES
 
 
 def _record(benchmark, device, workers, phases, metrics, *, status="succeeded", dataframe=None, profile="smoke"):

@@ -19,7 +19,7 @@ from workloads.report import figures, render
 from workloads.report.runs import Run
 from workloads.runs import summary
 
-from .conftest import FIXTURES
+from .support import FIXTURES
 
 LOCAL_SMOKE = FIXTURES / "local-smoke"
 RANDOM_WEIGHTS = "pass --weights"  # the benchmark's own reason (workloads/images/benchmark.py)

@@ -11,7 +11,7 @@ import pytest
 
 from workloads.observe.instrumentation import instrument, make_run_id
 
-from .conftest import burn_everywhere
+from .support import burn_everywhere
 
 
 def test_leaves_a_performance_report_and_utilization(dask_client, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from workloads.report import NoResults, render
 from workloads.report.command import main
 
-from .conftest import BASELINE, FIXTURES, PNG_SIGNATURE, png_size
+from .support import BASELINE, FIXTURES, PNG_SIGNATURE, png_size
 
 EXPECTED_FIGURES = {"images-throughput.png", "taxi-phases.png", "images-phases.png", "quality.png",
                     "utilization-run2.png", "utilization-run5.png", "utilization-run11.png", "compare.png"}

@@ -9,7 +9,7 @@ import pytest
 
 from workloads.observe.utilization import UtilizationSampler, read_samples, summarize, to_sample
 
-from .conftest import burn_everywhere
+from .support import burn_everywhere
 
 GIB = 1024 ** 3
 

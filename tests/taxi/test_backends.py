@@ -5,11 +5,11 @@ import pytest
 
 from workloads.core.errors import PreflightError
 from workloads.runs.results import PhaseTimer
-from workloads.taxi import synthetic as synth
 from workloads.taxi import backends, benchmark, features, rules
 from workloads.taxi import schema as s
+from workloads.taxi import synthetic as synth
 
-from .conftest import pandas_rule_counts
+from .support import pandas_rule_counts
 
 
 class FakeClient:

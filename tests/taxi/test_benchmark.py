@@ -7,11 +7,11 @@ import pytest
 
 from workloads.core.errors import DatasetError
 from workloads.runs.results import PhaseTimer
-from workloads.taxi import synthetic as synth
 from workloads.taxi import benchmark
 from workloads.taxi import schema as s
+from workloads.taxi import synthetic as synth
 
-from .conftest import ROWS, TaxiData, pandas_rule_counts
+from .support import ROWS, TaxiData, pandas_rule_counts
 
 PHASES = ["load", "cleanse", "split", "train", "infer", "evaluate"]
 

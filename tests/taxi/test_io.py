@@ -10,11 +10,11 @@ import pyarrow as pa
 import pytest
 
 from workloads.core.errors import DatasetError
-from workloads.taxi import synthetic as synth
 from workloads.taxi import io
 from workloads.taxi import schema as s
+from workloads.taxi import synthetic as synth
 
-from .conftest import UNPARSABLE, WRONG_FIELD_COUNT
+from .support import UNPARSABLE, WRONG_FIELD_COUNT
 
 HEADER_17 = ",".join(s.COLUMNS_2017)
 LINE_17 = "1,2017-01-09 11:13:28,2017-01-09 11:25:45,1,3.30,1,N,263,161,1,12.5,0,0.5,2,0,0.3,15.3"
@@ -104,7 +104,7 @@ def test_january_2019_has_an_empty_congestion_column(generated):
 
 
 def test_malformed_lines_are_counted_and_dropped(tmp_path):
-    from .conftest import damage_csv
+    from .support import damage_csv
 
     synth.generate(tmp_path, ["2019-07.csv"], 12_000)
     path = tmp_path / "taxi" / "yellow_tripdata_2019-07.csv"
@@ -121,7 +121,7 @@ def test_small_parse_blocks_read_the_same_rows_and_count_the_same_damage(tmp_pat
                                                                         parse_block):
     """The reader parses a chunk a block at a time (memory): lines and damage that
     straddle those blocks read exactly as with one block per chunk."""
-    from .conftest import damage_csv
+    from .support import damage_csv
 
     synth.generate(tmp_path, ["2019-07.csv"], 12_000)
     path = tmp_path / "taxi" / "yellow_tripdata_2019-07.csv"

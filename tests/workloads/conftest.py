@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.workloads.local_cluster import two_worker_processes
+from tests.workloads.support import BREEDS, PER_BREED
 from workloads.images import synthetic as synth
-
-BREEDS, PER_BREED = 4, 5
-COLOUR_MODEL = "workloads.images.synthetic:colour_classifier"
 
 
 @pytest.fixture(scope="session")

@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from workloads import run
-from workloads.cluster import preflight
 from workloads.cluster import endpoint as endpoints
+from workloads.cluster import preflight
 from workloads.observe import environment
 from workloads.runs import benchmarks, results, sweep
 
-from .conftest import COLOUR_MODEL
+from .support import COLOUR_MODEL
 
 REPO = Path(__file__).resolve().parents[2]
 # -I: no PYTHONPATH, no user site, neither the current directory nor a script's on sys.path

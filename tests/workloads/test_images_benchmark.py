@@ -14,7 +14,7 @@ from workloads.images import benchmark, dataset, model
 from workloads.images import synthetic as synth
 from workloads.runs.results import PhaseTimer
 
-from .conftest import COLOUR_MODEL
+from .support import COLOUR_MODEL
 
 FAILED_KINDS = {"truncated": "truncated image", "empty": "empty file (0 bytes)", "not_image": "not an image"}
 

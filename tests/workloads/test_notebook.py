@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dask.config
 
-from .conftest import COLOUR_MODEL
+from .support import COLOUR_MODEL
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "images.ipynb"
 

@@ -149,7 +149,7 @@ def test_a_persons_runs_are_titled_as_the_platforms(tmp_path):
     as the shared cluster's runs do."""
     import re
 
-    from tests.report.conftest import FIXTURES
+    from tests.report.support import FIXTURES
     from workloads.report import render
 
     records = [json.loads(line) for line in (FIXTURES / "results.jsonl").read_text().splitlines()]

@@ -11,8 +11,8 @@ import pytest
 from workloads import run
 from workloads.runs import benchmarks, results
 
-from .conftest import COLOUR_MODEL
 from .fakes import tiny
+from .support import COLOUR_MODEL
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import pytest
 from workloads.images import dataset, imagenet
 from workloads.images import synthetic as synth
 
-from .conftest import BREEDS, PER_BREED
+from .support import BREEDS, PER_BREED
 
 
 def _digest(root: Path) -> str:
