@@ -9,6 +9,7 @@ and ``bob`` in no group.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import ssl
@@ -56,10 +57,8 @@ class KubeAPIServer:
         return "\n".join(f"--- {p.name} ({p.log}) ---\n{p.tail(lines)}" for p in self._processes)
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing the client is best effort; the processes stop below
             self.api_client.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
         for p in reversed(self._processes):
             p.stop()
         self._processes.clear()

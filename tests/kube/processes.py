@@ -3,6 +3,7 @@ its own process group, given SIGTERM when pytest dies, with its output in a log 
 loopback ports; waiting until an HTTP endpoint answers."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -71,10 +72,8 @@ class Process:
             try:
                 self.proc.wait(timeout=wait_s)
                 # the leader is gone; make sure nothing else of its group lingers
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 break
             except subprocess.TimeoutExpired:
                 continue
