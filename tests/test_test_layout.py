@@ -1,4 +1,5 @@
-"""Test helpers live in modules a reader finds by name, not in ``conftest.py``.
+"""Test helpers live in modules a reader finds by name, not in ``conftest.py`` nor in another
+test module.
 
 A ``conftest.py`` is pytest's plugin for its folder: pytest imports it itself, under its
 own rules, to register fixtures and hooks. A test that also imports helpers from it ties
@@ -6,6 +7,12 @@ itself to that plugin's module name and load order, and hides the helpers where 
 looks for a library (``tests/apiserver/conftest.py`` once held the stand-in's binaries,
 PKI, processes and REST client for 21 files). Fixtures are what a conftest holds; the
 helpers are in ``tests/kube/`` and beside the tests that use them.
+
+A test module is a set of tests: one that imports helpers from another runs that module's
+imports and module-level code for its own sake, and a reader of the helper's home sees tests,
+not a library (``people.py`` once took its pod-spec changes from ``test_default_image.py``, and
+16 files their settings sites from ``tests/unit/test_settings.py``). Shared helpers live in
+each folder's ``support.py`` or a module named for its concern.
 
 ``ALLOWED`` names imports from a conftest that are accepted (none now); an entry whose
 import is gone fails too, so that the list never holds a stale exception.
@@ -52,6 +59,32 @@ def conftest_imports(repo: Path = REPO) -> set[tuple[str, str]]:
     return pairs
 
 
+def _test_module(module: str, repo: Path) -> str | None:
+    """The test module (``tests/.../test_*.py``) ``module`` is or lies in, if any."""
+    parts = module.split(".")
+    for i, part in enumerate(parts, start=1):
+        if part.startswith("test_") and repo.joinpath(*parts[:i]).with_suffix(".py").is_file():
+            return ".".join(parts[:i])
+    return None
+
+
+def test_module_imports(repo: Path = REPO) -> set[tuple[str, str]]:
+    """(importer, test module) for each Python file under ``repo``/tests that imports from another test module."""
+    pairs = set()
+    for path in sorted((repo / "tests").rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        own = ".".join(path.relative_to(repo).with_suffix("").parts)
+        for module in _imported_modules(path, repo):
+            found = _test_module(module, repo)
+            if found is not None and found != own:
+                pairs.add((path.relative_to(repo).as_posix(), found))
+    return pairs
+
+
+test_module_imports.__test__ = False  # a helper named like a test: pytest must not collect it
+
+
 def test_no_test_imports_from_a_conftest():
     found = conftest_imports()
     new, gone = sorted(found - ALLOWED), sorted(ALLOWED - found)
@@ -71,3 +104,22 @@ def test_the_check_sees_absolute_relative_and_conftest_to_conftest_imports(tmp_p
                                           ("tests/area/test_a.py", "tests.area.conftest"),
                                           ("tests/area/test_b.py", "tests.other.conftest"),
                                           ("tests/area/test_c.py", "tests.other.conftest")}
+
+
+def test_no_test_imports_helpers_from_another_test_module():
+    found = sorted(test_module_imports())
+    assert found == [], f"move these helpers into a support module: {found}"
+
+
+def test_the_check_sees_test_modules_imported_by_name_or_from(tmp_path):
+    package = tmp_path / "tests" / "area"
+    package.mkdir(parents=True)
+    (package / "test_home.py").write_text("HELPER = 1\n")
+    (package / "support.py").write_text("from tests.area.test_home import HELPER\n")
+    (package / "test_a.py").write_text("from .test_home import HELPER\n")
+    (package / "test_b.py").write_text("from tests.area import test_home\n")
+    (package / "test_c.py").write_text("from tests.area.support import HELPER\nimport tests.area.test_home_x\n")
+    (package / "test_d.py").write_text("from tests.area.test_d import itself\n")
+    assert test_module_imports(tmp_path) == {("tests/area/support.py", "tests.area.test_home"),
+                                             ("tests/area/test_a.py", "tests.area.test_home"),
+                                             ("tests/area/test_b.py", "tests.area.test_home")}

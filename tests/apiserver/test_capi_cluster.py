@@ -12,6 +12,7 @@ import copy
 import pytest
 
 from tests.kube.crds import CAPI_CRDS, load_crd
+from tests.apiserver.support import create_fresh, declared
 from tests.kube.rest import KubeApiError, apply_manifest, assert_invalid, get_object
 
 pytestmark = pytest.mark.apiserver
@@ -145,8 +146,6 @@ def test_broken_cluster_rejected(kube_apiserver, capi_crds, kube_namespace, case
 def test_the_programs_cluster_broken_the_same_way_is_rejected(kube_apiserver, capi_crds, kube_namespace, case):
     """The controls on the Cluster the default stack declares: the server's answer is printed
     (``pytest -rA``) as the closing notes quote it."""
-    from tests.apiserver.test_program_objects import declared
-
     mutate, expected = BAD[case]
     graph, _ = declared("dev")
     manifest = copy.deepcopy(graph.of_type("kubernetes:cluster.x-k8s.io/v1beta1:Cluster")[0].manifest())
@@ -186,8 +185,6 @@ def test_every_object_of_a_current_platform_stack_is_accepted(kube_apiserver, ca
     """The stack on vSphere 8 with a Cluster: the Cluster is created and read back with the
     spec the program sent (nothing pruned), and every other object the program declares is
     accepted as on the paper's stack."""
-    from tests.apiserver.test_program_objects import create_fresh, declared
-
     api = kube_apiserver.api_client
     graph, objects = declared(stack, clusterClass=cluster_class)
     (cluster,) = [o for o in objects if o.manifest()["kind"] == "Cluster"]
@@ -211,8 +208,6 @@ def test_the_programs_readiness_wait_matches_a_ready_cluster_api_cluster(kube_ap
     """``pulumi.com/waitFor`` on the program's Cluster names a condition Cluster API's status
     schema carries: not met on a new or provisioning Cluster, met once Ready is True."""
     from tests.apiserver.readiness import satisfied
-    from tests.apiserver.test_program_objects import declared
-
     from tests.kube.rest import patch_status
 
     api = kube_apiserver.api_client

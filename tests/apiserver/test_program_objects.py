@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from tests.kube.rest import KubeApiError, apply_manifest, delete_object, get_object, patch_status
+from tests.kube.rest import KubeApiError, apply_manifest, get_object, patch_status
 from tests.apiserver.readiness import satisfied
-from tests.program.graph import run_program
+from tests.apiserver.support import create_fresh, declared
 
 pytestmark = pytest.mark.apiserver
 
@@ -18,27 +18,6 @@ TKR_FOR_V1ALPHA3 = "v1.21.6---vmware.1-tkg.1"
 # Objects that would start something are only dry-run (there is no scheduler or kubelet,
 # but a dry run still runs defaulting, admission and schema validation).
 DRY_RUN_KINDS = {"Job", "Pod", "Deployment", "DaemonSet", "StatefulSet"}
-
-
-def create_fresh(api, manifest: dict, dry_run: bool) -> dict:
-    """Create ``manifest``; one left by another stack's run is deleted first (namespaces,
-    which cannot finish deleting without a controller-manager, are updated instead)."""
-    if manifest["kind"] == "Namespace":
-        return apply_manifest(api, manifest, update_existing=True)
-    try:
-        return apply_manifest(api, manifest, dry_run=dry_run)
-    except KubeApiError as exc:
-        if exc.status != 409:
-            raise
-    meta = manifest["metadata"]
-    delete_object(api, manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
-    return apply_manifest(api, manifest, dry_run=dry_run)
-
-
-def declared(stack: str, **config):
-    graph = run_program(stack, config=config)
-    assert graph.error is None, graph.traceback
-    return graph, [r for r in graph.kubernetes_objects()]
 
 
 def supervisor_namespace(graph) -> str:

@@ -68,7 +68,7 @@ def _usage_error(message: str):
     raise ValueError(message)
 
 
-def _smoke_sources(stage: Path) -> list[str]:
+def smoke_sources(stage: Path) -> list[str]:
     """The smoke datasets, by the benchmarks' generators, under ``stage``; the taxi months."""
     from workloads.runs import benchmarks
     from workloads.runs.sweep import benchmark_profile
@@ -86,7 +86,7 @@ def publish(www: Path, stage: Path, defaults) -> tuple[dict[str, str], list[str]
     """Lay the generated data out under ``www`` as the real servers do; setting -> path."""
     import torch
 
-    months = _smoke_sources(stage)
+    months = smoke_sources(stage)
     paths = {k: urllib.parse.urlsplit(getattr(defaults, f)).path for k, f in URL_SETTINGS.items()}
 
     def target(setting: str, **fmt) -> Path:

@@ -13,7 +13,7 @@ the program declares for them applied as declared, and what each person's run is
 - Volumes: each person's PersistentVolumes are the program's (ReadOnlyMany, Retain, the
   claimRef to their claim) with the shared stand-in's hostPath in place of the NFS source the
   mocks give (no NFS server here; hostPath takes no mountOptions), over the same directories
-  as the shared claims' stand-ins (tests/cluster/test_placement.py).
+  as the shared claims' stand-ins (tests/cluster/support.py).
 - The run's outputs: the stack's as ``pulumi stack output --json`` shows them to a person
   (each secret ``"[secret]"``), ``teamClusterSpec`` changed for this node as
   tests/cluster/test_default_image.py changes the shared DaskCluster (the image stand-in with
@@ -36,7 +36,7 @@ import yaml
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
 from tests.cluster.controller import Controller
-from tests.cluster.test_default_image import change_pod_spec
+from tests.cluster.dask_operator import change_pod_spec
 from tests.kube.pki import sign
 from workloads.cluster import own_spec
 

@@ -58,7 +58,7 @@ import yaml
 from components.dask.post_render import harden
 
 
-def _mounts(spec: dict, container: dict, paths: list[dict]) -> None:
+def set_mounts(spec: dict, container: dict, paths: list[dict]) -> None:
     volumes = spec.setdefault("volumes", [])
     mounts = container.setdefault("volumeMounts", [])
     for i, path in enumerate(paths):
@@ -74,7 +74,7 @@ def _writable(spec: dict, container: dict, paths: list[str]) -> None:
         container.setdefault("volumeMounts", []).append({"name": f"writable-{i}", "mountPath": path})
 
 
-def _env(container: dict, env: dict[str, str]) -> None:
+def set_env(container: dict, env: dict[str, str]) -> None:
     entries = [e for e in container.get("env", []) if e["name"] not in env]
     container["env"] = entries + [{"name": k, "value": v} for k, v in env.items()]
 
@@ -90,9 +90,9 @@ def change_deployment(obj: dict, d: dict[str, Any]) -> dict:
         container["image"] = d["image"]
         container["imagePullPolicy"] = "Never"
         container["resources"] = d["resources"][component]
-        _mounts(spec, container, d["mounts"])
+        set_mounts(spec, container, d["mounts"])
         _writable(spec, container, d.get("writable", {}).get(component, []))
-        _env(container, d["env"])
+        set_env(container, d["env"])
         args = container.get("args") or []
         if component in ("scheduler", "worker") and args:
             args[0:1] = ["dask", component]  # 3. and 8.
@@ -110,8 +110,8 @@ def change_job(obj: dict, d: dict[str, Any]) -> dict:
     for container in spec["containers"]:
         container["image"] = d["image"]
         container["imagePullPolicy"] = "Never"
-        _mounts(spec, container, d["interpreter_mounts"])
-        _env(container, {"PATH": d["env"]["PATH"]})
+        set_mounts(spec, container, d["interpreter_mounts"])
+        set_env(container, {"PATH": d["env"]["PATH"]})
     return obj
 
 

@@ -18,6 +18,7 @@ STACKS: dict[str, tuple[str, dict[str, Any]]] = {
     "reference": ("reference", {}),
     "reference-dev": ("reference-dev", {}),
     "topology-b": ("reference", {"jupyterGpu": True, "gpuWorkers": 0}),
+    "dev": ("dev", {}),  # the defaults: the current platform, the operator backend, the CPython image
 }
 
 
@@ -65,6 +66,13 @@ def declared_stack(name: str, config: dict[str, Any] | None = None) -> DeclaredS
     objects = [r.manifest() for r in graph.kubernetes_objects()]
     releases = {r.inputs.get("name"): r.inputs for r in graph.of_type("Release")}
     return DeclaredStack(name, stack_settings(stack, overrides), objects, releases, dict(graph.outputs))
+
+
+def dev_stack(config: dict[str, Any] | None = None) -> DeclaredStack:
+    """The current stack ``dev`` (the defaults), checked to be what the tests on it assume."""
+    stack = declared_stack("dev", config)
+    assert stack.outputs["daskBackend"] == "operator" and stack.outputs["daskImage"].startswith("python:3.11.")
+    return stack
 
 
 def vm_class_nodes(settings: Settings) -> list[dict]:

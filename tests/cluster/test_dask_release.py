@@ -22,9 +22,7 @@ since there is no cluster DNS, a writable JupyterLab settings directory), plus, 
 """
 from __future__ import annotations
 
-import ipaddress
 import json
-import os
 import socket
 import ssl
 import subprocess
@@ -35,134 +33,19 @@ from pathlib import Path
 
 import pytest
 from distributed import Client
-from distributed.security import Security
 
-from components.dask.values import dashboard_url, service_names
-from components.dask.runner_access import TOKEN_TYPE
+from components.dask.values import dashboard_url
 from tests.kube.binaries import KUBE_CACHE
-from tests.kube.rest import api_request, apply_manifest
-from tests.apiserver.runner_identity import deploy_runner_identity
-from tests.artifacts import DASK_CHART, artifact_path
-from tests.cluster import data_job, helm
+from tests.kube.rest import api_request
+from tests.cluster import data_job
 from tests.cluster.jupyter import Browser, logged_in, serving
-from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, install_tkg_pod_security, pods, running, wait_for,
-                                wait_running)
-from tests.cluster.node import REAL_NODE_TOLERATION
-from tests.cluster.pki import dask_tls_material
+from tests.cluster.kube import pods, running, wait_for, wait_running
+from tests.cluster.dask_release import Release, data_server, dask_release, stack_outputs  # noqa: F401 - fixtures
 from tests.cluster.post_render import change_job
-from tests.cluster.program import DeclaredStack, declared_stack, stack_settings
-from tests.cluster.test_placement import apply_guest_half, shared_volume_stand_ins
+from tests.cluster.program import DeclaredStack, declared_stack
+from tests.cluster.support import LAB_SETTINGS, RELEASE_WORKERS as WORKERS, runtime_differences
 
 REPO = Path(__file__).resolve().parents[2]
-WORKERS = 2
-SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
-
-
-# JupyterLab's app settings directory (jupyterlab 4.6.6 jupyterlab/commands.py, get_app_dir:
-# <sys.prefix>/share/jupyter/lab; settings under it), where the program's extraConfig writes
-LAB_SETTINGS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
-
-
-def interpreter_mounts() -> list[dict]:
-    """The base interpreter and the virtual environment, mounted read-only at their own
-    paths. A distribution's Python (Debian's python3.11: base prefix ``/usr``) would hide
-    the image's own ``/usr`` behind the node's, read-only, where runc cannot make a
-    volume's mount point (the Jupyter pod failed so: ``.../local/etc/jupyter: read-only
-    file system``); there only its standard library and its executable are mounted."""
-    venv, base = Path(sys.prefix), Path(sys.base_prefix)
-    if base in (Path("/usr"), Path("/usr/local")):
-        stdlib = base / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
-        executable = Path(os.path.realpath(sys.executable))  # <venv>/bin/python -> /usr/bin/python3.11
-        interpreter = [{"host": str(stdlib), "container": str(stdlib)},
-                       {"host": str(executable), "container": str(executable), "directory": False}]
-    else:
-        interpreter = [{"host": str(base), "container": str(base)}]
-    return [*interpreter, {"host": str(venv), "container": str(venv)}]
-
-
-def runtime_differences(kube_cluster) -> dict:
-    venv = Path(sys.prefix)
-    interpreter = interpreter_mounts()
-    mounts = [*interpreter, {"host": str(REPO / "workloads"), "container": "/opt/dask-tkg/workloads"}]
-    LAB_SETTINGS.mkdir(parents=True, exist_ok=True)  # the writable mount's mount point in the read-only venv
-    return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts, "interpreter_mounts": interpreter,
-            "writable": {"jupyter": [str(LAB_SETTINGS)]},
-            "env": {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": "/opt/dask-tkg",
-                    "HOME": "/tmp"},
-            "resources": {"scheduler": SMALL, "worker": SMALL, "jupyter": SMALL},
-            "worker_replicas": WORKERS, "worker_threads": "1", "worker_memory": "2Gi",
-            "toleration": REAL_NODE_TOLERATION, "scheduler_service": "dask-scheduler",
-            "scheduler_ip": str(ipaddress.ip_network(kube_cluster.net.service_cidr)[251])}
-
-
-class Release:
-    def __init__(self, stack: DeclaredStack, tls_dir: Path, service_ips: dict[str, str], share: Path,
-                 runner_kubeconfig: str):
-        self.stack, self.namespace, self.tls_dir = stack, stack.dask_namespace, tls_dir
-        self.scheduler_ip, self.jupyter_ip = service_ips["dask-scheduler"], service_ips["dask-jupyter"]
-        self.share, self.program_outputs = share, stack.outputs
-        # the program's runnerKubeconfig, on the token this cluster's token controller issued
-        self.runner_kubeconfig = runner_kubeconfig
-
-    @property
-    def address(self) -> str:
-        return f"tls://{self.scheduler_ip}:8786"
-
-    def security(self) -> Security:
-        d = self.tls_dir
-        return Security(tls_ca_file=str(d / "ca.crt"), tls_client_cert=str(d / "client.crt"),
-                        tls_client_key=str(d / "client.key"), require_encryption=True)
-
-
-@pytest.fixture(scope="module")
-def data_server(kube_cluster, tmp_path_factory):
-    served = data_job.serve(kube_cluster.net, tmp_path_factory.mktemp("data-server"),
-                            stack_settings("reference").data)
-    yield served
-    served.server.stop()
-
-
-def service_ips(api, namespace: str, names: tuple[str, ...]) -> dict[str, str]:
-    return {name: api_request(api, "GET", f"/api/v1/namespaces/{namespace}/services/{name}")["spec"]["clusterIP"]
-            for name in names}
-
-
-@pytest.fixture(scope="module")
-def dask_release(kube_cluster, data_server, tmp_path_factory):
-    api = kube_cluster.api_client
-    stack = declared_stack("reference", data_server.config())
-    ns = stack.dask_namespace
-    tmp = tmp_path_factory.mktemp("dask-release")
-    volumes = shared_volume_stand_ins(stack, tmp / "share")
-    install_tkg_pod_security(api)
-    try:
-        for volume in volumes:
-            apply_manifest(api, volume)
-        apply_guest_half(api, stack, kinds=("Namespace", "RoleBinding", "ConfigMap", "PersistentVolumeClaim"))
-        runner_kubeconfig = deploy_runner_identity(api, stack.objects, ns, kube_cluster.kubeconfig,
-                                                   kinds=("ServiceAccount", "Role", "Secret"))
-        bind_stand_in_pod_security(api, ns, [m["host"] for m in runtime_differences(kube_cluster)["mounts"]])
-        # the scheduler's certificate names its Service's fixed ClusterIP too: what the tests dial
-        tls = dask_tls_material(tmp / "tls", [*service_names("dask-scheduler", ns),
-                                              runtime_differences(kube_cluster)["scheduler_ip"]],
-                                service_names("dask-jupyter", ns))
-        for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns
-                       and o.get("type") != TOKEN_TYPE):  # the runner's token: applied above
-            if secret["metadata"]["name"] == "dask-tls":
-                assert set(secret["stringData"]) == set(tls), "the program's TLS Secret has other keys"
-                secret = {**secret, "stringData": tls}
-            apply_manifest(api, secret)
-        helm.install(kube_cluster, "dask", artifact_path(DASK_CHART), ns, stack.dask_release["values"],
-                     differences=runtime_differences(kube_cluster))
-        wait_running(api, ns, "component=scheduler", 1, timeout_s=180)
-        wait_running(api, ns, "component=worker", WORKERS, timeout_s=180)
-        wait_running(api, ns, "component=jupyter", 1, timeout_s=120)
-        dataset_claim = stack.dask_release["values"]["worker"]["mounts"]["volumes"][0]["persistentVolumeClaim"]
-        yield Release(stack, tmp / "tls", service_ips(api, ns, ("dask-scheduler", "dask-jupyter")),
-                      tmp / "share" / dataset_claim["claimName"], runner_kubeconfig)
-    finally:
-        delete_namespace(api, ns, timeout_s=120)
-        delete_volumes(api, volumes)
 
 
 def test_workers_join_the_scheduler_over_tls(dask_release):
@@ -350,28 +233,6 @@ def test_the_data_job_fills_the_claim_in_the_layout_the_runner_reads(data_jobs, 
                                               .read_bytes() for m in data_server.months}
     status = json.loads((share / ".prepare-status.json").read_text())
     assert status["ok"] and status["root"] == "/ml-share", status
-
-
-def stack_outputs(release: Release) -> dict:
-    """``pulumi stack output --json --show-secrets`` of the program's run, with the differences
-    this cluster needs: the scheduler by its Service's ClusterIP (the program's address is the
-    in-cluster DNS name; the host reaches the Service through its route onto the cluster
-    network), the real TLS material, the runner's kubeconfig on the token this cluster issued
-    for the program's ServiceAccount (not the admin's), and the stand-in's workers, image and
-    Dask version."""
-    import distributed
-
-    def plain(value):
-        return value["__secret__"] if isinstance(value, dict) and "__secret__" in value else value
-
-    outputs = {k: plain(v) for k, v in release.program_outputs.items()}
-    tls = release.tls_dir
-    outputs.update({"schedulerAddress": release.address, "dashboardUrl": f"https://{release.scheduler_ip}:8787",
-                    "tlsCaCert": (tls / "ca.crt").read_text(), "tlsClientCert": (tls / "client.crt").read_text(),
-                    "tlsClientKey": (tls / "client.key").read_text(), "workerCount": WORKERS,
-                    "runnerKubeconfig": release.runner_kubeconfig,
-                    "gpusPerWorker": 0, "threadsPerWorker": 1, "daskVersion": distributed.__version__})
-    return outputs
 
 
 def run_runner(release: Release, tmp_path: Path, delete_worker_after: str | None = None,

@@ -63,80 +63,25 @@ import pytest
 
 from components.dask.values import service_names
 from tests.kube.binaries import KUBE_CACHE
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import api_request, apply_manifest
 from tests.apiserver.runner_identity import deploy_runner_identity, token_subject
-from tests.cluster.data_job import _smoke_sources
 from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
-                                wait_default_service_account, wait_for, wait_running)
+                                wait_default_service_account, wait_running)
 from tests.cluster.controller import Controller
-from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.pki import dask_tls_material
-from tests.cluster.post_render import _env, _mounts
-from tests.cluster.program import DeclaredStack, stack_settings
-from tests.cluster.test_placement import shared_volume_stand_ins
-from tests.operator.support import chart_crds
-from tests.program.graph import run_program
+from tests.cluster.dask_operator import apply_crds, change_pod_spec, delete_dask_resources, scheduler_names
+from tests.cluster.program import DeclaredStack, dev_stack
+from tests.cluster.support import IMAGE_HOME, set_up_report, shared_volume_stand_ins, smoke_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 ENV_SCRIPT = REPO / "scripts" / "build_default_image_env.py"
-STACK = "dev"
 WORKERS = 2
-SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
-IMAGE_HOME = "/home/dask"  # components/settings/dask_facts.py: RUN_AS_HOME (python:3.11 runs as root)
 RUNNER_TIMEOUT_S = 300
-
-
-def set_up_report(script: Path, timeout_s: float) -> dict:
-    """The last JSON line of a set-up script run with ``--check`` (it builds and fetches
-    nothing: what make test prepared); the test fails with the script's words if it is not there."""
-    out = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL, cwd=REPO, timeout=timeout_s)
-    if out.returncode != 0:
-        pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
-    return json.loads(out.stdout.splitlines()[-1])
 
 
 def stand_in_environment() -> dict:
     """The stand-in's paths (scripts/build_default_image_env.py)."""
     return set_up_report(ENV_SCRIPT, 120)
-
-
-def dev_stack() -> DeclaredStack:
-    graph = run_program(STACK)
-    if graph.error is not None:
-        raise RuntimeError(f"the program failed for stack {STACK}: {graph.traceback}")
-    objects = [r.manifest() for r in graph.kubernetes_objects()]
-    releases = {r.inputs.get("name"): r.inputs for r in graph.of_type("Release")}
-    settings = stack_settings(STACK)
-    stack = DeclaredStack(STACK, settings, objects, releases, dict(graph.outputs))
-    assert stack.outputs["daskBackend"] == "operator" and stack.outputs["daskImage"].startswith("python:3.11.")
-    return stack
-
-
-def scheduler_names(namespace: str) -> list[str]:
-    return ["dask-scheduler", f"dask-scheduler.{namespace}", f"dask-scheduler.{namespace}.svc",
-            f"dask-scheduler.{namespace}.svc.cluster.local"]
-
-
-def change_pod_spec(spec: dict, component: str, d: dict) -> None:
-    """The DaskCluster's scheduler or worker pod spec, changed for this node (module docstring)."""
-    spec.pop("nodeSelector", None)
-    spec["tolerations"] = [*spec.get("tolerations", []), REAL_NODE_TOLERATION]
-    spec["hostAliases"] = [{"ip": d["scheduler_ip"], "hostnames": d["scheduler_names"]}]
-    for container in spec["containers"]:
-        container["image"] = d["image"]
-        container["imagePullPolicy"] = "Never"
-        container["resources"] = SMALL
-        _mounts(spec, container, d["mounts"])
-        _env(container, d["env"])
-        args = container["args"]
-        if component == "worker":
-            assert args[0] == "dask-cuda-worker", args
-            args[0:1] = ["dask", "worker"]  # a CPU node: dask-cuda-worker needs a GPU and NVML
-            for flag, value in (("--nthreads", "1"), ("--memory-limit", "2Gi")):
-                args[args.index(flag) + 1] = value
-        else:
-            assert args[:2] == ["dask", "scheduler"], args
 
 
 def changed_cluster(cluster: dict, d: dict) -> dict:
@@ -156,29 +101,6 @@ def differences(kube_cluster, env: dict, namespace: str) -> dict:
     return {"image": kube_cluster.images["dask-runtime"], "mounts": mounts, "scheduler_ip": scheduler_ip,
             "scheduler_names": scheduler_names(namespace),
             "env": {"PATH": f"{env['venv']}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": IMAGE_HOME}}
-
-
-def apply_crds(api) -> list[str]:
-    names = []
-    for crd in chart_crds():
-        apply_manifest(api, crd, update_existing=True)
-        names.append(crd["metadata"]["name"])
-    for name in names:
-        wait_for(f"CRD {name} established", lambda name=name: any(
-            c["type"] == "Established" and c["status"] == "True" for c in api_request(
-                api, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").get(
-                "status", {}).get("conditions") or []), 30)
-    return names
-
-
-def smoke_dataset(share: Path, settings) -> None:
-    """The smoke datasets on the dataset claim's volume, where the data Job would put them."""
-    import torch
-
-    _smoke_sources(share)
-    weights = share / "models" / settings.data.weights_url.rsplit("/", 1)[1]
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"fc.bias": torch.zeros(1000)}, weights)
 
 
 class Deployed:
@@ -239,35 +161,6 @@ def default_release(kube_cluster, tmp_path_factory):
             if controller is not None:
                 controller.stop()
             delete_volumes(api, volumes)
-
-
-DASK_PLURALS = ("daskautoscalers", "daskworkergroups", "daskclusters")
-
-
-def delete_dask_resources(api, namespace: str, timeout_s: float = 60.0) -> None:
-    """The operator's objects deleted before their namespace (a terminating namespace refuses
-    the controller's events, and its retries hold up the finalizers); finalizers still there
-    after ``timeout_s`` are removed."""
-    base = f"/apis/kubernetes.dask.org/v1/namespaces/{namespace}"
-
-    def left() -> list[tuple[str, str]]:
-        try:
-            return [(plural, o["metadata"]["name"]) for plural in DASK_PLURALS
-                    for o in api_request(api, "GET", f"{base}/{plural}")["items"]]
-        except KubeApiError as exc:
-            if exc.status == 404:
-                return []
-            raise
-
-    for plural, name in left():
-        if plural != "daskworkergroups":  # the cluster's own group goes with it
-            api_request(api, "DELETE", f"{base}/{plural}/{name}")
-    try:
-        wait_for("the operator's objects deleted", lambda: not left(), timeout_s)
-    except TimeoutError:
-        for plural, name in left():
-            api_request(api, "PATCH", f"{base}/{plural}/{name}", body={"metadata": {"finalizers": None}},
-                        content_type="application/merge-patch+json")
 
 
 def retired(api, namespace: str, pod: str) -> bool:

@@ -20,42 +20,13 @@ from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import helm
 from tests.cluster.kube import (delete_namespace, in_namespace, install_tkg_pod_security, pods,
-                                wait_default_service_account, wait_for)
+                                wait_for)
 from tests.cluster.node import untaint_ready_node
 from tests.cluster.program import DeclaredStack, declared_stack, vm_class_nodes
+from tests.cluster.support import apply_guest_half, shared_volume_stand_ins
 
 READY = [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "VM-class-shaped stand-in",
           "lastHeartbeatTime": "2026-12-01T00:00:00Z", "lastTransitionTime": "2026-12-01T00:00:00Z"}]
-
-
-def shared_volume_stand_ins(stack: DeclaredStack, root) -> list[dict]:
-    """A PersistentVolume pre-bound to each of the program's claims in the Dask namespace."""
-    volumes = []
-    for claim in in_namespace(stack.objects, "PersistentVolumeClaim", stack.dask_namespace):
-        name = f"stand-in-{stack.dask_namespace}-{claim['metadata']['name']}"
-        path = root / claim["metadata"]["name"]
-        path.mkdir(parents=True, exist_ok=True)
-        # writable by every user, as the NFS provisioner leaves each volume's directory (its
-        # provisioner.go: Chmod 0777): the pods run as non-root users
-        path.chmod(0o777)
-        volumes.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-                        "spec": {"capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
-                                 "accessModes": claim["spec"]["accessModes"],
-                                 "storageClassName": claim["spec"].get("storageClassName", ""),
-                                 "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(path)},
-                                 "claimRef": {"namespace": stack.dask_namespace,
-                                              "name": claim["metadata"]["name"]}}})
-    return volumes
-
-
-def apply_guest_half(api, stack: DeclaredStack, kinds=("Namespace", "RoleBinding", "Secret", "ConfigMap",
-                                                         "PersistentVolumeClaim")) -> None:
-    ns = stack.dask_namespace
-    apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
-    wait_default_service_account(api, ns)
-    for kind in kinds[1:]:
-        for obj in in_namespace(stack.objects, kind, ns):
-            apply_manifest(api, obj)
 
 
 def placement(api, namespace: str) -> dict[str, str]:

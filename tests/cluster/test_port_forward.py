@@ -1,7 +1,7 @@
 """The runner reaches a ClusterIP scheduler through its own port-forward (the Kubernetes
 API's pod port-forward), from a machine that cannot reach the cluster's service network.
 
-The program's Dask release is deployed as tests/cluster/test_dask_release.py deploys it.
+The program's Dask release is deployed as tests/cluster/dask_release.py deploys it.
 Then the host's routes onto the pod and service ranges are replaced by ``unreachable``
 routes (nothing is sent anywhere; a direct connect fails at once), and the outputs are the
 program's own: the scheduler at its in-cluster DNS name, the dashboard likewise, plus the
@@ -28,7 +28,8 @@ from tests.kube.rest import api_request
 from tests.apiserver.runner_identity import token_subject
 from tests.cluster.kube import pods, wait_running
 from tests.cluster.network import run
-from tests.cluster.test_dask_release import REPO, WORKERS, data_server, dask_release, stack_outputs  # noqa: F401
+from tests.cluster.dask_release import data_server, dask_release, stack_outputs  # noqa: F401 - fixtures
+from tests.cluster.support import REPO, RELEASE_WORKERS as WORKERS
 
 SESSION_TIMEOUT_S = 420
 

@@ -47,9 +47,10 @@ from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, de
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.package_index import PackageIndex
 from tests.cluster.pki import dask_tls_material
-from tests.cluster.post_render import _env
-from tests.cluster.test_default_image import dev_stack, scheduler_names, set_up_report
-from tests.cluster.test_placement import shared_volume_stand_ins
+from tests.cluster.dask_operator import scheduler_names
+from tests.cluster.post_render import set_env
+from tests.cluster.program import dev_stack
+from tests.cluster.support import set_up_report, shared_volume_stand_ins
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS_SCRIPT = REPO / "scripts" / "fetch_worker_wheels.py"
@@ -156,7 +157,7 @@ def worker_spec(stack_cluster: dict, name: str, d: dict) -> dict:
     args[0:1] = ["dask", "worker"]  # a CPU node
     for flag, value in (("--nthreads", "1"), ("--memory-limit", "1Gi")):
         args[args.index(flag) + 1] = value
-    _env(container, {"DASK_WORKER_NAME": name})
+    set_env(container, {"DASK_WORKER_NAME": name})
     return spec
 
 
@@ -195,7 +196,7 @@ def prepared(kube_cluster, tmp_path_factory):
         pod = job["spec"]["template"]["spec"]
         for_the_node(pod, d)
         for container in [*pod["initContainers"], *pod["containers"]]:
-            _env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}", "ENV_SUBDIR": d["subdir"],
+            set_env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}", "ENV_SUBDIR": d["subdir"],
                              "PACKAGE_INDEX_URL": index.url, "PLAIN_HTTP_HOST": prepared_env.plain_http_host(index.url),
                              "LOCK_SHA256": prepared_env.lock_digest(cpu_lock)})
         job_created = time.time()
@@ -341,7 +342,7 @@ def test_measure_the_paper_way_and_record(prepared):
             f" {' '.join(repr(p) for p in packages)}"
             f" && PATH=/tmp/env/bin:$PATH exec {worker_args}")]
         container["args"] = []
-        _env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}"})
+        set_env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}"})
         result = prepared.start_worker(name, spec)
         fetched = prepared.index.requests(client=result["pod_ip"])
         result.update(requests=len(fetched), bytes=sum(r.bytes for r in fetched))

@@ -34,29 +34,17 @@ from tests.cluster.kube import (delete_namespace, delete_volumes, event_summary,
                                 wait_for)
 from tests.cluster.people import (NODE_GPUS, TeamController, advertise_gpus, apply_person, person_kubeconfig,
                                   person_outputs, runner, start_runner)
-from tests.cluster.program import DeclaredStack, stack_settings
-from tests.cluster.test_dask_release import runtime_differences
-from tests.cluster.test_default_image import IMAGE_HOME, apply_crds, delete_dask_resources, smoke_dataset
-from tests.cluster.test_placement import shared_volume_stand_ins
-from tests.program.graph import run_program
+from tests.cluster.dask_operator import apply_crds, delete_dask_resources
+from tests.cluster.program import dev_stack
+from tests.cluster.support import IMAGE_HOME, runtime_differences, shared_volume_stand_ins, smoke_dataset
 from workloads.cluster import kubeconfig, own_spec, own_tls
 
-STACK = "dev"
 ALICE, BOB = "alice@vsphere.local", "bob@vsphere.local"
 IDLE_TIMEOUT_S = 60  # bob's: short, so that the test sees the controller reclaim his cluster
 USERS = [f"name={ALICE},gpus=2,idleTimeout=600", f"name={BOB},gpus=1,idleTimeout={IDLE_TIMEOUT_S}"]
 NAMESPACES = {ALICE: "dask-alice", BOB: "dask-bob"}
 CLUSTERS = {"alice-run": ALICE, "alice-stopped": ALICE, "bob-idle": BOB}  # the clusters the runs name, by owner
 RUN_TIMEOUT_S = 600
-
-
-def team_stack() -> DeclaredStack:
-    graph = run_program(STACK, config={"users": USERS})
-    if graph.error is not None:
-        raise RuntimeError(f"the program failed for stack {STACK} with users: {graph.traceback}")
-    objects = [r.manifest() for r in graph.kubernetes_objects()]
-    releases = {r.inputs.get("name"): r.inputs for r in graph.of_type("Release")}
-    return DeclaredStack(STACK, stack_settings(STACK, {"users": USERS}), objects, releases, dict(graph.outputs))
 
 
 class Team:
@@ -83,7 +71,7 @@ class Team:
 @pytest.fixture(scope="module")
 def team(kube_cluster, tmp_path_factory):
     api = kube_cluster.api_client
-    stack = team_stack()
+    stack = dev_stack({"users": USERS})
     tmp = tmp_path_factory.mktemp("team")
     share = tmp / "share"
     runtime = runtime_differences(kube_cluster)  # the image stand-in and the project's venv, as the release's

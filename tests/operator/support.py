@@ -14,7 +14,7 @@ from components.dask.operator_spec import DaskClusterInputs
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.operator import initial_workers
 from tests.artifacts import DASK_OPERATOR_CHART, artifact_path
-from tests.unit.test_settings import settings
+from tests.unit.support import settings
 
 MODERN_IMAGE = "registry.example/dask-tkg/dask-runtime:2026.7.1"
 # The operator needs an image Dask >= 2022.10.0: the project's runtime image, which holds every

@@ -17,7 +17,7 @@ from components.dask import post_render, operator_spec, podspec
 from components.dask.values import DaskValuesInputs, dask_values
 from components.settings.model import POOL_ROLE_LABEL
 from tests.operator.support import NAMESPACE, cluster_inputs, operator_settings
-from tests.unit.test_settings import settings
+from tests.unit.support import settings
 
 GPU = {POOL_ROLE_LABEL: "gpu"}
 

@@ -7,7 +7,7 @@ import pytest
 
 from components.settings.operator import MIN_OPERATOR_DASK, dask_version
 from tests.operator.support import OPERATOR, operator_settings
-from tests.unit.test_settings import problems, settings
+from tests.unit.support import problems, settings
 
 
 def test_the_papers_stack_keeps_helm_and_its_image():

@@ -21,7 +21,7 @@ import pytest
 from components.artifacts.store import artifacts_dir, file_sha256, pinned
 from tests.program.graph import HARNESS, REPO, SECRETS, Graph, run_program
 from components.settings import DictSource, load
-from tests.unit.test_settings import PAPER_PLATFORM, PROVIDER, SITE, problems, settings
+from tests.unit.support import PAPER_PLATFORM, PROVIDER, SITE, problems, settings
 
 OPERATOR_STACK = ("dev", {})  # the current defaults: the operator backend (its chart and the dask chart for Jupyter)
 PAPER_STACK = ("reference", {})  # the paper's: the dask chart, GPU operator v1.9.1, the NFS provisioner

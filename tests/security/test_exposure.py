@@ -14,7 +14,7 @@ from components.dask import podspec
 from components.settings import DictSource, SettingsError, load
 from components.settings.exposure import workers_install
 from tests.program.graph import run_program
-from tests.unit.test_settings import PROVIDER, SITE
+from tests.unit.support import PROVIDER, SITE
 
 RANGES = ["172.16.105.0/24"]  # the reference stack's
 

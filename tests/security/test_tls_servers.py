@@ -21,8 +21,7 @@ from components.dask.podspec import TLS_DIR
 from components.dask.values import JUPYTER_ARGS, dask_values
 from tests.cluster.jupyter import Browser, logged_in
 from tests.security.dask_pki import JUPYTER_NAME, SCHEDULER_NAME, issue_pki
-from tests.unit.test_builders import values_inputs
-from tests.unit.test_settings import settings
+from tests.unit.support import settings, values_inputs
 
 BIN = Path(sys.executable).parent
 PASSWORD = "a-password-for-this-test"

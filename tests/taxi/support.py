@@ -1,4 +1,5 @@
-"""The generated taxi dataset the taxi tests share: its files, damage and the pandas reference counts."""
+"""The generated taxi dataset the taxi tests share: its files, damage and the pandas reference
+counts; and small typed frames of valid trips."""
 from __future__ import annotations
 
 import shutil
@@ -129,3 +130,20 @@ def make_dataset(base: Path) -> TaxiData:
                           empty.name: {"empty_file": 1}, garbage.name: {"unreadable_file": 1},
                           no_fare.name: {"missing_column": 1}})
     return data
+
+
+def trips(**columns) -> pd.DataFrame:
+    """Valid float32 trips (the typed frame), with ``columns`` overriding the defaults."""
+    n = len(next(iter(columns.values()))) if columns else 1
+    pickup = pd.Series(pd.to_datetime(["2019-03-04 08:15:00"] * n)).astype("datetime64[us]")
+    base = {
+        s.VENDOR: 1.0, s.PICKUP: pickup, s.DROPOFF: pickup + pd.Timedelta(minutes=12),
+        s.PASSENGERS: 1.0, s.DISTANCE: 2.5, s.RATE_CODE: 1.0, s.STORE_AND_FWD: 0.0,
+        s.PICKUP_ZONE: 161.0, s.DROPOFF_ZONE: 237.0, s.FARE: 11.0, s.TOTAL: 15.3,
+    }
+    frame = pd.DataFrame({name: columns.get(name, value) for name, value in base.items()},
+                         index=range(n))
+    for name in s.USED:
+        if name not in s.TIMESTAMPS:
+            frame[name] = frame[name].astype("float32")
+    return frame

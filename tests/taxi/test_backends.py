@@ -9,7 +9,7 @@ from workloads.taxi import backends, benchmark, features, rules
 from workloads.taxi import schema as s
 from workloads.taxi import synthetic as synth
 
-from .support import pandas_rule_counts
+from .support import pandas_rule_counts, trips
 
 
 class FakeClient:
@@ -48,8 +48,6 @@ def test_pandas_partitions_carry_the_typed_schema():
 @pytest.mark.gpu
 def test_rules_and_features_run_on_cudf_partitions():
     cudf = pytest.importorskip("cudf")
-    from .test_rules_features import trips
-
     frame = trips(**{s.FARE: [-1.0, 11.0, 600.0]})
     on_gpu = cudf.from_pandas(frame)
     assert rules.label(on_gpu, rules.RULES).to_pandas().tolist() == rules.label(frame, rules.RULES).tolist()

@@ -283,7 +283,7 @@ def test_a_parquet_read_that_keeps_failing_names_the_row_groups(generated, monke
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", read_row_groups)
     monkeypatch.setattr(io, "READ_BACKOFF_S", 0.0, raising=False)
-    with pytest.raises(DatasetError, match=rf"row groups \[0\]\]: I/O error on each of 4 attempts.*Stale file"):
+    with pytest.raises(DatasetError, match=r"row groups \[0\]\]: I/O error on each of 4 attempts.*Stale file"):
         io.read_chunk(chunk)
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import replace
 
 import pytest
 from argon2 import PasswordHasher
@@ -13,17 +12,9 @@ from components.addons.values import gpu_operator_values, licensing_uses_secret,
 from components.cluster.manifests import tkc_manifest
 from components.dask.jupyter_password import jupyter_hash
 from components.dask import post_render
-from components.dask.values import DaskValuesInputs, dask_values, labextension_config
-from tests.unit.test_settings import settings
+from components.dask.values import dask_values, labextension_config
+from tests.unit.support import settings, values_inputs
 from workloads.contract import TLS_DIR, TLS_KEYS, TLS_VOLUME
-
-
-def values_inputs(s, **overrides):
-    base = DaskValuesInputs(
-        dask=s.dask, namespace="rapidsai", release="dask", scheduler_selector={"r": "cpu"},
-        jupyter_selector={"r": "cpu"}, worker_selector={"r": "gpu"}, dataset_claim="data",
-        pip_cache_claim="pip", dataset_mount="/ml-share", jupyter_password_hash="argon2:x", tls_secret="dask-tls")
-    return replace(base, **overrides)
 
 
 def test_tkc_v1alpha3_waits_on_the_ready_condition_and_asks_for_ubuntu():

@@ -8,17 +8,11 @@ import pytest
 from components.settings import cluster_classes
 from components.cluster.manifests import capi_cluster_manifest
 from components.settings.class_variables import class_variable_problems
-from components.settings import DictSource, SettingsError, load
+from components.settings import SettingsError
 from components.settings.model import POOL_ROLE_LABEL
-from tests.unit.test_settings_vsphere import PROVIDER, TODAY_SITE
+from tests.unit.support import VKR, load_current as load_with
 
-VKR = "v1.32.3---vmware.1-fips-vkr.2"  # a VKr name as VKS 3.3 lists it (mirror/reference-vks)
-CURRENT = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "cluster.x-k8s.io/v1beta1", "tkr": VKR}
 UBUNTU = {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}
-
-
-def load_with(**overrides):
-    return load(DictSource({**TODAY_SITE, **CURRENT, **overrides}, PROVIDER))
 
 
 def problems_of(**overrides) -> str:

@@ -16,7 +16,7 @@ import components.settings.prepared_env as prepared_env
 from components.settings.support import runner_image_notice
 from tests.render.stacks import stack_settings
 from tests.requirements import pins
-from tests.unit.test_settings import PAPER_PLATFORM
+from tests.unit.support import PAPER_PLATFORM
 from workloads.images import benchmark as images_benchmark
 from workloads.taxi import benchmark as taxi_benchmark
 

@@ -12,8 +12,7 @@ import pytest
 from components.settings import DictSource, SettingsError, load
 from components.settings.model import NetPermission
 from components.settings.schema import project
-from tests.unit.test_settings import PROVIDER
-from tests.unit.test_settings_vsphere import CREATE, SITE
+from tests.unit.support import CREATE, ONE_HOST_SITE as SITE, PROVIDER
 
 NODE_NETWORK = "ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"
 CREATE_MODE = {"supervisorMode": "create", "supervisorCreateSpec": [*CREATE, "searchDomains=corp.example.com"]}

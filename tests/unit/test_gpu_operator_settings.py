@@ -7,7 +7,7 @@ import pytest
 
 from components.addons.values import gpu_operator_values
 from components.settings import DictSource, SettingsError, load
-from tests.unit.test_settings_vsphere import PROVIDER, TODAY_SITE
+from tests.unit.support import PROVIDER, TODAY_SITE
 
 TODAY = {**TODAY_SITE, "supervisorId": "domain-c8"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from components.cluster.manifests import UBUNTU_ANNOTATION, capi_cluster_manifest
 from components.cluster.os_images import ANY, UBUNTU, library_os_names, pool_os_needs
-from tests.unit.test_cluster_api import load_with
+from tests.unit.support import load_current as load_with
 
 
 def test_gpu_pools_of_a_cluster_ask_for_exactly_the_pools_the_manifest_annotates():

@@ -4,51 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.settings import DictSource, SettingsError, load
+from components.settings import DictSource, load
 from components.settings.schema import project
 from components.settings.vsan import RAID1, RAID56
-
-# The paper's platform: what Pulumi.reference.yaml sets over Pulumi.yaml's defaults (checked
-# below). The tests of the paper's stack start from it.
-PAPER_PLATFORM = {
-    "vsphereVersion": 7,
-    "clusterApi": "run.tanzu.vmware.com/v1alpha2",
-    "tkr": "v1.20.8---vmware.1-tkg.2",
-    # the paper's v1.9.1 from NVIDIA's public repository, whose archive is pinned (NVAIE 1.1's is not)
-    "gpuOperatorChartRepo": "https://nvidia.github.io/gpu-operator/stable",
-    "gpuOperatorVersion": "v1.9.1",
-    "vgpuDriverVersion": "470.63.01",
-    "daskBackend": "helm",
-    "daskImage": "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04",
-    "daskImageDaskVersion": "2021.09.1",
-    "extraPipPackages": "",
-}
-SITE = {
-    **PAPER_PLATFORM,
-    "datacenter": "DC0",
-    "computeCluster": "DC0_C0",
-    "esxiHosts": ["esxi-01", "esxi-02"],
-    "supervisorServer": "192.168.105.2",
-    "fileShareClients": ["ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"],  # the node network
-    "ngcApiKey": "ngc-key",
-    "vgpuLicenseToken": "token",
-    "licenseTokenInConfigMap": True,
-}
-PROVIDER = {"vsphere:vsphereServer": "vc.example", "vsphere:user": "administrator@vsphere.local",
-            "vsphere:password": "secret-pw"}
-
-
-def settings(**overrides):
-    return load(DictSource({**SITE, **overrides}, PROVIDER))
-
-
-def problems(provider=PROVIDER, **overrides) -> SettingsError:
-    values = {**SITE, **overrides}
-    values = {k: v for k, v in values.items() if v is not None}
-    with pytest.raises(SettingsError) as info:
-        load(DictSource(values, provider))
-    return info.value
-
+from tests.unit.support import PAPER_PLATFORM, PROVIDER, SITE, problems, settings
 
 def test_the_paper_platform_is_the_reference_stacks():
     """Pulumi.reference.yaml and Pulumi.reference-dev.yaml set every paper value that differs

@@ -5,28 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.settings import DictSource, SettingsError, load
-from tests.unit.test_settings import PAPER_PLATFORM
+from tests.unit.support import CREATE, ONE_HOST_SITE as SITE, PROVIDER
 
-SITE = {
-    **PAPER_PLATFORM,
-    "datacenter": "DC0",
-    "computeCluster": "DC0_C0",
-    "esxiHosts": ["esxi-01"],
-    "supervisorServer": "192.168.105.2",
-    "fileShareClients": ["ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"],
-    "ngcApiKey": "ngc-key",
-    "vgpuLicenseToken": "token",
-    "licenseTokenInConfigMap": True,
-}
-# The same site on today's platform: Pulumi.yaml's defaults.
-TODAY_SITE = {k: v for k, v in SITE.items() if k not in PAPER_PLATFORM}
-PROVIDER = {"vsphere:vsphereServer": "vc.example", "vsphere:user": "administrator@vsphere.local",
-            "vsphere:password": "secret-pw"}
-# Every key vsphere.Supervisor needs (supervisorMode=create), searchDomains given per case.
-CREATE = ["managementNetwork=network-1", "managementStartIp=10.0.0.10", "managementSubnetMask=255.255.255.0",
-          "managementGateway=10.0.0.1", "masterDns=10.0.0.2", "workerDns=10.0.0.2", "masterNtp=10.0.0.3",
-          "egressCidr=10.10.0.0/24", "ingressCidr=10.20.0.0/24", "podCidr=10.30.0.0/20",
-          "serviceCidr=10.40.0.0/24", "edgeCluster=edge-1", "dvsUuid=50 2a"]
 VSPHERE8 = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "run.tanzu.vmware.com/v1alpha3"}
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from components.settings.team import member_namespace, team_warnings
 from tests.operator.support import OPERATOR, operator_settings
-from tests.unit.test_settings import problems
+from tests.unit.support import problems
 
 ALICE = "name=alice@vsphere.local,gpus=2"
 BOB = "name=bob@vsphere.local,gpus=1"

@@ -10,7 +10,7 @@ import pytest
 from components.settings import DictSource, SettingsError, load
 from components.settings.trust import unverified_tls_warning
 from components.vsphere.access import VCenterAccess
-from tests.unit.test_settings import PROVIDER, SITE
+from tests.unit.support import PROVIDER, SITE
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 

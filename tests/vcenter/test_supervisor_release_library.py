@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from components.vsphere.providers.supervisor_library import SupervisorReleaseLibraryProvider, TkrLibraryError
+from components.vsphere.providers.supervisor_library import TkrLibraryError
 
-from .fakes import fake_namespace_api, provider_props
+from .fakes import fake_namespace_api
+from .release_library import CLUSTER, FEED, SUPERVISOR, TOPOLOGY, VKR, props, provider  # noqa: F401 - provider: a fixture
 
 pytestmark = pytest.mark.vcsim
-
-SUPERVISOR = "5c4b6e1e-0b1d-4c3a-9a53-2b8a6f0e9d11"
-CLUSTER = "domain-c8"
-VKR = "v1.32.3---vmware.1-fips-vkr.2"
-# Item names end with the release name (the rule SupervisorTkrLibrary checks on vSphere 7);
-# the build prefixes are made up.
-FEED = ["ob-24718405-photon-5-amd64-v1.32.3---vmware.1-fips-vkr.2",
-        "ob-24425287-ubuntu-2204-amd64-v1.31.4---vmware.1-fips-vkr.3"]
-TOPOLOGY = {SUPERVISOR: [{"zone": "zone-a", "clusters": [CLUSTER]}]}
 
 
 @pytest.fixture
@@ -33,16 +25,6 @@ def api(vcsim):
     with fake_namespace_api(vcsim, "sv-", library_items=libraries, supervisor_libraries={CLUSTER: "lib-vks"},
                             supervisor_topology=TOPOLOGY) as fake:
         yield fake
-
-
-@pytest.fixture
-def provider():
-    return SupervisorReleaseLibraryProvider(timeout_s=1, poll_s=0.01)
-
-
-def props(api, vcsim, **overrides):
-    fields = {"supervisor": SUPERVISOR, "tkr": VKR, "library_id": "", "set_library": False}
-    return provider_props(api, vcsim, fields, overrides)
 
 
 def paths(api) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from .fakes import fake_namespace_api
-from .test_supervisor_release_library import (  # noqa: F401 - provider: the same fixture
+from .release_library import (  # noqa: F401 - provider: a fixture
     CLUSTER,
     SUPERVISOR,
     TOPOLOGY,

@@ -3,30 +3,14 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 
 import pytest
 
+from tests.workloads.support import OUTPUTS
 from workloads import run
 from workloads.cluster import endpoint
 from workloads.contract import ContractError
 from workloads.core.errors import EndpointError
-
-OUTPUTS = {
-    "schedulerAddress": "tcp://dask-scheduler.dask.svc:8786",
-    "dashboardUrl": "http://10.0.0.5:8787",
-    "jupyterUrl": "",
-    "daskNamespace": "rapidsai",
-    "daskRelease": "dask",
-    "datasetMountPath": "/ml-share",
-    "datasetLayout": {"dogs_images": "dogs/Images", "dogs_labels": "dogs/imagenet1000_clsidx_to_labels.txt",
-                      "models": "models", "taxi": "taxi"},
-    "workerCount": 8,
-    "gpusPerWorker": 1,
-    "threadsPerWorker": 6,
-    "daskImage": "ghcr.io/dask/dask:2026.8.0",
-    "daskVersion": "2026.8.0",
-}
 
 
 def write(tmp_path, outputs) -> str:

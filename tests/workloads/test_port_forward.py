@@ -17,7 +17,7 @@ from workloads.cluster.port_forward import PodTarget, ServiceForward, ServiceRef
 from workloads.cluster.session import ClusterSession
 from workloads.contract import parse_outputs
 from workloads.core.errors import EndpointError
-from tests.workloads.test_endpoint import OUTPUTS
+from tests.workloads.support import OUTPUTS
 
 
 @pytest.mark.parametrize("host, found", [
