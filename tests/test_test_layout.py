@@ -47,16 +47,24 @@ def _imported_modules(path: Path, repo: Path) -> set[str]:
     return found
 
 
-def conftest_imports(repo: Path = REPO) -> set[tuple[str, str]]:
-    """(importer, conftest module) for each Python file under ``repo``/tests that imports from a conftest."""
+def _imports(repo: Path, target) -> set[tuple[str, str]]:
+    """(importer, module) for each Python file under ``repo``/tests and each module it imports
+    for which ``target(module, importer's own module)`` names a module."""
     pairs = set()
     for path in sorted((repo / "tests").rglob("*.py")):
         if "__pycache__" in path.parts:
             continue
+        own = ".".join(path.relative_to(repo).with_suffix("").parts)
         for module in _imported_modules(path, repo):
-            if module.split(".")[-1] == "conftest":
-                pairs.add((path.relative_to(repo).as_posix(), module))
+            found = target(module, own)
+            if found is not None:
+                pairs.add((path.relative_to(repo).as_posix(), found))
     return pairs
+
+
+def conftest_imports(repo: Path = REPO) -> set[tuple[str, str]]:
+    """(importer, conftest module) for each Python file under ``repo``/tests that imports from a conftest."""
+    return _imports(repo, lambda module, own: module if module.split(".")[-1] == "conftest" else None)
 
 
 def _test_module(module: str, repo: Path) -> str | None:
@@ -70,16 +78,11 @@ def _test_module(module: str, repo: Path) -> str | None:
 
 def test_module_imports(repo: Path = REPO) -> set[tuple[str, str]]:
     """(importer, test module) for each Python file under ``repo``/tests that imports from another test module."""
-    pairs = set()
-    for path in sorted((repo / "tests").rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        own = ".".join(path.relative_to(repo).with_suffix("").parts)
-        for module in _imported_modules(path, repo):
-            found = _test_module(module, repo)
-            if found is not None and found != own:
-                pairs.add((path.relative_to(repo).as_posix(), found))
-    return pairs
+    def other_test_module(module: str, own: str) -> str | None:
+        found = _test_module(module, repo)
+        return found if found != own else None
+
+    return _imports(repo, other_test_module)
 
 
 test_module_imports.__test__ = False  # a helper named like a test: pytest must not collect it
@@ -92,14 +95,21 @@ def test_no_test_imports_from_a_conftest():
     assert gone == [], f"these no longer import from a conftest: drop them from ALLOWED: {gone}"
 
 
-def test_the_check_sees_absolute_relative_and_conftest_to_conftest_imports(tmp_path):
-    package = tmp_path / "tests" / "area"
+def tree(root: Path, files: dict[str, str]) -> Path:
+    """``root`` with ``tests/area/<name>`` holding each text of ``files``."""
+    package = root / "tests" / "area"
     package.mkdir(parents=True)
-    (package / "conftest.py").write_text("from tests.kube.fixtures import kube_apiserver\nfrom ..x.conftest import y\n")
-    (package / "test_a.py").write_text("from .conftest import HELPER\n")
-    (package / "test_b.py").write_text("from tests.other.conftest import thing\n")
-    (package / "test_c.py").write_text("from tests.other import conftest\n")
-    (package / "other.py").write_text("from tests.kube.rest import api_request\n")
+    for name, text in files.items():
+        (package / name).write_text(text)
+    return root
+
+
+def test_the_check_sees_absolute_relative_and_conftest_to_conftest_imports(tmp_path):
+    tree(tmp_path, {"conftest.py": "from tests.kube.fixtures import kube_apiserver\nfrom ..x.conftest import y\n",
+                    "test_a.py": "from .conftest import HELPER\n",
+                    "test_b.py": "from tests.other.conftest import thing\n",
+                    "test_c.py": "from tests.other import conftest\n",
+                    "other.py": "from tests.kube.rest import api_request\n"})
     assert conftest_imports(tmp_path) == {("tests/area/conftest.py", "tests.x.conftest"),
                                           ("tests/area/test_a.py", "tests.area.conftest"),
                                           ("tests/area/test_b.py", "tests.other.conftest"),
@@ -112,14 +122,12 @@ def test_no_test_imports_helpers_from_another_test_module():
 
 
 def test_the_check_sees_test_modules_imported_by_name_or_from(tmp_path):
-    package = tmp_path / "tests" / "area"
-    package.mkdir(parents=True)
-    (package / "test_home.py").write_text("HELPER = 1\n")
-    (package / "support.py").write_text("from tests.area.test_home import HELPER\n")
-    (package / "test_a.py").write_text("from .test_home import HELPER\n")
-    (package / "test_b.py").write_text("from tests.area import test_home\n")
-    (package / "test_c.py").write_text("from tests.area.support import HELPER\nimport tests.area.test_home_x\n")
-    (package / "test_d.py").write_text("from tests.area.test_d import itself\n")
+    tree(tmp_path, {"test_home.py": "HELPER = 1\n",
+                    "support.py": "from tests.area.test_home import HELPER\n",
+                    "test_a.py": "from .test_home import HELPER\n",
+                    "test_b.py": "from tests.area import test_home\n",
+                    "test_c.py": "from tests.area.support import HELPER\nimport tests.area.test_home_x\n",
+                    "test_d.py": "from tests.area.test_d import itself\n"})
     assert test_module_imports(tmp_path) == {("tests/area/support.py", "tests.area.test_home"),
                                              ("tests/area/test_a.py", "tests.area.test_home"),
                                              ("tests/area/test_b.py", "tests.area.test_home")}
