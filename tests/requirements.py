@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==(\S+)")
 
 
-def pins(path: Path) -> dict[str, str]:
+def pins_of(lines: Iterable[str]) -> dict[str, str]:
+    """The ``==`` pins among ``lines`` (requirement strings or a file's lines)."""
     found = {}
-    for line in path.read_text().splitlines():
+    for line in lines:
         match = _PIN.match(line.strip())
         if match:
             found[match[1].lower()] = match[2]
     return found
+
+
+def pins(path: Path) -> dict[str, str]:
+    return pins_of(path.read_text().splitlines())
