@@ -47,6 +47,8 @@ def interpreter_mounts() -> list[dict]:
 
 
 def runtime_differences(kube_cluster) -> dict:
+    """What the pods get in place of the image's runtime and the stack's sizes: the image stand-in with
+    this venv mounted, small requests, the node's toleration (tests/cluster/post_render.py applies it)."""
     venv = Path(sys.prefix)
     interpreter = interpreter_mounts()
     mounts = [*interpreter, {"host": str(REPO / "workloads"), "container": "/opt/dask-tkg/workloads"}]
