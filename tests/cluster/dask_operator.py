@@ -5,17 +5,19 @@ mapped to a fixed ClusterIP: there is no cluster DNS here; tests/cluster/test_de
 says why each)."""
 from __future__ import annotations
 
+from components.dask.values import service_names
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.post_render import set_env, set_mounts
 from tests.cluster.kube import wait_for
+from tests.kube.crds import install_crd
 from tests.cluster.support import SMALL
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
+from tests.kube.rest import KubeApiError, api_request
 from tests.operator.support import chart_crds
 
 
 def scheduler_names(namespace: str) -> list[str]:
-    return ["dask-scheduler", f"dask-scheduler.{namespace}", f"dask-scheduler.{namespace}.svc",
-            f"dask-scheduler.{namespace}.svc.cluster.local"]
+    """The names the program's scheduler Service answers to (its certificate's names)."""
+    return service_names("dask-scheduler", namespace)
 
 
 def change_pod_spec(spec: dict, component: str, d: dict) -> None:
@@ -40,16 +42,8 @@ def change_pod_spec(spec: dict, component: str, d: dict) -> None:
 
 
 def apply_crds(api) -> list[str]:
-    names = []
-    for crd in chart_crds():
-        apply_manifest(api, crd, update_existing=True)
-        names.append(crd["metadata"]["name"])
-    for name in names:
-        wait_for(f"CRD {name} established", lambda name=name: any(
-            c["type"] == "Established" and c["status"] == "True" for c in api_request(
-                api, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").get(
-                "status", {}).get("conditions") or []), 30)
-    return names
+    """The pinned operator chart's CRDs, each Established and served (the names returned)."""
+    return [install_crd(api, crd)["metadata"]["name"] for crd in chart_crds()]
 
 
 DASK_PLURALS = ("daskautoscalers", "daskworkergroups", "daskclusters")
