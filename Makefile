@@ -2,8 +2,9 @@
 #   make run    the main job (the runner on its embedded default: a local Dask cluster)
 #   make test   lint and types (make lint), then the test suite, with the Debian packages it starts programs from
 #               (scripts/system-packages.toml), the pinned upstream artifacts (fetched,
-#               sha256-verified) and the offline stand-ins it needs (vcsim, Kubernetes 1.20,
-#               Helm 3), built into $(DASK_TKG__CACHE), outside the repository.
+#               sha256-verified) and the offline stand-ins it needs (vcsim, Kubernetes 1.33 for
+#               the current stacks and 1.20 for the paper's, Helm 3), built into
+#               $(DASK_TKG__CACHE), outside the repository.
 PYTHON ?= python3.11
 export PYTHON
 VENV   ?= .venv
@@ -33,6 +34,7 @@ system-packages:
 stand-ins: system-packages
 	$(PYTHON) scripts/fetch_artifacts.py
 	scripts/build_vcsim.sh
+	scripts/build_kube_current.sh
 	scripts/build_kube_apiserver.sh
 	scripts/build_kube_node.sh
 	scripts/install_helm.sh

@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.hardware import HAS_GPU
+from tests.kube.versions import (  # noqa: F401 - hooks, registered by name
+    pytest_report_header,
+    pytest_runtest_call,
+    pytest_runtest_logreport,
+    pytest_terminal_summary,
+)
 from workloads.core.config import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +32,9 @@ ARTIFACTS = REPO / "test-artifacts"
 # Every test carrying one of these also gets `stand_in`.
 STAND_IN_MARKERS = ("vcsim", "apiserver", "kube_node", "helm", "artifacts", "browser", "nginx", "system_packages")
 # A fixture that starts a stand-in -> its marker.
-STAND_IN_FIXTURES = {"vcsim": "vcsim", "kube_apiserver": "apiserver", "kube_cluster": "kube_node", "helm": "helm"}
+STAND_IN_FIXTURES = {"vcsim": "vcsim", "kube_apiserver": "apiserver", "paper_apiserver": "apiserver",
+                     "apiserver_for": "apiserver", "kube_cluster": "kube_node", "paper_cluster": "kube_node",
+                     "helm": "helm"}
 # Modules whose tests reach a stand-in through helpers rather than fixtures (the charts rendered
 # by tests/render/program.py, the CRDs of tests/artifacts.py), and whole folders.
 STAND_IN_MODULES = {
@@ -34,6 +42,7 @@ STAND_IN_MODULES = {
     "tests/render/": ("helm", "artifacts"),
     "tests/security/test_stack_pod_security.py": ("helm", "artifacts"),
     "tests/security/test_stack_network_policy.py": ("helm", "artifacts"),
+    "tests/security/test_pss_admission.py": ("helm", "artifacts"),
     "tests/operator/test_render.py": ("helm", "artifacts"),
     "tests/operator/test_apiserver_crs.py": ("artifacts",),
     "tests/operator/test_controller.py": ("helm", "artifacts"),

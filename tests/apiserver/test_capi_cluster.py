@@ -1,9 +1,10 @@
-"""A VKS-style Cluster API Cluster against Cluster API v1.10.10's own CRDs on a real kube-apiserver 1.20.
+"""A VKS-style Cluster API Cluster against Cluster API v1.10.10's own CRDs on a real kube-apiserver of
+the current stacks' build (1.33).
 
 The CRDs are the upstream files (fetched unchanged into the cache by scripts/fetch_artifacts.py).
 The stand-in checks the OpenAPI schema only: Cluster API's webhooks and controllers, which also
-resolve the ClusterClass and its variables, do not run here, and 1.20 prunes unknown fields
-instead of rejecting them.
+resolve the ClusterClass and its variables, do not run here. Unknown fields are refused where the
+client asks for strict field validation (kubectl 1.27+ does) and pruned otherwise.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import copy
 
 import pytest
 
+from tests.kube.binaries import CURRENT as CURRENT_BUILD
 from tests.kube.crds import CAPI_CRDS, load_crd
 from tests.apiserver.support import create_fresh, declared
 from tests.kube.rest import KubeApiError, apply_manifest, assert_invalid, get_object
@@ -68,7 +70,7 @@ def paper_cluster(namespace: str, name: str = "dask-cluster") -> dict:
 def test_crds_are_served_with_the_upstream_schemas(kube_apiserver, capi_crds):
     """The server keeps every upstream version and schema as written: a schema field newer than
     1.20 would be dropped silently and the stand-in would check less than it claims."""
-    assert kube_apiserver.version["gitVersion"].startswith("v1.20.")
+    assert kube_apiserver.version["gitVersion"] == CURRENT_BUILD.version  # the current stacks' build
     assert sorted(capi_crds) == ["Cluster", "ClusterClass", "MachineDeployment"]
     for file in CAPI_CRDS:
         upstream = load_crd(file)
@@ -128,7 +130,7 @@ BAD = {
     "control-plane-replicas-three": (_control_plane_replicas_as_word,
                                      ["spec.topology.controlPlane.replicas", "must be of type integer"]),
     "pool-replicas-eight": (_pool_replicas_as_word,
-                            ["spec.topology.workers.machineDeployments.replicas", "must be of type integer"]),
+                            ["spec.topology.workers.machineDeployments[0].replicas", "must be of type integer"]),
     "topology-without-class": (_without_class, ["spec.topology.class", "Required value"]),
     "topology-without-version": (_without_version, ["spec.topology.version", "Required value"]),
 }
@@ -155,15 +157,21 @@ def test_the_programs_cluster_broken_the_same_way_is_rejected(kube_apiserver, ca
     print(f"{case}: HTTP {refused.status} {refused.reason}: {refused.message}")
 
 
-def test_misspelt_machine_health_check_is_pruned_not_rejected(kube_apiserver, capi_crds, kube_namespace):
-    """The stand-in's limit: 1.20 drops an unknown field without a word, so ``enabled`` (the
-    field is ``enable``) is not caught here; the Cluster is stored without it. The right
+def test_misspelt_machine_health_check_is_refused_where_the_client_asks_strict(kube_apiserver, capi_crds,
+                                                                               kube_namespace):
+    """``enabled`` (the field is ``enable``): under the strict field validation kubectl (1.27+)
+    asks for, the server refuses the Cluster naming the unknown field; under the API's own
+    default (Warn) it stores the Cluster without it, as 1.20 always did, silently. The right
     spelling, beside it, is kept."""
     api = kube_apiserver.api_client
     manifest = paper_cluster(kube_namespace)
     topology = manifest["spec"]["topology"]
     topology["controlPlane"]["machineHealthCheck"] = {"enabled": True}
     topology["workers"]["machineDeployments"][0]["machineHealthCheck"] = {"enable": True}
+    with pytest.raises(KubeApiError) as refused:
+        apply_manifest(api, manifest, dry_run=True, field_validation="Strict")
+    assert refused.value.status == 400
+    assert 'unknown field "spec.topology.controlPlane.machineHealthCheck.enabled"' in refused.value.message
     apply_manifest(api, manifest)
     got = get_object(api, API_VERSION, "Cluster", "dask-cluster", kube_namespace)["spec"]["topology"]
     assert got["controlPlane"]["machineHealthCheck"] == {}

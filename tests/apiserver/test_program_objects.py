@@ -1,5 +1,7 @@
 """Every Kubernetes object the program declares (both stack files, Supervisor and guest
-side, all but Helm releases) is accepted by a real Kubernetes 1.20 API server."""
+side, all but Helm releases) is accepted by a real Kubernetes 1.20 API server:
+the paper's stacks' build, as every stack here asks for a TKR 1.20 or 1.21 (the current stacks'
+objects: test_capi_cluster.py, on 1.33)."""
 from __future__ import annotations
 
 import copy
@@ -33,8 +35,8 @@ def supervisor_namespace(graph) -> str:
                    "daskTls": False, "schedulerServiceType": "ClusterIP", "jupyterServiceType": "ClusterIP",
                    "rwxProvisioner": "vsphere-csi"}),  # without TLS, so not exposed: preview refuses that
 ], ids=["reference", "reference-dev", "topology-b", "vsphere8-csi"])
-def test_every_declared_object_is_accepted(kube_apiserver, tkc_crd, stack, config):
-    api = kube_apiserver.api_client
+def test_every_declared_object_is_accepted(paper_apiserver, tkc_crd, stack, config):
+    api = paper_apiserver.api_client
     graph, objects = declared(stack, **config)
     kinds = {o.manifest()["kind"] for o in objects}
     assert {"TanzuKubernetesCluster", "Namespace", "PersistentVolumeClaim", "Secret", "Job"} <= kinds
@@ -60,15 +62,15 @@ def test_every_declared_object_is_accepted(kube_apiserver, tkc_crd, stack, confi
     (lambda m: m["spec"]["topology"]["nodePools"][1].pop("name"), "name"),
     (lambda m: m["spec"]["topology"]["controlPlane"].pop("vmClass"), "vmClass"),
 ], ids=["replicas-wrong-type", "pool-without-name", "control-plane-without-vm-class"])
-def test_the_programs_tkc_broken_is_rejected(kube_apiserver, tkc_crd, breakage, words):
+def test_the_programs_tkc_broken_is_rejected(paper_apiserver, tkc_crd, breakage, words):
     graph, _ = declared("reference")
     manifest = copy.deepcopy(graph.of_type("TanzuKubernetesCluster")[0].manifest())
     breakage(manifest)
-    apply_manifest(kube_apiserver.api_client, {"apiVersion": "v1", "kind": "Namespace",
+    apply_manifest(paper_apiserver.api_client, {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": manifest["metadata"]["namespace"]}},
                    update_existing=True)
     with pytest.raises(KubeApiError) as info:
-        apply_manifest(kube_apiserver.api_client, manifest, dry_run=True)
+        apply_manifest(paper_apiserver.api_client, manifest, dry_run=True)
     assert info.value.status == 422 and words in info.value.message
 
 
@@ -78,21 +80,21 @@ def test_the_programs_tkc_broken_is_rejected(kube_apiserver, tkc_crd, breakage, 
                    "tkr": TKR_FOR_V1ALPHA3},
      {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T00:00:00Z"}]}),
 ], ids=["v1alpha2-phase", "v1alpha3-condition"])
-def test_readiness_wait_matches_a_real_ready_cluster(kube_apiserver, tkc_crd, kube_namespace, stack, config,
+def test_readiness_wait_matches_a_real_ready_cluster(paper_apiserver, tkc_crd, paper_namespace, stack, config,
                                                      ready_status):
-    api = kube_apiserver.api_client
+    api = paper_apiserver.api_client
     graph, _ = declared(stack, **config)
     manifest = copy.deepcopy(graph.of_type("TanzuKubernetesCluster")[0].manifest())
-    manifest["metadata"]["namespace"] = kube_namespace
+    manifest["metadata"]["namespace"] = paper_namespace
     wait_for = manifest["metadata"]["annotations"]["pulumi.com/waitFor"]
     created = apply_manifest(api, manifest)
     assert not satisfied(created, wait_for), "a new cluster must not look ready"
     patch_status(api, created, {"phase": "creating"} if "phase" in ready_status else
                  {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-29T00:00:00Z"}]})
     creating = get_object(api, manifest["apiVersion"], "TanzuKubernetesCluster", manifest["metadata"]["name"],
-                          kube_namespace)
+                          paper_namespace)
     assert not satisfied(creating, wait_for)
     patch_status(api, created, ready_status)
     ready = get_object(api, manifest["apiVersion"], "TanzuKubernetesCluster", manifest["metadata"]["name"],
-                       kube_namespace)
+                       paper_namespace)
     assert satisfied(ready, wait_for), (wait_for, ready.get("status"))

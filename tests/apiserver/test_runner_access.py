@@ -1,4 +1,4 @@
-"""The runner's namespaced identity on the real Kubernetes 1.20 API server: the program's
+"""The runner's namespaced identity on the current stacks' real Kubernetes (1.33) API server: the program's
 ServiceAccount, Role and RoleBinding applied as declared, a token the server issues for the
 account, and the runner's own kubeconfig built on it by the program's builder.
 
@@ -66,7 +66,7 @@ def runner(kube_apiserver, operator_crds):
     api = kube_apiserver.api_client
     ns = f"runner-access-{secrets.token_hex(3)}"
     apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    graph = run_program("reference", config={**OPERATOR, "daskNamespace": ns})
+    graph = run_program("dev", config={**OPERATOR, "daskNamespace": ns})
     assert graph.error is None, graph.traceback
     apply_runner_identity(api, [r.manifest() for r in graph.kubernetes_objects()], ns)
     kubeconfig = kubeconfig_for(kube_apiserver.kubeconfig, request_token(api, ns), ns)

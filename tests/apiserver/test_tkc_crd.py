@@ -85,24 +85,24 @@ def test_shared_crd_is_loaded_unchanged_and_combined():
     assert crd["spec"]["names"] == shared["spec"]["names"]
 
 
-def test_crd_serves_both_versions(kube_apiserver, tkc_crd):
-    assert kube_apiserver.version["gitVersion"].startswith("v1.20.")
+def test_crd_serves_both_versions(paper_apiserver, tkc_crd):
+    assert paper_apiserver.version["gitVersion"].startswith("v1.20.")
     served = {v["name"]: (v["served"], v["storage"]) for v in tkc_crd["spec"]["versions"]}
     assert served == {"v1alpha2": (True, True), "v1alpha3": (True, False)}
     assert tkc_crd["status"]["storedVersions"] == ["v1alpha2"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_paper_cluster_accepted_on_dry_run(kube_apiserver, tkc_crd, kube_namespace, version):
-    manifest = paper_tkc(version, kube_namespace)
-    answer = apply_manifest(kube_apiserver.api_client, manifest, dry_run=True)
+def test_paper_cluster_accepted_on_dry_run(paper_apiserver, tkc_crd, paper_namespace, version):
+    manifest = paper_tkc(version, paper_namespace)
+    answer = apply_manifest(paper_apiserver.api_client, manifest, dry_run=True)
     assert answer["apiVersion"] == f"{GROUP}/{version}"
     # nothing pruned: the server kept every field the paper's cluster sets
     assert answer["spec"] == manifest["spec"]
     # a dry run stores nothing
     with pytest.raises(KubeApiError) as err:
-        get_object(kube_apiserver.api_client, f"{GROUP}/{version}", "TanzuKubernetesCluster",
-                   "dask-tkc", kube_namespace)
+        get_object(paper_apiserver.api_client, f"{GROUP}/{version}", "TanzuKubernetesCluster",
+                   "dask-tkc", paper_namespace)
     assert err.value.status == 404
 
 
@@ -129,21 +129,21 @@ BAD = {
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("case", list(BAD))
-def test_broken_cluster_rejected(kube_apiserver, tkc_crd, kube_namespace, version, case):
+def test_broken_cluster_rejected(paper_apiserver, tkc_crd, paper_namespace, version, case):
     mutate, expected = BAD[case]
-    manifest = paper_tkc(version, kube_namespace)
+    manifest = paper_tkc(version, paper_namespace)
     mutate(manifest)
-    assert_invalid(kube_apiserver.api_client, manifest, expected)
+    assert_invalid(paper_apiserver.api_client, manifest, expected)
 
 
-def test_each_version_validates_with_its_own_schema(kube_apiserver, tkc_crd, kube_namespace):
+def test_each_version_validates_with_its_own_schema(paper_apiserver, tkc_crd, paper_namespace):
     """failureDomain exists only in v1alpha3: checked there, pruned as unknown in v1alpha2.
 
     Caveat of this stand-in: with no conversion webhook (strategy None) objects are
     stored as v1alpha2, so a v1alpha3-only field is validated but not kept.
     """
-    api = kube_apiserver.api_client
-    v3 = paper_tkc("v1alpha3", kube_namespace)
+    api = paper_apiserver.api_client
+    v3 = paper_tkc("v1alpha3", paper_namespace)
     v3["spec"]["topology"]["nodePools"][0]["failureDomain"] = 5
     with pytest.raises(KubeApiError) as err:
         apply_manifest(api, v3, dry_run=True)
@@ -153,16 +153,16 @@ def test_each_version_validates_with_its_own_schema(kube_apiserver, tkc_crd, kub
     v3["spec"]["topology"]["nodePools"][0]["failureDomain"] = "zone-a"
     apply_manifest(api, v3, dry_run=True)
 
-    v2 = paper_tkc("v1alpha2", kube_namespace)
+    v2 = paper_tkc("v1alpha2", paper_namespace)
     v2["spec"]["topology"]["nodePools"][0]["failureDomain"] = 5
     answer = apply_manifest(api, v2, dry_run=True)
     assert "failureDomain" not in answer["spec"]["topology"]["nodePools"][0]
 
 
-def test_status_subresource_round_trip(kube_apiserver, tkc_crd, kube_namespace):
+def test_status_subresource_round_trip(paper_apiserver, tkc_crd, paper_namespace):
     """Create a real v1alpha2 TKC, then play the TKG controller: set phase running + Ready."""
-    api = kube_apiserver.api_client
-    manifest = paper_tkc("v1alpha2", kube_namespace, name="tkc-status")
+    api = paper_apiserver.api_client
+    manifest = paper_tkc("v1alpha2", paper_namespace, name="tkc-status")
     manifest["status"] = {"phase": "running"}  # ignored on create: status is a subresource
     created = apply_manifest(api, manifest)
     assert "phase" not in (created.get("status") or {})
@@ -178,30 +178,30 @@ def test_status_subresource_round_trip(kube_apiserver, tkc_crd, kube_namespace):
     assert int(patched["metadata"]["generation"]) == int(created["metadata"]["generation"])
 
     for version in VERSIONS:  # stored once, read back in both versions
-        got = get_object(api, f"{GROUP}/{version}", "TanzuKubernetesCluster", "tkc-status", kube_namespace)
+        got = get_object(api, f"{GROUP}/{version}", "TanzuKubernetesCluster", "tkc-status", paper_namespace)
         ready = [c for c in got["status"]["conditions"] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True"
         assert got["status"]["apiEndpoints"] == [{"host": "10.0.0.10", "port": 6443}]
         assert got["spec"]["topology"]["nodePools"][0]["replicas"] == 8
-    v2 = get_object(api, f"{GROUP}/v1alpha2", "TanzuKubernetesCluster", "tkc-status", kube_namespace)
+    v2 = get_object(api, f"{GROUP}/v1alpha2", "TanzuKubernetesCluster", "tkc-status", paper_namespace)
     assert v2["status"]["phase"] == "running"
 
 
-def test_apply_manifest_core_objects_and_errors(kube_apiserver, kube_namespace):
+def test_apply_manifest_core_objects_and_errors(paper_apiserver, paper_namespace):
     """The helper works for built-in kinds too, and surfaces the server's own message."""
-    api = kube_apiserver.api_client
+    api = paper_apiserver.api_client
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "v"}}
-    created = apply_manifest(api, cm, namespace=kube_namespace)
-    assert created["metadata"]["namespace"] == kube_namespace
+    created = apply_manifest(api, cm, namespace=paper_namespace)
+    assert created["metadata"]["namespace"] == paper_namespace
     with pytest.raises(KubeApiError) as err:
-        apply_manifest(api, cm, namespace=kube_namespace)
+        apply_manifest(api, cm, namespace=paper_namespace)
     assert err.value.status == 409 and "already exists" in err.value.message
     cm2 = dict(cm, data={"k": "v2"})
-    replaced = apply_manifest(api, cm2, namespace=kube_namespace, update_existing=True)
+    replaced = apply_manifest(api, cm2, namespace=paper_namespace, update_existing=True)
     assert replaced["data"] == {"k": "v2"}
 
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": f"{kube_namespace}-reader"},
+            "metadata": {"name": f"{paper_namespace}-reader"},
             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
     assert apply_manifest(api, role, dry_run=True)["metadata"]["name"] == role["metadata"]["name"]
 
@@ -209,7 +209,7 @@ def test_apply_manifest_core_objects_and_errors(kube_apiserver, kube_namespace):
            "spec": {"template": {"metadata": {"labels": {"a": "b"}},
                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
     with pytest.raises(KubeApiError) as err:
-        apply_manifest(api, bad, namespace=kube_namespace, dry_run=True)
+        apply_manifest(api, bad, namespace=paper_namespace, dry_run=True)
     assert err.value.status == 422 and "spec.selector" in err.value.message
 
     with pytest.raises(KubeApiError) as err:

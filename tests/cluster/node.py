@@ -1,8 +1,11 @@
-"""A real Kubernetes 1.20 control plane and node, run inside the cluster network's namespace.
+"""A real Kubernetes control plane and node of one build (:mod:`tests.kube.binaries`: the current
+stacks' 1.33, or the paper's 1.20), run inside the cluster network's namespace.
 
 What runs, all inside :mod:`tests.cluster.network`'s namespace (its 127.0.0.1, its bridge):
-etcd 3.4, kube-apiserver (RBAC + Node authorization, ``NodeRestriction,PodSecurityPolicy``
-admission), kube-controller-manager, kube-scheduler, containerd 1.6 with runc and the CNI
+etcd (3.5 with 1.33, 3.4 with 1.20), kube-apiserver (RBAC + Node authorization; admission
+``NodeRestriction`` plus, on 1.33, the default-on ``PodSecurity``, which judges pods by their
+namespace's ``pod-security.kubernetes.io`` labels, and on 1.20 ``PodSecurityPolicy``, as TKG
+1.20 runs it), kube-controller-manager, kube-scheduler, containerd 1.6 with runc and the CNI
 bridge plugin, kubelet and kube-proxy (iptables mode). The host reaches the API server at
 the namespace's veth address. containerd and kubelet also share a private mount namespace
 with bind mounts over ``/var/lib``, ``/var/log`` and ``/run`` (kubelet hard-codes
@@ -10,9 +13,11 @@ with bind mounts over ``/var/lib``, ``/var/log`` and ``/run`` (kubelet hard-code
 never written and every mount the runtime makes dies with that namespace.
 
 Flags that mattered (from a spike on a machine of this kind; see each flag's comment):
-kubelet ``--container-runtime=remote``, ``--cgroup-driver=cgroupfs``, ``--fail-swap-on=false``,
-``--read-only-port=0``, ``--volume-plugin-dir``; controller-manager ``--flex-volume-plugin-dir``;
-``AWS_EC2_METADATA_DISABLED=true`` for kubelet.
+kubelet ``--cgroup-driver=cgroupfs``, ``--fail-swap-on=false``, ``--read-only-port=0``,
+``--volume-plugin-dir``; controller-manager ``--flex-volume-plugin-dir``; on 1.20 only (removed
+since): kubelet ``--container-runtime=remote`` (1.27), ``AWS_EC2_METADATA_DISABLED=true`` (the
+in-tree AWS provider, gone in 1.27), the controllers' ``--port=0`` (the insecure port, 1.24) and
+``--logtostderr`` (1.26).
 """
 from __future__ import annotations
 
@@ -27,14 +32,14 @@ from pathlib import Path
 import kubernetes.client
 import yaml
 
-from tests.kube.binaries import KUBE_CACHE
+from tests.kube.apiserver import klog_to_stderr
+from tests.kube.binaries import KubeRelease
 from tests.kube.processes import Process, wait_http
 from tests.kube.rest import api_client, api_request
 from tests.cluster import images
 from tests.cluster.network import ClusterNetwork, run
 from tests.cluster.pki import ClusterPKI, make_cluster_pki
 
-BIN = KUBE_CACHE / "bin"
 NODE_NAME = "dtkg-node-0"
 API_PORT = 6443
 CNI_BIN_DIR = "/usr/lib/cni"
@@ -188,6 +193,8 @@ class KubeCluster:
     node_name: str
     pause_ref: str
     containerd_socket: Path
+    release: KubeRelease | None = None
+    version: dict = field(default_factory=dict)  # the API server's /version
     images: dict[str, str] = field(default_factory=dict)
     start_s: float = 0.0
     _processes: list[Process] = field(default_factory=list, repr=False)
@@ -252,8 +259,8 @@ def stop_processes(procs: list[Process], containerd_socket: Path, sysctls: dict[
 class _Starter:
     """Starts the components one by one into ``procs`` (so a failure stops what was started)."""
 
-    def __init__(self, net: ClusterNetwork, w: Path, procs: list[Process]):
-        self.net, self.w, self.procs = net, w, procs
+    def __init__(self, release: KubeRelease, net: ClusterNetwork, w: Path, procs: list[Process]):
+        self.release, self.net, self.w, self.procs = release, net, w, procs
         self.deadline = time.monotonic() + START_TIMEOUT_S
 
     def start(self, name: str, args: list[str], env: dict[str, str] | None = None,
@@ -314,14 +321,26 @@ def _start_containerd(s: _Starter, holder: Process, pause_ref: str) -> Path:
     return socket
 
 
+def paper_only(release: KubeRelease, *flags: str) -> list[str]:
+    """Flags the paper's 1.20 build needs and later ones removed (each call site says when)."""
+    return list(flags) if release.minor < 24 else []
+
+
+def admission_plugins(release: KubeRelease) -> str:
+    """NodeRestriction, and PodSecurityPolicy where TKG enforced it (up to 1.24; removed in 1.25).
+    From 1.23 the PodSecurity plugin is on by default and reads the namespaces' labels."""
+    return "NodeRestriction,PodSecurityPolicy" if release.minor < 25 else "NodeRestriction"
+
+
 def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: Process) -> None:
     etcd_url = "http://127.0.0.1:2379"
-    s.start("etcd", [str(BIN / "etcd"), "--name=dtkg", f"--data-dir={s.w / 'etcd-data'}",
+    r = s.release
+    s.start("etcd", [str(r.binary("etcd")), "--name=dtkg", f"--data-dir={s.w / 'etcd-data'}",
                      f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
                      "--listen-peer-urls=http://127.0.0.1:2380", "--log-level=warn", "--logger=zap"], holder=holder)
     p = pki.path
     s.start("kube-apiserver", [
-        str(BIN / "kube-apiserver"), f"--etcd-servers={etcd_url}",
+        str(r.binary("kube-apiserver")), f"--etcd-servers={etcd_url}",
         # 0.0.0.0 of the namespace: its loopback, the bridge (pods, via the kubernetes
         # Service) and the veth (the host); nothing else exists there
         "--bind-address=0.0.0.0", f"--advertise-address={s.net.bridge_ip}", f"--secure-port={API_PORT}",
@@ -329,14 +348,14 @@ def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: Process) -> None:
         f"--client-ca-file={p('ca.crt')}", f"--token-auth-file={p('tokens.csv')}",
         f"--kubelet-client-certificate={p('apiserver-kubelet-client.crt')}",
         f"--kubelet-client-key={p('apiserver-kubelet-client.key')}",
-        "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction,PodSecurityPolicy",
+        "--authorization-mode=Node,RBAC", f"--enable-admission-plugins={admission_plugins(r)}",
         f"--service-account-key-file={p('sa.pub')}", f"--service-account-signing-key-file={p('sa.key')}",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         "--api-audiences=https://kubernetes.default.svc.cluster.local",
         f"--service-cluster-ip-range={s.net.service_cidr}", "--allow-privileged=true",
         # reach kubelets by their address, never by a name looked up in a resolver
         "--kubelet-preferred-address-types=InternalIP",
-        f"--cert-dir={s.w / 'apiserver-certs'}", "--profiling=false", "--logtostderr=true", "--v=0"], holder=holder)
+        f"--cert-dir={s.w / 'apiserver-certs'}", "--profiling=false", *klog_to_stderr(r), "--v=0"], holder=holder)
     ctx = ssl.create_default_context(cafile=str(p("ca.crt")))
     wait_http(f"https://{s.net.node_link_ip}:{API_PORT}/readyz", lambda st, b: st == 200, s.deadline, s.procs,
               "kube-apiserver /readyz", context=ctx, headers={"Authorization": f"Bearer {pki.tokens['admin']}"},
@@ -345,32 +364,34 @@ def _start_control_plane(s: _Starter, pki: ClusterPKI, holder: Process) -> None:
     cm_kubeconfig = _kubeconfig(s.w / "controller-manager.kubeconfig", local, p("ca.crt"),
                                 pki.tokens["controller-manager"])
     s.start("kube-controller-manager", [
-        str(BIN / "kube-controller-manager"), f"--kubeconfig={cm_kubeconfig}",
+        str(r.binary("kube-controller-manager")), f"--kubeconfig={cm_kubeconfig}",
         f"--authentication-kubeconfig={cm_kubeconfig}", f"--authorization-kubeconfig={cm_kubeconfig}",
         "--use-service-account-credentials=true", f"--service-account-private-key-file={p('sa.key')}",
         f"--root-ca-file={p('ca.crt')}", f"--service-cluster-ip-range={s.net.service_cidr}",
         # nodelifecycle would taint the kubelet-less, VM-class-shaped Nodes unreachable
         "--controllers=*,-nodelifecycle,-nodeipam", "--leader-elect=false",
-        "--bind-address=127.0.0.1", "--port=0",
+        "--bind-address=127.0.0.1", *paper_only(r, "--port=0"),  # the insecure port, removed in 1.24
         # without it the controller-manager creates /usr/libexec/kubernetes/... on the host
-        f"--flex-volume-plugin-dir={s.w / 'flexvolume'}", "--logtostderr=true", "--v=0"], holder=holder)
+        f"--flex-volume-plugin-dir={s.w / 'flexvolume'}", *klog_to_stderr(r), "--v=0"], holder=holder)
     sched_kubeconfig = _kubeconfig(s.w / "scheduler.kubeconfig", local, p("ca.crt"), pki.tokens["scheduler"])
     s.start("kube-scheduler", [
-        str(BIN / "kube-scheduler"), f"--kubeconfig={sched_kubeconfig}",
+        str(r.binary("kube-scheduler")), f"--kubeconfig={sched_kubeconfig}",
         f"--authentication-kubeconfig={sched_kubeconfig}", f"--authorization-kubeconfig={sched_kubeconfig}",
-        "--leader-elect=false", "--bind-address=127.0.0.1", "--port=0", "--logtostderr=true", "--v=0"],
-        holder=holder)
+        "--leader-elect=false", "--bind-address=127.0.0.1", *paper_only(r, "--port=0"), *klog_to_stderr(r),
+        "--v=0"], holder=holder)
 
 
 def _start_node(s: _Starter, pki: ClusterPKI, holder: Process, socket: Path, pause_ref: str,
                 node_labels: dict[str, str]) -> None:
-    p = pki.path
+    p, r = pki.path, s.release
     local = f"https://127.0.0.1:{API_PORT}"
     kubelet_kubeconfig = _kubeconfig(s.w / "kubelet.kubeconfig", local, p("ca.crt"), pki.tokens["kubelet"])
     s.start("kubelet", [
-        str(BIN / "kubelet"), f"--kubeconfig={kubelet_kubeconfig}", f"--hostname-override={NODE_NAME}",
-        "--container-runtime=remote", f"--container-runtime-endpoint=unix://{socket}",
-        "--runtime-request-timeout=5m", f"--pod-infra-container-image={pause_ref}",
+        str(r.binary("kubelet")), f"--kubeconfig={kubelet_kubeconfig}", f"--hostname-override={NODE_NAME}",
+        # the only runtime kind from 1.24 (dockershim gone); the flag itself was removed in 1.27
+        *paper_only(r, "--container-runtime=remote"), f"--container-runtime-endpoint=unix://{socket}",
+        # from 1.27 the sandbox image is the runtime's alone (containerd's sandbox_image, above)
+        "--runtime-request-timeout=5m", *paper_only(r, f"--pod-infra-container-image={pause_ref}"),
         "--cgroup-driver=cgroupfs", "--fail-swap-on=false",
         f"--node-ip={s.net.bridge_ip}", f"--address={s.net.bridge_ip}", "--read-only-port=0",
         "--healthz-bind-address=127.0.0.1", "--anonymous-auth=false", f"--client-ca-file={p('ca.crt')}",
@@ -385,12 +406,12 @@ def _start_node(s: _Starter, pki: ClusterPKI, holder: Process, socket: Path, pau
         # only pods that say so run here: the program's pods (real images, GPU requests) must
         # never land on this node by accident and try to pull
         f"--register-with-taints={REAL_NODE_TAINT['key']}={REAL_NODE_TAINT['value']}:{REAL_NODE_TAINT['effect']}",
-        "--logtostderr=true", "--v=0"],
+        *klog_to_stderr(r), "--v=0"],
         # kubelet 1.20's in-tree AWS credential provider calls 169.254.169.254 on start otherwise
-        env={"AWS_EC2_METADATA_DISABLED": "true"}, holder=holder)
+        env={"AWS_EC2_METADATA_DISABLED": "true"} if r.minor < 27 else {}, holder=holder)
     proxy_kubeconfig = _kubeconfig(s.w / "kube-proxy.kubeconfig", local, p("ca.crt"), pki.tokens["kube-proxy"])
     s.start("kube-proxy", [
-        str(BIN / "kube-proxy"), f"--kubeconfig={proxy_kubeconfig}", f"--hostname-override={NODE_NAME}",
+        str(r.binary("kube-proxy")), f"--kubeconfig={proxy_kubeconfig}", f"--hostname-override={NODE_NAME}",
         "--proxy-mode=iptables", f"--cluster-cidr={s.net.pod_cidr}", f"--bind-address={s.net.bridge_ip}",
         f"--nodeport-addresses={s.net.bridge_ip}/32,{s.net.node_link_ip}/32",
         "--healthz-bind-address=127.0.0.1:10256", "--metrics-bind-address=127.0.0.1:10249",
@@ -398,7 +419,7 @@ def _start_node(s: _Starter, pki: ClusterPKI, holder: Process, socket: Path, pau
         "--conntrack-max-per-core=0", "--conntrack-min=0",
         "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
         # a pod reaching a Service backed by a pod on the same bridge gets its answer back
-        "--masquerade-all", "--logtostderr=true", "--v=0"], holder=holder)
+        "--masquerade-all", *klog_to_stderr(r), "--v=0"], holder=holder)
 
 
 def wait_node_ready(api: kubernetes.client.ApiClient, s: _Starter, name: str) -> dict:
@@ -434,15 +455,15 @@ def untaint_ready_node(api: kubernetes.client.ApiClient, node: dict) -> None:
                 content_type="application/merge-patch+json")
 
 
-def start_cluster(workdir: Path, net: ClusterNetwork, node_labels: dict[str, str]) -> KubeCluster:
-    """Start the control plane and the node; return once the node is Ready."""
+def start_cluster(release: KubeRelease, workdir: Path, net: ClusterNetwork, node_labels: dict[str, str]) -> KubeCluster:
+    """Start ``release``'s control plane and node; return once the node is Ready."""
     workdir.mkdir(parents=True, exist_ok=True)
     built = images.ensure_images()
     pki = make_cluster_pki(workdir / "pki", NODE_NAME, [net.node_link_ip, net.bridge_ip,
                                                         net.kubernetes_service_ip, "127.0.0.1"])
     procs: list[Process] = []
     sysctls = _read_sysctls()
-    s = _Starter(net, workdir, procs)
+    s = _Starter(release, net, workdir, procs)
     socket = workdir / "containerd" / "containerd.sock"
     try:
         holder = _mount_holder(s)
@@ -455,10 +476,11 @@ def start_cluster(workdir: Path, net: ClusterNetwork, node_labels: dict[str, str
         api = api_client(url, pki.path("ca.crt"), pki.tokens["admin"])
         node = wait_node_ready(api, s, NODE_NAME)
         untaint_ready_node(api, node)
+        version = api_request(api, "GET", "/version")
     except BaseException:
         stop_processes(procs, socket, sysctls)
         raise
     kubeconfig = _kubeconfig(workdir / "admin.kubeconfig", url, pki.path("ca.crt"), pki.tokens["admin"])
     return KubeCluster(net=net, workdir=workdir, pki=pki, url=url, api_client=api, kubeconfig=kubeconfig,
                        node_name=NODE_NAME, pause_ref=built["pause"].ref, containerd_socket=socket,
-                       images={n: i.ref for n, i in built.items()}, _processes=procs, _sysctls=sysctls)
+                       release=release, version=version, images={n: i.ref for n, i in built.items()}, _processes=procs, _sysctls=sysctls)

@@ -1,5 +1,6 @@
-"""A real Kubernetes 1.20 API server: etcd and kube-apiserver (:mod:`tests.kube.binaries`) on
-127.0.0.1 only, on free ports, with their data under a given folder.
+"""A real Kubernetes API server of one of the builds (:mod:`tests.kube.binaries`: the current
+stacks' 1.33, the paper's 1.20): etcd and kube-apiserver on 127.0.0.1 only, on free ports, with
+their data under a given folder.
 
 There is no controller-manager, scheduler or kubelet: every API object, CRD schema validation,
 server-side dry run, status subresources, RBAC and watches work, but pods stay Pending,
@@ -20,14 +21,14 @@ from pathlib import Path
 import kubernetes.client
 import yaml
 
-from tests.kube.binaries import ETCD_BIN, KUBE_APISERVER_BIN
+from tests.kube.binaries import KubeRelease
 from tests.kube.pki import make_pki
 from tests.kube.processes import Process, free_port, wait_http
 from tests.kube.rest import api_client
 
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
-# Default-on admission plugins of 1.20 that only work with a controller-manager:
+# Default-on admission plugins (1.20 and 1.33) that only work with a controller-manager:
 # ServiceAccount (waits for the token controller), ResourceQuota (rejects while a
 # quota's status is unset), StorageObjectInUseProtection (finalizers nobody removes).
 DISABLED_ADMISSION_PLUGINS = "ServiceAccount,ResourceQuota,StorageObjectInUseProtection"
@@ -45,6 +46,7 @@ class KubeAPIServer:
     ca_file: Path
     workdir: Path
     etcd_url: str
+    release: KubeRelease
     users: dict[str, str] = field(default_factory=dict)
     version: dict = field(default_factory=dict)
     _processes: list[Process] = field(default_factory=list, repr=False)
@@ -75,9 +77,15 @@ def _write_tokens(workdir: Path) -> tuple[str, dict[str, str]]:
     return admin_token, users
 
 
-def _etcd_args(workdir: Path, etcd_url: str, peer_url: str) -> list[str]:
+def klog_to_stderr(release: KubeRelease) -> list[str]:
+    """``--logtostderr=true`` where the build still has it: 1.26 removed the klog flags
+    (KEP-2845) and logs to stderr anyway."""
+    return ["--logtostderr=true"] if release.minor < 26 else []
+
+
+def _etcd_args(release: KubeRelease, workdir: Path, etcd_url: str, peer_url: str) -> list[str]:
     return [
-        str(ETCD_BIN), "--name=test", f"--data-dir={workdir / 'etcd-data'}",
+        str(release.binary("etcd")), "--name=test", f"--data-dir={workdir / 'etcd-data'}",
         f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
         f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
         f"--initial-cluster=test={peer_url}", "--initial-cluster-state=new",
@@ -85,9 +93,9 @@ def _etcd_args(workdir: Path, etcd_url: str, peer_url: str) -> list[str]:
     ]
 
 
-def _apiserver_args(workdir: Path, pki: Path, etcd_url: str, api_port: int) -> list[str]:
+def _apiserver_args(release: KubeRelease, workdir: Path, pki: Path, etcd_url: str, api_port: int) -> list[str]:
     return [
-        str(KUBE_APISERVER_BIN),
+        str(release.binary("kube-apiserver")),
         f"--etcd-servers={etcd_url}",
         "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
         f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -105,7 +113,7 @@ def _apiserver_args(workdir: Path, pki: Path, etcd_url: str, api_port: int) -> l
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
-        "--logtostderr=true", "--v=0",
+        *klog_to_stderr(release), "--v=0",
     ]
 
 
@@ -124,8 +132,8 @@ def _write_kubeconfig(workdir: Path, url: str, ca_file: Path, admin_token: str, 
     return kubeconfig
 
 
-def start_kube_apiserver(workdir: Path) -> KubeAPIServer:
-    """Start etcd and kube-apiserver under ``workdir``; return once /readyz answers ok."""
+def start_kube_apiserver(release: KubeRelease, workdir: Path) -> KubeAPIServer:
+    """Start ``release``'s etcd and kube-apiserver under ``workdir``; return once /readyz answers ok."""
     workdir.mkdir(parents=True, exist_ok=True)
     pki = workdir / "pki"
     make_pki(pki)
@@ -137,12 +145,12 @@ def start_kube_apiserver(workdir: Path) -> KubeAPIServer:
     url = f"https://127.0.0.1:{api_port}"
     procs: list[Process] = []
     try:
-        procs.append(Process("etcd", _etcd_args(workdir, etcd_url, f"http://127.0.0.1:{etcd_peer_port}"),
+        procs.append(Process("etcd", _etcd_args(release, workdir, etcd_url, f"http://127.0.0.1:{etcd_peer_port}"),
                              workdir / "etcd.log", workdir))
         deadline = time.monotonic() + START_TIMEOUT_S
         wait_http(f"{etcd_url}/health", lambda s, b: s == 200 and b'"true"' in b, deadline, procs, "etcd",
                   timeout_s=START_TIMEOUT_S)
-        procs.append(Process("kube-apiserver", _apiserver_args(workdir, pki, etcd_url, api_port),
+        procs.append(Process("kube-apiserver", _apiserver_args(release, workdir, pki, etcd_url, api_port),
                              workdir / "kube-apiserver.log", workdir))
         ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         auth = {"Authorization": f"Bearer {admin_token}"}
@@ -158,4 +166,4 @@ def start_kube_apiserver(workdir: Path) -> KubeAPIServer:
     kubeconfig = _write_kubeconfig(workdir, url, pki / "ca.crt", admin_token, users)
     return KubeAPIServer(url=url, token=admin_token, api_client=api_client(url, pki / "ca.crt", admin_token),
                          kubeconfig=kubeconfig, ca_file=pki / "ca.crt", workdir=workdir, etcd_url=etcd_url,
-                         users=users, version=version, _processes=procs)
+                         release=release, users=users, version=version, _processes=procs)

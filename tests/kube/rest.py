@@ -154,7 +154,8 @@ def _split(manifest: dict) -> tuple[str, str, dict]:
 
 def apply_manifest(api: kubernetes.client.ApiClient, manifest: dict, *, dry_run: bool = False,
                    namespace: str | None = None, update_existing: bool = False,
-                   field_manager: str = "dask-tkg-tests", discovery_wait_s: float = 5.0) -> Any:
+                   field_manager: str = "dask-tkg-tests", discovery_wait_s: float = 5.0,
+                   field_validation: str | None = None) -> Any:
     """Create the object ``manifest`` (any kind the server serves: core, apps, rbac, storage, CRs).
 
     Returns the server's answer (the object as stored, or as it would be with ``dry_run``:
@@ -164,12 +165,14 @@ def apply_manifest(api: kubernetes.client.ApiClient, manifest: dict, *, dry_run:
     With ``update_existing`` an object that already exists is replaced (PUT with its
     current resourceVersion) instead of failing with AlreadyExists. An unknown kind is
     looked up again for ``discovery_wait_s`` seconds (for CRDs created a moment ago).
+    ``field_validation`` ("Strict", "Warn", "Ignore"; Kubernetes 1.25+): how the server treats
+    unknown or duplicate fields (kubectl 1.27+ asks Strict; the API's own default is Warn).
     The manifest passed in is not modified. Raises KubeApiError with the server's message.
     """
     if manifest.get("kind", "").endswith("List") and isinstance(manifest.get("items"), list):
         return [apply_manifest(api, item, dry_run=dry_run, namespace=namespace,
                                update_existing=update_existing, field_manager=field_manager,
-                               discovery_wait_s=discovery_wait_s)
+                               discovery_wait_s=discovery_wait_s, field_validation=field_validation)
                 for item in manifest["items"]]
     obj = copy.deepcopy(manifest)
     api_version, kind, meta = _split(obj)
@@ -180,7 +183,7 @@ def apply_manifest(api: kubernetes.client.ApiClient, manifest: dict, *, dry_run:
         if not ns:
             raise ValueError(f"{kind} {meta.get('name')!r} is namespaced: give metadata.namespace or namespace=")
         meta["namespace"] = ns
-    query = {"dryRun": "All" if dry_run else None, "fieldManager": field_manager}
+    query = {"dryRun": "All" if dry_run else None, "fieldManager": field_manager, "fieldValidation": field_validation}
     try:
         return api_request(api, "POST", info.path(ns), body=obj, query=query)
     except KubeApiError as exc:

@@ -1,4 +1,4 @@
-"""The real kube-apiserver 1.20 stand-in (tests/apiserver) for the operator tests, with the
+"""The current stacks' real kube-apiserver (1.33, tests/apiserver) for the operator tests, with the
 pinned operator chart's CRDs installed (``operator_crds``). The modules that use it carry the
 ``apiserver`` mark themselves; the build hooks stay with tests/apiserver (imported once, not
 run twice)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from components.dask.operator_rbac import OBSERVE_NAME, ROLE_NAME
+from tests.kube.binaries import release_for_stack
 from tests.kube.rest import api_request, apply_manifest
 from tests.program.graph import Graph, run_program
 from tests.render.helm import Rendered, render
@@ -41,7 +42,8 @@ class OperatorDeployment:
         graph = run_program(stack, config=config)
         assert graph.error is None, graph.traceback
         release = graph.named(OPERATOR_RELEASE_RESOURCE).inputs
-        chart = render(Path(release["chart"]), release["name"], release["namespace"], release["values"])
+        chart = render(Path(release["chart"]), release["name"], release["namespace"], release["values"],
+                       kube_version=release_for_stack(stack, config).version)
         return cls(graph, chart, config["daskNamespace"], release["namespace"])
 
     @property

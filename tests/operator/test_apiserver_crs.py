@@ -1,4 +1,5 @@
-"""Every object the operator backend declares, created on the Kubernetes 1.20 API server with
+"""Every object the operator backend declares (on the dev stack: the operator backend is the current
+stacks'), created on the current stacks' Kubernetes (1.33) API server with
 the pinned operator chart's own CRDs (server-side dry run: the CRDs' structural schemas,
 defaulting and admission run, nothing is stored); a broken DaskCluster is rejected."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ from tests.program.graph import run_program
 pytestmark = pytest.mark.apiserver
 
 CONFIGS = {
-    "reference": OPERATOR,
+    "dev": OPERATOR,
     # without TLS nothing is exposed (preview refuses that)
     "cpu-group-no-tls": {**OPERATOR, "cpuWorkers": 2, "daskTls": False, "schedulerServiceType": "ClusterIP",
                          "jupyterServiceType": "ClusterIP"},
@@ -25,7 +26,7 @@ CONFIGS = {
 def declared(config: dict) -> list[dict]:
     """The Kubernetes objects of the operator backend (the DaskOperatorCluster component's);
     tests/apiserver/test_program_objects.py covers the rest of the graph."""
-    graph = run_program("reference", config=config)
+    graph = run_program("dev", config=config)
     assert graph.error is None, graph.traceback
     [component] = graph.of_type("DaskOperatorCluster")
     ours = {r.urn for r in graph.descendants(component)}

@@ -1,5 +1,5 @@
-"""The real operator controller reconciles the program's DaskCluster on the Kubernetes 1.20 API
-server: dask-kubernetes 2026.3.0's kopf controller (``kopf run -m
+"""The real operator controller reconciles the program's DaskCluster (the dev stack's) on the
+current stacks' Kubernetes (1.33) API server: dask-kubernetes 2026.3.0's kopf controller (``kopf run -m
 dask_kubernetes.operator.controller``, the pinned chart's image runs the same command, see its
 ``operator/deployment/Dockerfile``) in a subprocess, with the flags the chart renders from the
 program's values (watching the Dask namespace only) and as the chart's ServiceAccount, whose
@@ -45,7 +45,7 @@ def program_objects(namespace: str, **config) -> dict[str, dict]:
 
 
 def program_manifests(namespace: str, **config) -> list[dict]:
-    graph = run_program("reference", config={**CONFIG, "daskNamespace": namespace, **config})
+    graph = run_program("dev", config={**CONFIG, "daskNamespace": namespace, **config})
     assert graph.error is None, graph.traceback
     return [r.manifest() for r in graph.kubernetes_objects()]
 
@@ -66,7 +66,7 @@ def controller(kube_apiserver, operator_crds, kube_namespace, tmp_path):
     (tests/operator/operator_identity.py), on a token the server issues for it, with the chart's
     kopf flags (the namespaces it watches)."""
     api = kube_apiserver.api_client
-    deployment = OperatorDeployment.of_program("reference", {**CONFIG, "daskNamespace": kube_namespace})
+    deployment = OperatorDeployment.of_program("dev", {**CONFIG, "daskNamespace": kube_namespace})
     deployment.apply(api)
     for elsewhere in ("default", "gpu-operator", None):  # only the namespaced rights
         assert not allowed(api, deployment.user, "create", "pods", elsewhere), f"{deployment.user} in {elsewhere}"

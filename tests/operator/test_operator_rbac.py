@@ -1,5 +1,6 @@
 """The Dask operator namespaced: what its controller may do, on the pinned chart rendered by the
-real Helm engine from the program's values and on the real Kubernetes 1.20 API server.
+real Helm engine from the program's values and on the real Kubernetes API server of the current
+stacks (1.33).
 
 The chart's default (``rbac.cluster: true``, kopf ``--all-namespaces``) gives the controller a
 ClusterRole that creates pods in every namespace, the GPU operator's privileged one included
@@ -43,7 +44,7 @@ def test_the_operator_chart_renders_no_cluster_rights_and_watches_only_the_dask_
 
 def test_the_operator_account_creates_pods_only_in_the_dask_namespace(kube_apiserver, operator_crds, kube_namespace):
     api = kube_apiserver.api_client
-    deployment = OperatorDeployment.of_program("reference", {**OPERATOR, **operator_config(kube_namespace)})
+    deployment = OperatorDeployment.of_program("dev", {**OPERATOR, **operator_config(kube_namespace)})
     deployment.apply(api)
     user, dask = deployment.user, kube_namespace
 

@@ -1,7 +1,7 @@
 """The two Helm releases of the operator backend rendered by a real Helm 3 engine (``helm
 template`` on the pinned, sha256-verified chart archives, offline) from the values the
-program declares, and the rendered objects created on the Kubernetes 1.20 API server
-(server-side dry run): the operator chart with its CRDs, RBAC and controller Deployment, and
+program declares for the dev stack, and the rendered objects created on the current stacks'
+Kubernetes (1.33) API server (server-side dry run): the operator chart with its CRDs, RBAC and controller Deployment, and
 the dask chart reduced to Jupyter.
 
 Helm is the cached binary of the project's Helm stand-in (``$DASK_TKG_CACHE/helm/bin/helm``).
@@ -15,6 +15,7 @@ import tempfile
 import pytest
 import yaml
 
+from tests.kube.binaries import CURRENT
 from tests.kube.rest import KubeApiError, apply_manifest
 from tests.artifacts import DASK_CHART, DASK_OPERATOR_CHART, artifact_path
 from tests.operator.support import MODERN_IMAGE, OPERATOR
@@ -33,7 +34,7 @@ def helm_template(chart, release: str, namespace: str, values: dict) -> list[dic
         json.dump(values, handle)
         handle.flush()
         done = subprocess.run([str(HELM), "template", release, str(chart), "--namespace", namespace, "--values",
-                               handle.name, "--include-crds", "--kube-version", "v1.20.2"],
+                               handle.name, "--include-crds", "--kube-version", CURRENT.version],
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
@@ -41,7 +42,7 @@ def helm_template(chart, release: str, namespace: str, values: dict) -> list[dic
 
 @pytest.fixture(scope="module")
 def graph():
-    g = run_program("reference", config=OPERATOR)
+    g = run_program("dev", config=OPERATOR)
     assert g.error is None, g.traceback
     return g
 

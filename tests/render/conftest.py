@@ -1,11 +1,17 @@
-"""Fixtures of the render tests: the Kubernetes 1.20 stand-in (the same fixture and build
-hooks as ``tests/apiserver``) and the Helm engine with that server's capabilities."""
+"""Fixtures of the render tests: the API servers (the same fixtures and build hooks as
+``tests/apiserver``: the current stacks' 1.33, the paper's 1.20) and the Helm engine with a
+server's capabilities."""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 
+from tests.kube.apiserver import KubeAPIServer
 from tests.kube.fixtures import (  # noqa: F401 - fixtures and hooks, registered by name
+    apiserver_for,
     kube_apiserver,
+    paper_apiserver,
     pytest_collection_finish,
     pytest_collection_modifyitems,
 )
@@ -23,6 +29,20 @@ def helm() -> str:
 
 
 @pytest.fixture(scope="session")
-def capabilities(kube_apiserver) -> tuple[str, ...]:
-    """The API versions and kinds the 1.20 stand-in serves (Helm's ``--api-versions``)."""
-    return api_versions(kube_apiserver.api_client)
+def capabilities_of() -> Callable[[KubeAPIServer], tuple[str, ...]]:
+    """``capabilities_of(server)``: the API versions and kinds that server serves (Helm's
+    ``--api-versions``), asked once per server."""
+    asked: dict[str, tuple[str, ...]] = {}
+
+    def of(server: KubeAPIServer) -> tuple[str, ...]:
+        if server.url not in asked:
+            asked[server.url] = api_versions(server.api_client)
+        return asked[server.url]
+
+    return of
+
+
+@pytest.fixture(scope="session")
+def capabilities(paper_apiserver, capabilities_of) -> tuple[str, ...]:
+    """The paper's server's capabilities (the reference stacks' charts render against them)."""
+    return capabilities_of(paper_apiserver)

@@ -4,12 +4,13 @@ Helm v3.17.2 (the major version pulumi-kubernetes' ``helm.v3.Release`` embeds), 
 static binary, installed into the cache by ``scripts/install_helm.sh`` (``make stand-ins``).
 Rendering is offline: the chart is the sha256-verified archive from the artifact cache, the
 values are a file, and the cluster's capabilities are given on the command line
-(``--kube-version`` and ``--api-versions`` from the API server stand-in's own discovery), so
-templates that branch on ``.Capabilities`` see what a 1.20 cluster would show them.
+(``--kube-version``: the Kubernetes of the stack the release belongs to, 1.33 for the current
+stacks, 1.20 for the paper's; ``--api-versions`` from that API server stand-in's own discovery),
+so templates that branch on ``.Capabilities`` see what that cluster would show them.
 
 Why not ``helm-python-sdk`` (``helm_python``): it binds Helm 4's Go SDK, another major version
 than the one that installs these releases, and its ``Chart.render()`` reports a newer
-Kubernetes than 1.20 (only an install with ``dry_run="server"`` against a live server gets the
+Kubernetes than the stack's (only an install with ``dry_run="server"`` against a live server gets the
 real capabilities). The Helm 3 CLI gives the same engine as the deploy, offline, with the
 capabilities named explicitly.
 """
@@ -30,7 +31,6 @@ from workloads.core.config import cache_dir
 HELM_VERSION = "v3.17.2"
 HELM_BIN = cache_dir() / "helm" / "bin" / "helm"
 INSTALL_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "install_helm.sh"
-KUBE_VERSION = "v1.20.2"  # the stand-in's version (tests/apiserver/conftest.py)
 
 
 class HelmError(RuntimeError):
@@ -71,16 +71,16 @@ class Rendered:
         return sorted(f"{o['kind']}/{o['metadata']['name']}" for o in self.objects)
 
 
-def render(chart: Path, release: str, namespace: str, values: dict[str, Any],
+def render(chart: Path, release: str, namespace: str, values: dict[str, Any], *, kube_version: str,
            api_versions: tuple[str, ...] = (), post_renderer: str | None = None) -> Rendered:
-    """``helm template`` ``chart`` as ``release`` in ``namespace``, through the release's
-    ``post_renderer`` as Helm runs it; raises HelmError with Helm's message."""
+    """``helm template`` ``chart`` as ``release`` in ``namespace`` for a cluster of ``kube_version``,
+    through the release's ``post_renderer`` as Helm runs it; raises HelmError with Helm's message."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(values, handle)  # JSON is YAML: exact types, no YAML re-interpretation
         values_file = handle.name
     try:
         command = [str(helm_binary()), "template", release, str(chart), "--namespace", namespace,
-                   "--values", values_file, "--include-crds", "--kube-version", KUBE_VERSION]
+                   "--values", values_file, "--include-crds", "--kube-version", kube_version]
         for api_version in api_versions:
             command += ["--api-versions", api_version]
         if post_renderer:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.artifacts import (DASK_CHART, DASK_OPERATOR_CHART, GPU_OPERATOR_CHART, GPU_OPERATOR_CHART_CURRENT, NFS_PROVISIONER_CHART,
                              artifact_path)
+from tests.kube.binaries import release_for_stack
 from tests.program.graph import run_program
 from tests.render.helm import Rendered, render
 
@@ -52,12 +53,14 @@ class Release:
     version: str
     namespace: str
     values: dict[str, Any]
+    kube_version: str  # the Kubernetes of its stack's build (tests/kube/binaries.py)
     postrender: str | None = None
 
     def render(self, api_versions: tuple[str, ...] = (), values: dict[str, Any] | None = None) -> Rendered:
-        """What Helm installs for this release: its chart, its (or these) values, its post-renderer."""
+        """What Helm installs for this release: its chart, its (or these) values, its post-renderer,
+        on its stack's Kubernetes."""
         return render(self.archive, self.name, self.namespace, self.values if values is None else values,
-                      api_versions, self.postrender)
+                      kube_version=self.kube_version, api_versions=api_versions, post_renderer=self.postrender)
 
     @property
     def archive(self) -> Path:
@@ -80,6 +83,7 @@ def program_releases(variant: str, **extra_config: Any) -> dict[str, Release]:
         chart = Path(inputs["chart"]).name.removesuffix(f"-{inputs['version']}.tgz")
         releases[chart] = Release(name=inputs["name"], chart=chart, version=inputs["version"],
                                   namespace=inputs["namespace"], values=inputs.get("values") or {},
+                                  kube_version=release_for_stack(stack, config).version,
                                   postrender=inputs.get("postrender") or None)
     return releases
 

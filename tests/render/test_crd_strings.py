@@ -19,10 +19,10 @@ pytestmark = pytest.mark.apiserver
 
 
 @pytest.fixture(scope="module")
-def cluster_policy_crd(kube_apiserver, helm):
+def cluster_policy_crd(paper_apiserver, helm):
     release = program_releases("reference")["gpu-operator"]
     rendered = release.render()
-    install_crd(kube_apiserver.api_client, rendered.named("CustomResourceDefinition", "clusterpolicies.nvidia.com"))
+    install_crd(paper_apiserver.api_client, rendered.named("CustomResourceDefinition", "clusterpolicies.nvidia.com"))
     return rendered.named("ClusterPolicy", "cluster-policy")
 
 
@@ -34,18 +34,18 @@ def policy(rendered: dict, name: str, **driver) -> dict:
     return obj
 
 
-def test_empty_strings_in_string_fields_are_accepted(kube_apiserver, cluster_policy_crd):
+def test_empty_strings_in_string_fields_are_accepted(paper_apiserver, cluster_policy_crd):
     obj = policy(cluster_policy_crd, "empty-strings", repoConfig={"configMapName": ""}, certConfig={"name": ""},
                  licensingConfig={"configMapName": "", "nlsEnabled": False}, virtualTopology={"config": ""})
-    answer = apply_manifest(kube_apiserver.api_client, obj, dry_run=True)
+    answer = apply_manifest(paper_apiserver.api_client, obj, dry_run=True)
     assert answer["spec"]["driver"]["repoConfig"] == {"configMapName": ""}
     assert answer["spec"]["driver"]["licensingConfig"]["configMapName"] == ""
 
 
-def test_a_number_in_a_string_field_is_rejected(kube_apiserver, cluster_policy_crd):
+def test_a_number_in_a_string_field_is_rejected(paper_apiserver, cluster_policy_crd):
     obj = policy(cluster_policy_crd, "wrong-type", licensingConfig={"configMapName": 5})
     with pytest.raises(KubeApiError) as refused:
-        apply_manifest(kube_apiserver.api_client, obj, dry_run=True)
+        apply_manifest(paper_apiserver.api_client, obj, dry_run=True)
     assert refused.value.status == 422
     assert "spec.driver.licensingConfig.configMapName" in refused.value.message
     assert "must be of type string" in refused.value.message and '"integer"' in refused.value.message

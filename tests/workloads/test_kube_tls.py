@@ -14,7 +14,7 @@ from distributed.comm.core import FatalCommClosedError
 from distributed.core import rpc
 from distributed.security import Security
 
-from workloads.cluster import endpoint, kube_tls, own_spec, own_tls
+from workloads.cluster import endpoint, kr8s_compat, kube_tls, own_spec, own_tls
 
 NAME = own_spec.scheduler_host("alice-run", "dask-alice")
 
@@ -97,13 +97,26 @@ def test_kr8s_finds_built_in_kinds_on_a_server_that_gives_no_singular_names():
         return [dict(r) for r in discovery]
 
     original = Api.async_api_resources_uncached
+    assert not kr8s_compat.applied(), "importing the runner's KubeCluster must not patch kr8s"
     try:
         Api.async_api_resources_uncached = uncached
-        kube_tls.kr8s_compat.apply()
+        kr8s_compat.apply()
         kind, plural, namespaced = asyncio.run(Server().async_lookup_kind("pods", skip_cache=True))
     finally:
         Api.async_api_resources_uncached = original
     assert (kind, plural, namespaced) == ("pod/v1", "pods", True)
     assert issubclass(get_class(kind), Pod)
-    assert kube_tls.kr8s_compat.fill_singular_names(discovery)[1]["singularName"] == "daskcluster"
-    assert getattr(Api.async_api_resources_uncached, "_dask_tkg_fills_singular_names", False)  # kube_tls applied it
+    assert kr8s_compat.fill_singular_names(discovery)[1]["singularName"] == "daskcluster"
+
+
+# /api/v1 discovery as each server answers it (trimmed): 1.20 names no built-in kind's singular,
+# 1.27 and later name every one; subresources have none on either.
+DISCOVERY_1_20 = [{"name": "pods", "singularName": "", "kind": "Pod"},
+                  {"name": "pods/log", "singularName": "", "kind": "Pod"}]
+DISCOVERY_1_33 = [{"name": "pods", "singularName": "pod", "kind": "Pod"},
+                  {"name": "pods/log", "singularName": "", "kind": "Pod"}]
+
+
+def test_only_a_server_without_singular_names_needs_the_shim():
+    assert kr8s_compat.lacks_singular_names(DISCOVERY_1_20)
+    assert not kr8s_compat.lacks_singular_names(DISCOVERY_1_33)

@@ -38,8 +38,6 @@ from dask_kubernetes.operator import KubeCluster
 from distributed.comm import registry
 from distributed.comm.tcp import TLSBackend, TLSConnector
 
-from workloads.cluster import kr8s_compat
-
 logger = logging.getLogger(__name__)
 
 SCHEME = "kubetls"
@@ -67,7 +65,6 @@ class _Backend(TLSBackend):
 
 
 registry.backends.setdefault(SCHEME, _Backend())
-kr8s_compat.apply()  # KubeCluster's kr8s on API servers before Kubernetes 1.27
 
 
 def register(location: str, security: Any) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workloads.cluster import endpoint as endpoints
-from workloads.cluster import kubeconfig, own_spec, own_tls, quota
+from workloads.cluster import kr8s_compat, kubeconfig, own_spec, own_tls, quota
 from workloads.cluster.loop_thread import DeadlineExceeded, LoopThread
 from workloads.cluster.team import Person, TeamOutputs
 from workloads.contract import StackOutputs
@@ -78,6 +78,7 @@ class OwnCluster:
             logging.getLogger("httpx").setLevel(logging.WARNING)  # kr8s's client logs every request at INFO
         started = time.monotonic()
         os.environ["KUBECONFIG"] = str(self.kube.path)  # kr8s, under KubeCluster, reads it
+        kr8s_compat.apply_for(self.api)  # only a server before Kubernetes 1.27 needs it
         self.loop = LoopThread()
         try:
             self.loop.run(lambda: self.create(cluster, security, timeout), timeout)
