@@ -33,12 +33,13 @@ ARTIFACTS = REPO / "test-artifacts"
 STAND_IN_MARKERS = ("vcsim", "apiserver", "kube_node", "helm", "artifacts", "browser", "nginx", "system_packages")
 # A fixture that starts a stand-in -> its marker.
 STAND_IN_FIXTURES = {"vcsim": "vcsim", "kube_apiserver": "apiserver", "paper_apiserver": "apiserver",
-                     "apiserver_for": "apiserver", "kube_cluster": "kube_node", "paper_cluster": "kube_node",
+                     "apiserver_for": "apiserver", "kube_cluster": "kube_node",
                      "helm": "helm"}
 # Modules whose tests reach a stand-in through helpers rather than fixtures (the charts rendered
 # by tests/render/program.py, the CRDs of tests/artifacts.py), and whole folders.
 STAND_IN_MODULES = {
     "tests/cluster/": ("kube_node", "apiserver", "helm", "artifacts"),
+    "tests/paper_cluster/": ("kube_node", "apiserver", "helm", "artifacts"),
     "tests/render/": ("helm", "artifacts"),
     "tests/security/test_stack_pod_security.py": ("helm", "artifacts"),
     "tests/security/test_stack_network_policy.py": ("helm", "artifacts"),

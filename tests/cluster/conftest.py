@@ -14,10 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.cluster.node import KubeCluster
-from tests.cluster.running import running_cluster
+from tests.cluster.running import fresh_namespace, running_cluster
 from tests.kube.binaries import CURRENT
-from tests.kube.fixtures import namespace_for
-from tests.kube.rest import api_request, apply_manifest
 
 
 @pytest.fixture(scope="package")
@@ -28,9 +26,4 @@ def kube_cluster(tmp_path_factory) -> Iterator[KubeCluster]:
 @pytest.fixture
 def cluster_namespace(kube_cluster: KubeCluster, request) -> Iterator[str]:
     """A fresh namespace named after the test, deleted afterwards (its pods with it)."""
-    name = namespace_for(request.node.name, 40)
-    apply_manifest(kube_cluster.api_client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        api_request(kube_cluster.api_client, "DELETE", f"/api/v1/namespaces/{name}")
+    yield from fresh_namespace(kube_cluster, request)

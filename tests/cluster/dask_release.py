@@ -1,7 +1,10 @@
-"""The program's Dask release deployed on the real node, as a module fixture the release's tests
-and the port-forward's share (tests/cluster/test_dask_release.py says what differs from the
-program's output, and why), with the data server its data Job fetches from and the stack
-outputs the runner is given."""
+"""The program's Dask release (the Helm backend) deployed on the real node, as a module fixture
+(tests/paper_cluster/test_dask_release.py says what differs from the program's output, and why),
+with the data server its data Job fetches from and the stack outputs the runner is given.
+
+Which stack's release: the module's ``release_stack`` fixture, ``(stack, config)``: the paper's
+``reference`` on the paper's 1.20 cluster (tests/paper_cluster), a current stack with
+``daskBackend=helm`` on the current stacks' 1.33 cluster (tests/cluster/test_port_forward.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +21,8 @@ from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, de
                                 wait_running)
 from tests.cluster.pki import dask_tls_material
 from tests.cluster.program import DeclaredStack, declared_stack, stack_settings
-from tests.cluster.support import (RELEASE_WORKERS as WORKERS, apply_guest_half, runtime_differences,
-                                   shared_volume_stand_ins)
+from tests.cluster.support import (RELEASE_WORKERS as WORKERS, apply_guest_half, read_only_claims,
+                                   runtime_differences, shared_volume_stand_ins)
 from tests.kube.rest import api_request, apply_manifest
 
 
@@ -43,9 +46,10 @@ class Release:
 
 
 @pytest.fixture(scope="module")
-def data_server(kube_cluster, tmp_path_factory):
+def data_server(kube_cluster, release_stack, tmp_path_factory):
+    stack, config = release_stack
     served = data_job.serve(kube_cluster.net, tmp_path_factory.mktemp("data-server"),
-                            stack_settings("reference").data)
+                            stack_settings(stack, config).data)
     yield served
     served.server.stop()
 
@@ -56,12 +60,14 @@ def service_ips(api, namespace: str, names: tuple[str, ...]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def dask_release(kube_cluster, data_server, tmp_path_factory):
+def dask_release(kube_cluster, release_stack, data_server, tmp_path_factory):
     api = kube_cluster.api_client
-    stack = declared_stack("reference", data_server.config())
+    name, config = release_stack
+    stack = declared_stack(name, {**config, **data_server.config()})
     ns = stack.dask_namespace
     tmp = tmp_path_factory.mktemp("dask-release")
     volumes = shared_volume_stand_ins(stack, tmp / "share")
+    differences = runtime_differences(kube_cluster)
     install_tkg_pod_security(api)
     try:
         for volume in volumes:
@@ -69,10 +75,10 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
         apply_guest_half(api, stack, kinds=("Namespace", "RoleBinding", "ConfigMap", "PersistentVolumeClaim"))
         runner_kubeconfig = deploy_runner_identity(api, stack.objects, ns, kube_cluster.kubeconfig,
                                                    kinds=("ServiceAccount", "Role", "Secret"))
-        bind_stand_in_pod_security(api, ns, [m["host"] for m in runtime_differences(kube_cluster)["mounts"]])
+        bind_stand_in_pod_security(api, ns, [m["host"] for m in differences["mounts"]])
+        volumes += read_only_claims(api, ns, differences["mounts"])
         # the scheduler's certificate names its Service's fixed ClusterIP too: what the tests dial
-        tls = dask_tls_material(tmp / "tls", [*service_names("dask-scheduler", ns),
-                                              runtime_differences(kube_cluster)["scheduler_ip"]],
+        tls = dask_tls_material(tmp / "tls", [*service_names("dask-scheduler", ns), differences["scheduler_ip"]],
                                 service_names("dask-jupyter", ns))
         for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns
                        and o.get("type") != TOKEN_TYPE):  # the runner's token: applied above
@@ -81,7 +87,7 @@ def dask_release(kube_cluster, data_server, tmp_path_factory):
                 secret = {**secret, "stringData": tls}
             apply_manifest(api, secret)
         helm.install(kube_cluster, "dask", artifact_path(DASK_CHART), ns, stack.dask_release["values"],
-                     differences=runtime_differences(kube_cluster))
+                     differences=differences)
         wait_running(api, ns, "component=scheduler", 1, timeout_s=180)
         wait_running(api, ns, "component=worker", WORKERS, timeout_s=180)
         wait_running(api, ns, "component=jupyter", 1, timeout_s=120)

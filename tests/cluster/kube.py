@@ -67,8 +67,22 @@ def stand_in_psp(host_paths: list[str]) -> dict:
             "spec": spec}
 
 
+def server_minor(api: kubernetes.client.ApiClient) -> int:
+    """The Kubernetes minor of the server behind ``api`` (its ``/version``)."""
+    return int(api_request(api, "GET", "/version")["minor"].rstrip("+"))
+
+
+def enforces_psp(api: kubernetes.client.ApiClient) -> bool:
+    """Whether pods are admitted by PodSecurityPolicy there (the paper's 1.20; removed in 1.25,
+    where Pod Security Admission reads the namespaces' labels instead)."""
+    return server_minor(api) < 25
+
+
 def bind_stand_in_pod_security(api: kubernetes.client.ApiClient, namespace: str, host_paths: list[str]) -> None:
-    """The stand-in policy (above) for the namespace's service accounts, beside the program's."""
+    """The stand-in policy (above) for the namespace's service accounts, beside the program's,
+    where PodSecurityPolicy admits pods (nothing to do on a 1.25+ server)."""
+    if not enforces_psp(api):
+        return
     apply_manifest(api, stand_in_psp(host_paths), update_existing=True)
     apply_manifest(api, psp_cluster_role(STAND_IN_PSP_NAME), update_existing=True)
     apply_manifest(api, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
@@ -80,6 +94,9 @@ def bind_stand_in_pod_security(api: kubernetes.client.ApiClient, namespace: str,
 
 
 def install_tkg_pod_security(api: kubernetes.client.ApiClient) -> None:
+    """TKG 1.20's two policies and their ClusterRoles (nothing to do on a 1.25+ server: no PSP)."""
+    if not enforces_psp(api):
+        return
     for psp in (PRIVILEGED_PSP, RESTRICTED_PSP):
         apply_manifest(api, psp, update_existing=True)
         apply_manifest(api, psp_cluster_role(psp["metadata"]["name"]), update_existing=True)
@@ -138,10 +155,15 @@ def wait_running(api: kubernetes.client.ApiClient, namespace: str, selector: str
 
 
 def wait_default_service_account(api: kubernetes.client.ApiClient, namespace: str, timeout_s: float = 30.0) -> None:
-    """Pods are refused until the controller-manager has made the namespace's default ServiceAccount."""
-    wait_for(f"ServiceAccount default in {namespace}",
-             lambda: api_request(api, "GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
-             .get("secrets"), timeout_s)
+    """Pods are refused until the controller-manager has made the namespace's default ServiceAccount
+    (and, before 1.24, its token Secret: later servers give pods bound tokens instead)."""
+    needs_secret = server_minor(api) < 24
+
+    def made():
+        account = api_request(api, "GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+        return account.get("secrets") if needs_secret else account
+
+    wait_for(f"ServiceAccount default in {namespace}", made, timeout_s)
 
 
 def delete_namespace(api: kubernetes.client.ApiClient, namespace: str, timeout_s: float = 60.0) -> None:

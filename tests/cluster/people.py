@@ -37,6 +37,7 @@ from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
 from tests.cluster.controller import Controller
 from tests.cluster.dask_operator import change_pod_spec
+from tests.cluster.support import read_only_claims
 from tests.kube.pki import sign
 from workloads.cluster import own_spec
 
@@ -94,12 +95,14 @@ def person_volumes(stack, namespace: str, share: Path) -> list[dict]:
     return volumes
 
 
-def apply_person(api, stack, namespace: str, host_paths: list[str], share: Path) -> list[dict]:
-    """The program's objects of one person's namespace, as declared; returns the volumes made."""
+def apply_person(api, stack, namespace: str, mounts: list[dict], share: Path) -> list[dict]:
+    """The program's objects of one person's namespace, as declared, and the stand-in runtime's
+    read-only claims there (``mounts`` gets their names); returns the volumes made."""
     (space,) = [o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == namespace]
     apply_manifest(api, space, update_existing=True)
-    bind_stand_in_pod_security(api, namespace, host_paths)  # a 1.20 node admits pods by PSP
+    bind_stand_in_pod_security(api, namespace, [m["host"] for m in mounts])  # where PSP admits pods
     wait_default_service_account(api, namespace)
+    runtime = read_only_claims(api, namespace, mounts)
     for kind in PERSON_KINDS:
         for obj in in_namespace(stack.objects, kind, namespace):
             apply_manifest(api, obj, update_existing=True)
@@ -108,7 +111,7 @@ def apply_person(api, stack, namespace: str, host_paths: list[str], share: Path)
         apply_manifest(api, volume, update_existing=True)
     for claim in in_namespace(stack.objects, "PersistentVolumeClaim", namespace):
         apply_manifest(api, claim, update_existing=True)
-    return volumes
+    return runtime + volumes
 
 
 def person_outputs(stack, d: dict, cluster: str, namespace: str, scheduler_ip: str) -> dict:

@@ -10,8 +10,9 @@ Deployments, and nothing else. The differences, and why each one is needed here:
 2. the Python environment: the base interpreter's prefix, the project's virtual
    environment and its ``workloads`` package (at ``/opt/dask-tkg``, where
    ``images/dask-runtime/Dockerfile`` copies them) are mounted read-only from the node at
-   the same paths, with ``PATH``/``PYTHONPATH`` set to them (the torch wheel here is a
-   ~5 GB CUDA build: too big to bake into an image in CI);
+   the same paths, through read-only claims on the node's paths (which the restricted Pod
+   Security level admits, unlike hostPath volumes), with ``PATH``/``PYTHONPATH`` set to them
+   (the torch wheel here is a ~5 GB CUDA build: too big to bake into an image in CI);
 3. workers run ``dask worker`` (``dask-cuda-worker`` needs a GPU and NVML) and request no
    ``nvidia.com/gpu`` (a CPU node has none);
 4. smaller requests and limits, and fewer workers: the program's 6 CPUs / 48 GiB per worker
@@ -59,12 +60,17 @@ from components.dask.post_render import harden
 
 
 def set_mounts(spec: dict, container: dict, paths: list[dict]) -> None:
+    """Each path mounted read-only: from its read-only claim where it has one
+    (tests/cluster/support.py ``read_only_claims``), else straight from the node."""
     volumes = spec.setdefault("volumes", [])
     mounts = container.setdefault("volumeMounts", [])
     for i, path in enumerate(paths):
         name = f"prepared-env-{i}"
-        volumes.append({"name": name, "hostPath": {"path": path["host"], "type": "Directory"
-                                                   if path.get("directory", True) else "File"}})
+        if name not in {v["name"] for v in volumes}:  # one volume a path, however many containers
+            source = ({"persistentVolumeClaim": {"claimName": path["claim"], "readOnly": True}} if "claim" in path
+                      else {"hostPath": {"path": path["host"],
+                                         "type": "Directory" if path.get("directory", True) else "File"}})
+            volumes.append({"name": name, **source})
         mounts.append({"name": name, "mountPath": path["container"], "readOnly": True})
 
 

@@ -22,7 +22,9 @@ import pytest
 from tests.cluster import network
 from tests.cluster.node import KubeCluster, start_cluster
 from tests.kube.binaries import REPO, KubeRelease
+from tests.kube.fixtures import namespace_for
 from tests.kube.processes import log_tail
+from tests.kube.rest import api_request, apply_manifest
 
 NODE_LABELS = {"dask-tkg.test/node": "real"}
 NODE_BUILD = REPO / "scripts" / "build_kube_node.sh"
@@ -81,3 +83,13 @@ def running_cluster(release: KubeRelease, tmp_path_factory) -> Iterator[KubeClus
         signal.signal(signal.SIGTERM, previous)
         if problems:
             raise AssertionError("the cluster left things behind:\n" + "\n".join(problems))
+
+
+def fresh_namespace(cluster: KubeCluster, request) -> Iterator[str]:
+    """A fresh namespace named after the test, deleted afterwards (its pods with it)."""
+    name = namespace_for(request.node.name, 40)
+    apply_manifest(cluster.api_client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        api_request(cluster.api_client, "DELETE", f"/api/v1/namespaces/{name}")

@@ -63,6 +63,35 @@ def runtime_differences(kube_cluster) -> dict:
             "scheduler_ip": str(ipaddress.ip_network(kube_cluster.net.service_cidr)[251])}
 
 
+def read_only_claims(api, namespace: str, mounts: list[dict]) -> list[dict]:
+    """The stand-in's host paths (``mounts``: the runtime's interpreter and environment) as
+    read-only claims in ``namespace``, each bound to a PersistentVolume of its own on the node's
+    path; each mount gets its claim's name under ``"claim"``, which the pod spec changes mount
+    instead of a hostPath volume. Returns the PersistentVolumes made (cluster-scoped: the test
+    deletes them). A claim is what the restricted Pod Security level admits in the program's
+    namespaces (a hostPath volume is refused from baseline up, and 1.25+ judges pods by the
+    namespace's label alone); under PodSecurityPolicy (1.20), TKG's restricted policy admits
+    claims too."""
+    volumes = []
+    for i, mount in enumerate(mounts):
+        claim = f"stand-in-runtime-{i}"
+        volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{namespace}-{claim}"},
+                  "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"], "storageClassName": "",
+                           "persistentVolumeReclaimPolicy": "Retain",
+                           "hostPath": {"path": mount["host"],
+                                        "type": "Directory" if mount.get("directory", True) else "File"},
+                           "claimRef": {"namespace": namespace, "name": claim}}}
+        apply_manifest(api, volume, update_existing=True)
+        apply_manifest(api, {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                             "metadata": {"name": claim, "namespace": namespace},
+                             "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "",
+                                      "volumeName": volume["metadata"]["name"],
+                                      "resources": {"requests": {"storage": "1Gi"}}}})
+        mount["claim"] = claim
+        volumes.append(volume)
+    return volumes
+
+
 def shared_volume_stand_ins(stack: DeclaredStack, root) -> list[dict]:
     """A PersistentVolume pre-bound to each of the program's claims in the Dask namespace."""
     volumes = []

@@ -1,8 +1,8 @@
 """The defaults, on a cluster that holds nothing of this project: the current stack ``dev``
 (Pulumi.dev.yaml: the Dask Kubernetes operator backend, the pinned CPython 3.11 image
 ``python:3.11.15-slim-bookworm`` (by digest) and workerEnvironment=prepared: every package from the locked
-environment on the pip-cache claim, mounted read-only at /opt/dask-env) on the real Kubernetes
-1.20 node, with the runner from the host driving both benchmarks.
+environment on the pip-cache claim, mounted read-only at /opt/dask-env) on the current stacks' real
+Kubernetes 1.33 node, with the runner from the host driving both benchmarks.
 
 The other real-cluster tests mount the project's own virtual environment into the pods, so the
 project is importable there and the runner's shipping of its code (workloads/cluster/preflight.py,
@@ -36,10 +36,10 @@ What runs, and how it differs from the defaults' deployment:
   disk; the workers load the model themselves, so their torch need not equal the client's;
 - the pods run as the program sets them to: the image runs as root, so RUN_AS (uid and gid
   1000, components/settings/dask_facts.py) with its own home on an emptyDir, HOME=/home/dask;
-- PodSecurityPolicy: the dev stack targets Kubernetes 1.32 (no PSP), this node is 1.20 with
-  PSP admission, so the namespace's service accounts are bound to the stand-in's policy
-  (tests/cluster/kube.py: TKG's restricted one, plus the read-only host mounts and the
-  runtime's seccomp profile the 1.32 stack's pods name);
+- Pod Security: the program's namespace carries its ``pod-security.kubernetes.io`` labels
+  (restricted) and the server's own admission judges every pod the operator makes; the
+  stand-in's read-only mounts come from read-only claims bound to the node's paths
+  (tests/cluster/support.py ``read_only_claims``), which that level admits;
 - the ``dask-tls`` Secret holds real certificates (under the mocks pulumi-tls returns
   placeholders); the shared claims are hostPath volumes; the dataset is written onto the
   dataset claim's volume by the benchmarks' own generators (smoke profile) in the layout the
@@ -62,7 +62,6 @@ from pathlib import Path
 import pytest
 
 from components.dask.values import service_names
-from tests.kube.binaries import KUBE_CACHE
 from tests.kube.rest import api_request, apply_manifest
 from tests.apiserver.runner_identity import deploy_runner_identity, token_subject
 from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, in_namespace, pods,
@@ -71,7 +70,7 @@ from tests.cluster.controller import Controller
 from tests.cluster.pki import dask_tls_material
 from tests.cluster.dask_operator import apply_crds, change_pod_spec, delete_dask_resources, scheduler_names
 from tests.cluster.program import DeclaredStack, dev_stack
-from tests.cluster.support import IMAGE_HOME, set_up_report, shared_volume_stand_ins, smoke_dataset
+from tests.cluster.support import IMAGE_HOME, read_only_claims, set_up_report, shared_volume_stand_ins, smoke_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 ENV_SCRIPT = REPO / "scripts" / "build_default_image_env.py"
@@ -129,6 +128,7 @@ def default_release(kube_cluster, tmp_path_factory):
         apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
         bind_stand_in_pod_security(api, ns, [m["host"] for m in d["mounts"]])
         wait_default_service_account(api, ns)
+        volumes += read_only_claims(api, ns, d["mounts"])
         runner_kubeconfig = deploy_runner_identity(api, stack.objects, ns, kube_cluster.kubeconfig)
         for kind in ("ConfigMap", "PersistentVolumeClaim"):
             for obj in in_namespace(stack.objects, kind, ns):
@@ -195,7 +195,7 @@ def test_the_pods_hold_the_default_images_python_and_dask_and_nothing_of_this_pr
         name = pod["metadata"]["name"]
         if pod["metadata"].get("deletionTimestamp"):
             continue
-        out = subprocess.run([str(KUBE_CACHE / "bin" / "kubectl"), f"--kubeconfig={kube_cluster.kubeconfig}",
+        out = subprocess.run([str(kube_cluster.release.binary("kubectl")), f"--kubeconfig={kube_cluster.kubeconfig}",
                               "-n", ns, "exec", name, "--", "python", "-c", PROBE.replace("REPO", repr(str(REPO)))],
                              capture_output=True, text=True, timeout=120)
         if out.returncode != 0 and retired(api, ns, name):

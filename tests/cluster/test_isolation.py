@@ -1,32 +1,14 @@
-"""Nothing of the cluster talks to anything but loopback, its bridge and its veth link.
+"""Nothing of the current stacks' cluster talks to anything but loopback, its bridge and its veth
+link (tests/cluster/node_checks.py).
 
-Two views: every socket open in the cluster's network namespace (all components live
-there) has a peer inside the allowed ranges, and the namespace's guard chain has dropped
-nothing, neither the cloud metadata address kubelet 1.20 probes without
-``AWS_EC2_METADATA_DISABLED=true`` nor anything else (pods' traffic crosses it too).
+Two views: every socket open in the cluster's network namespace (all components live there) has
+a peer inside the allowed ranges, and the namespace's guard chain has dropped nothing, neither
+the cloud metadata address nor anything else (pods' traffic crosses it too).
 """
 from __future__ import annotations
 
-import pytest
-
 from tests.cluster.network import ClusterNetwork
-
-
-def peers(ss_output: str) -> list[tuple[str, str, str]]:
-    """(peer address, local address, process) of each socket in ``ss -H -tuanp`` output."""
-    found = []
-    for line in ss_output.splitlines():
-        columns = line.split()
-        if len(columns) < 6:
-            continue
-        local, peer = columns[4], columns[5]
-        address = peer.rsplit(":", 1)[0].strip("[]")
-        found.append((address, local, " ".join(columns[6:])))
-    return found
-
-
-def outside(net: ClusterNetwork, sockets: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-    return [s for s in sockets if s[0] != "*" and not net.allows(s[0])]
+from tests.cluster.node_checks import check_nothing_connects_outside, outside, peers
 
 
 def test_the_peer_check_catches_an_outside_address():
@@ -39,21 +21,4 @@ def test_the_peer_check_catches_an_outside_address():
 
 
 def test_no_component_connects_outside_loopback_and_the_bridge(kube_cluster):
-    net = kube_cluster.net
-    sockets = peers(net.ns("ss", "-H", "-tuanp").stdout)
-    assert sockets, "ss saw no sockets in the cluster's namespace"
-    assert any("kubelet" in s[2] for s in sockets) and any("kube-apiserver" in s[2] for s in sockets)
-    assert outside(net, sockets) == []
-    counted = net.guard_drops()
-    print(f"guard counters: {counted}")
-    drops = {k: counted[k] for k in ("cloud-metadata", "outside")}
-    assert drops == {"cloud-metadata": 0, "outside": 0}, (
-        f"the cluster's guard chain dropped packets bound outside: {drops}")
-
-
-@pytest.mark.parametrize("component", ["kubelet"])
-def test_kubelet_runs_with_cloud_metadata_disabled(kube_cluster, component):
-    pid = kube_cluster.pids()[component]
-    environ = dict(entry.split("=", 1) for entry in
-                   open(f"/proc/{pid}/environ", "rb").read().decode().split("\0") if "=" in entry)
-    assert environ.get("AWS_EC2_METADATA_DISABLED") == "true"
+    check_nothing_connects_outside(kube_cluster)

@@ -1,7 +1,8 @@
 """The runner reaches a ClusterIP scheduler through its own port-forward (the Kubernetes
 API's pod port-forward), from a machine that cannot reach the cluster's service network.
 
-The program's Dask release is deployed as tests/cluster/dask_release.py deploys it.
+The program's Dask release (the dev stack with the Helm backend) is deployed on the current stacks'
+1.33 cluster as tests/cluster/dask_release.py deploys it.
 Then the host's routes onto the pod and service ranges are replaced by ``unreachable``
 routes (nothing is sent anywhere; a direct connect fails at once), and the outputs are the
 program's own: the scheduler at its in-cluster DNS name, the dashboard likewise, plus the
@@ -32,6 +33,13 @@ from tests.cluster.dask_release import data_server, dask_release, stack_outputs 
 from tests.cluster.support import REPO, RELEASE_WORKERS as WORKERS
 
 SESSION_TIMEOUT_S = 420
+
+
+@pytest.fixture(scope="module")
+def release_stack() -> tuple[str, dict]:
+    """The default stack with the Helm backend: its scheduler a ClusterIP Service, as the
+    defaults expose it (the operator backend's runner goes through the same forward)."""
+    return "dev", {"daskBackend": "helm"}
 
 
 @pytest.fixture(scope="module")

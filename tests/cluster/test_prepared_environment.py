@@ -1,5 +1,6 @@
-"""The prepared environment (workerEnvironment=prepared, the dev stack's default) on the real
-Kubernetes 1.20 node: the program's environment Job prepares it on the pip-cache claim from a
+"""The prepared environment (workerEnvironment=prepared, the dev stack's default) on the current
+stacks' real Kubernetes 1.33 node (the program's restricted namespace, judged by the server's Pod
+Security admission): the program's environment Job prepares it on the pip-cache claim from a
 package index, and Dask workers from it join the scheduler without fetching anything.
 
 What runs, and how it differs from the dev stack's deployment:
@@ -10,7 +11,8 @@ What runs, and how it differs from the dev stack's deployment:
   serving the CPU flavour's wheels that scripts/fetch_worker_wheels.py fetched into the test
   cache (sha256-verified; make test runs it), with an access log;
 - the Dask image stand-in has no Python: the runner's base interpreter (CPython 3.11) is
-  mounted read-only at its own path and put on the Job's PATH, so ``python -m venv`` makes the
+  mounted read-only at its own path (a read-only claim bound to the node's path) and put on the
+  Job's PATH, so ``python -m venv`` makes the
   environment on it, as the Dask image's python would; the Dask pods mount it too (the venv's
   interpreter is a link to it). Image, small resources, the node's toleration: as
   tests/cluster/test_default_image.py changes the pods;
@@ -50,7 +52,7 @@ from tests.cluster.pki import dask_tls_material
 from tests.cluster.dask_operator import scheduler_names
 from tests.cluster.post_render import set_env
 from tests.cluster.program import dev_stack
-from tests.cluster.support import set_up_report, shared_volume_stand_ins
+from tests.cluster.support import read_only_claims, set_up_report, shared_volume_stand_ins
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS_SCRIPT = REPO / "scripts" / "fetch_worker_wheels.py"
@@ -79,9 +81,9 @@ def for_the_node(spec: dict, d: dict) -> None:
     spec.pop("nodeSelector", None)
     spec["tolerations"] = [*spec.get("tolerations", []), REAL_NODE_TOLERATION]
     spec["hostAliases"] = [{"ip": d["scheduler_ip"], "hostnames": d["scheduler_names"]}]
-    # the interpreter the Dask image would hold (module docstring)
-    spec.setdefault("volumes", []).append({"name": "host-python", "hostPath": {"path": d["base_prefix"],
-                                                                              "type": "Directory"}})
+    # the interpreter the Dask image would hold (module docstring), through its read-only claim
+    spec.setdefault("volumes", []).append({"name": "host-python", "persistentVolumeClaim": {
+        "claimName": d["python_claim"], "readOnly": True}})
     for container in [*spec.get("initContainers", []), *spec["containers"]]:
         container["image"] = d["image"]
         container["imagePullPolicy"] = "Never"
@@ -181,6 +183,9 @@ def prepared(kube_cluster, tmp_path_factory):
         apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == ns))
         bind_stand_in_pod_security(api, ns, [sys.base_prefix])
         wait_default_service_account(api, ns)
+        python = [{"host": sys.base_prefix, "container": sys.base_prefix}]
+        volumes += read_only_claims(api, ns, python)
+        d["python_claim"] = python[0]["claim"]
         for obj in in_namespace(stack.objects, "PersistentVolumeClaim", ns):
             apply_manifest(api, obj)
         (lock_map,) = [o for o in in_namespace(stack.objects, "ConfigMap", ns)

@@ -76,7 +76,6 @@ def team(kube_cluster, tmp_path_factory):
     share = tmp / "share"
     runtime = runtime_differences(kube_cluster)  # the image stand-in and the project's venv, as the release's
     d = {"image": runtime["image"], "mounts": runtime["mounts"], "env": {**runtime["env"], "HOME": IMAGE_HOME}}
-    host_paths = [m["host"] for m in d["mounts"]]
     service_ips = ipaddress.ip_network(kube_cluster.net.service_cidr)
     ips = {cluster: str(service_ips[240 + i]) for i, cluster in enumerate(CLUSTERS)}
     shared = shared_volume_stand_ins(stack, share)  # makes the directories the people's volumes share
@@ -91,7 +90,7 @@ def team(kube_cluster, tmp_path_factory):
                      and o["metadata"]["name"] == "dask-tls"]
         apply_manifest(api, secret, update_existing=True)  # a stack secret no person may read
         for namespace in NAMESPACES.values():
-            volumes += apply_person(api, stack, namespace, host_paths, share)
+            volumes += apply_person(api, stack, namespace, d["mounts"], share)
         smoke_dataset(share / "external-nfs-pvc", stack.settings)
         hosts = {ips[c]: own_spec.scheduler_names(c, NAMESPACES[p]) for c, p in CLUSTERS.items()}
         controller = TeamController(kube_cluster.kubeconfig, list(NAMESPACES.values()), tmp, hosts)

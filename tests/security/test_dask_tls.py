@@ -18,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,22 @@ from workloads.cluster import endpoint, port_forward
 from workloads.cluster.endpoint import security_from_pems
 from workloads.cluster.session import ClusterSession
 from workloads.core.errors import EndpointError
+
+
+@pytest.fixture(autouse=True)
+def no_client_left_running():
+    """Each test leaves no IO-loop thread of a Dask client running (distributed names each
+    ``LoopRunner`` thread "IO loop"). A client whose constructor raised keeps its thread, and
+    one left "connecting" is garbage whose ``__del__`` closes it whenever the collector runs:
+    on a thread holding distributed's class-wide ``LoopRunner._lock`` (as starting any client
+    does) it waits for that lock forever. A later test here once hung so until pytest-timeout's
+    900 s, whose exception ``__del__`` swallows, and then passed."""
+    before = set(threading.enumerate())
+    yield
+    left = [t for t in threading.enumerate() if t not in before and t.name == "IO loop"]
+    for thread in left:
+        thread.join(timeout=30)  # a client closed by now stops its loop; a busy machine may lag
+    assert not [t for t in left if t.is_alive()], f"a Dask client's IO loop still runs: {left}"
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +144,9 @@ def test_client_without_a_certificate_is_refused(tls_cluster, pki, tmp_path, han
 
 
 def test_a_dask_client_without_tls_settings_cannot_even_try(tls_cluster):
+    # distributed's Client raises; open_client then closes what the constructor left running.
     with pytest.raises(TypeError, match=r"TLS expects a `ssl_context` argument of type ssl.SSLContext"):
-        Client(tls_cluster.scheduler_address, timeout=30)
+        endpoint.open_client(tls_cluster.scheduler_address, timeout=30)
 
 
 def test_client_with_another_cas_certificate_is_refused(tls_cluster, pki, tmp_path, handshake_log):
@@ -146,17 +164,23 @@ def test_client_trusting_another_ca_refuses_the_scheduler(tls_cluster, tmp_path)
     security = Security(tls_ca_file=foreign["ca.crt"], tls_client_cert=foreign["client.crt"],
                         tls_client_key=foreign["client.key"], require_encryption=True)
 
+    left: list[asyncio.Task] = []
+
     async def connect() -> None:
         # On this test's own event loop: a synchronous Client starts an IO-loop thread and
         # gives it 10 s (distributed 2026.7.1 utils.LoopRunner), once missed on a loaded CI
         # machine before the handshake under test was even tried.
-        async with Client(tls_cluster.scheduler_address, security=security, timeout=30, asynchronous=True):
-            pass
+        try:
+            async with Client(tls_cluster.scheduler_address, security=security, timeout=30, asynchronous=True):
+                pass
+        finally:  # what asyncio.run would cancel and wait for after the refusal
+            left.extend(t for t in asyncio.all_tasks() if t is not asyncio.current_task())
 
     with pytest.raises(CommClosedError, match="TLS certificate does not match") as refused:
         asyncio.run(connect())
     cause = refused.value.__cause__
     assert isinstance(cause, ssl.SSLCertVerificationError) and cause.reason == "CERTIFICATE_VERIFY_FAILED"
+    assert not left, f"the refused client left tasks running: {left}"
 
 
 def test_the_helm_values_env_variables_configure_dask(pki):

@@ -7,6 +7,7 @@ validated by :func:`contract.parse_outputs`.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -199,10 +200,8 @@ def redact(address: str | None) -> str:
 # ----------------------------------------------------------------------------- connect
 def connect(address: str, security: Any = None, timeout: float = 60):
     """A ``distributed.Client`` for ``address``, with a clear error when it does not answer."""
-    from distributed import Client
-
     try:
-        return Client(address, security=security, timeout=timeout)
+        return open_client(address, security, timeout)
     except (OSError, TimeoutError) as exc:
         refused = _certificate_refused(exc)
         if refused is not None:
@@ -214,3 +213,35 @@ def connect(address: str, security: Any = None, timeout: float = 60):
         shown = redact(address) + (" (credentials not shown)" if "@" in address.split("://", 1)[-1] else "")
         raise EndpointError(f"{shown} is not an address distributed can connect to: host:port, an IPv6 host in"
                             " brackets, no user:password@") from None
+
+
+def open_client(address: str, security: Any = None, timeout: float = 60):
+    """``distributed.Client(address, security=security, timeout=timeout)``, leaving nothing of it
+    running when the constructor raises. distributed 2026.7.1 closes a client whose connection
+    fails with OSError but keeps its IO-loop thread (``Client.close`` returns at once for a closed
+    client), and on any other error (a malformed address's ValueError, a ``tls://`` address
+    without ``Security``'s TypeError) leaves it "connecting" with that thread. Such a client is
+    garbage in a reference cycle whose ``__del__`` closes it whenever the collector runs, on
+    whichever thread: one that holds ``LoopRunner._lock`` (class-wide, not reentrant; starting
+    any client holds it) then waits for that lock in ``LoopRunner.stop`` forever."""
+    from distributed import Client
+
+    client = Client.__new__(Client)  # a reference that outlives a constructor that raises
+    try:
+        client.__init__(address, security=security, timeout=timeout)
+    except BaseException:
+        _release(client)
+        raise
+    return client
+
+
+def _release(client: Any) -> None:
+    """Close a client whose constructor raised, then stop its IO loop; best effort, as the
+    constructor's error is the one to report. Closed, its later ``__del__`` does nothing."""
+    runner = vars(client).get("_loop_runner")
+    if runner is None:  # it raised before starting anything
+        return
+    with contextlib.suppress(Exception):
+        client.close()  # "connecting": closed on its own loop, which it then stops
+    with contextlib.suppress(Exception):
+        runner.stop()  # closed by distributed already: only the loop is left to stop

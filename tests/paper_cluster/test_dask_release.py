@@ -1,4 +1,5 @@
-"""The program's Dask release running on the real node: pods Running, workers on the scheduler
+"""The paper's stack's Dask release (``reference``: the Helm backend, TLS) running on the paper's
+1.20 node (TKG's PodSecurityPolicy admission): pods Running, workers on the scheduler
 over mutual TLS, a client without the certificate refused, Jupyter's login taking the
 generated password and refusing others, no unintended listening port; the program's data
 Job filling the dataset claim from a server on the cluster's bridge (tests.cluster.data_job),
@@ -35,7 +36,6 @@ import pytest
 from distributed import Client
 
 from components.dask.values import dashboard_url
-from tests.kube.binaries import KUBE_CACHE
 from tests.kube.rest import api_request
 from tests.cluster import data_job
 from tests.cluster.jupyter import Browser, logged_in, serving
@@ -46,6 +46,11 @@ from tests.cluster.program import DeclaredStack, declared_stack
 from tests.cluster.support import LAB_SETTINGS, RELEASE_WORKERS as WORKERS, runtime_differences
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def release_stack() -> tuple[str, dict]:
+    return "reference", {}
 
 
 def test_workers_join_the_scheduler_over_tls(dask_release):
@@ -96,7 +101,7 @@ def test_jupyter_ran_the_whole_of_the_charts_config(kube_cluster, dask_release):
 
 
 def pod_exec(kube_cluster, namespace: str, pod: str, *command: str) -> str:
-    out = subprocess.run([str(KUBE_CACHE / "bin" / "kubectl"), f"--kubeconfig={kube_cluster.kubeconfig}",
+    out = subprocess.run([str(kube_cluster.release.binary("kubectl")), f"--kubeconfig={kube_cluster.kubeconfig}",
                           "-n", namespace, "exec", pod, "--", *command],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -1,4 +1,5 @@
-"""The real kube-scheduler places every pod of a stack on Nodes shaped like the stack's VM classes.
+"""The paper's stacks on the paper's 1.20 cluster: the real kube-scheduler places every pod of a stack on
+Nodes shaped like the stack's VM classes.
 
 Besides the real node, Node objects with the vCPUs, memory and vGPU of each pool's VM class
 and the pool's role label (tests.cluster.program.vm_class_nodes) are created, with no
