@@ -25,7 +25,7 @@
 # as upstream builds its server binaries), -trimpath, the version stamped as upstream's
 # hack/lib/version.sh does.
 #
-# Output (outside the repository; reused while the pins, this script and Go are unchanged):
+# Output (outside the repository; reused while the pins, the build steps and Go are unchanged):
 #   $CACHE/kube-current/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy,kubectl,etcd}
 #   $CACHE/kube-current/stamp      (versions built and the recipe's hash)
 # where CACHE is ${DASK_TKG__CACHE:-$HOME/.cache/dask-tkg}. The module and build caches are
@@ -133,8 +133,11 @@ ETCD_VERSION=$(module_version "$ETCD_MODULE_DIR/go.mod" go.etcd.io/etcd/server/v
 [[ $KUBE_VERSION =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || die "no k8s.io/kubernetes v1.x.y in $KUBE_MODULE_DIR/go.mod"
 KUBE_MINOR=${BASH_REMATCH[1]}
 [[ -n $ETCD_VERSION ]] || die "no go.etcd.io/etcd/server/v3 in $ETCD_MODULE_DIR/go.mod"
-RECIPE=$(cat "${BASH_SOURCE[0]}" "$KUBE_MODULE_DIR"/go.{mod,sum} "$ETCD_MODULE_DIR"/go.{mod,sum} \
-    <(echo "$go_version") | sha256sum | cut -c1-16)
+# What the cached binaries were built from: the pins, the toolchain and the steps below (bump
+# STEPS when a change to them must invalidate cached binaries; a comment needs no rebuild).
+STEPS=1
+RECIPE=$(cat "$KUBE_MODULE_DIR"/go.{mod,sum} "$ETCD_MODULE_DIR"/go.{mod,sum} <(echo "$go_version steps=$STEPS") \
+    | sha256sum | cut -c1-16)
 
 cache_complete() {
     [[ -f $STAMP ]] && grep -qx "recipe=$RECIPE" "$STAMP" || return 1
@@ -158,9 +161,10 @@ log "modules downloaded in $((SECONDS - phase_started)) s ($(du -sh "$GOMODCACHE
 upstream_mod=$GOMODCACHE/cache/download/k8s.io/kubernetes/@v/$KUBE_VERSION.mod
 [[ -f $upstream_mod ]] || die "k8s.io/kubernetes $KUBE_VERSION's go.mod is not in the module cache"
 staging=v0.$KUBE_MINOR.${KUBE_VERSION##*.}
-missing_replaces=$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}' "$upstream_mod" | while read -r m; do
-    grep -qE "^\s+$m => $m $staging\$" "$KUBE_MODULE_DIR/go.mod" || echo "$m"
-done)
+missing_replaces=
+for m in $(awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}' "$upstream_mod"); do
+    grep -qE "^\s+$m => $m $staging\$" "$KUBE_MODULE_DIR/go.mod" || missing_replaces+=" $m"
+done
 [[ -z $missing_replaces ]] || die "staging modules not replaced by $staging in go.mod: $missing_replaces"
 build_list=$(cd "$KUBE_MODULE_DIR" && "$GO" list -m -f '{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' all)
 drift=$(awk 'NR == FNR {v[$1] = $2; next}

@@ -38,20 +38,24 @@ from workloads.cluster.session import ClusterSession
 from workloads.core.errors import EndpointError
 
 
-@pytest.fixture(autouse=True)
-def no_client_left_running():
-    """Each test leaves no IO-loop thread of a Dask client running (distributed names each
-    ``LoopRunner`` thread "IO loop"). A client whose constructor raised keeps its thread, and
-    one left "connecting" is garbage whose ``__del__`` closes it whenever the collector runs:
-    on a thread holding distributed's class-wide ``LoopRunner._lock`` (as starting any client
-    does) it waits for that lock forever. A later test here once hung so until pytest-timeout's
-    900 s, whose exception ``__del__`` swallows, and then passed."""
-    before = set(threading.enumerate())
-    yield
+def assert_no_io_loop_left(before: set[threading.Thread]) -> None:
+    """No IO-loop thread of a Dask client (distributed names each ``LoopRunner`` thread "IO
+    loop") started since ``before`` still runs. A client whose constructor raised keeps its
+    thread, and one left "connecting" is garbage whose ``__del__`` closes it whenever the
+    collector runs: on a thread holding distributed's class-wide ``LoopRunner._lock`` (as
+    starting any client does) it waits for that lock forever. A test here once hung so until
+    pytest-timeout's 900 s, whose exception ``__del__`` swallows, and then passed."""
     left = [t for t in threading.enumerate() if t not in before and t.name == "IO loop"]
     for thread in left:
         thread.join(timeout=30)  # a client closed by now stops its loop; a busy machine may lag
     assert not [t for t in left if t.is_alive()], f"a Dask client's IO loop still runs: {left}"
+
+
+@pytest.fixture(autouse=True)
+def no_io_loop_left():
+    before = set(threading.enumerate())
+    yield
+    assert_no_io_loop_left(before)
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +148,14 @@ def test_client_without_a_certificate_is_refused(tls_cluster, pki, tmp_path, han
 
 
 def test_a_dask_client_without_tls_settings_cannot_even_try(tls_cluster):
-    # distributed's Client raises; open_client then closes what the constructor left running.
-    with pytest.raises(TypeError, match=r"TLS expects a `ssl_context` argument of type ssl.SSLContext"):
-        endpoint.open_client(tls_cluster.scheduler_address, timeout=30)
+    before = set(threading.enumerate())
+    with pytest.raises(TypeError, match=r"TLS expects a `ssl_context` argument of type ssl.SSLContext") as raised:
+        endpoint.open_client(tls_cluster.scheduler_address, timeout=30)  # distributed's Client, which raises
+    # The client whose constructor raised, kept by the traceback's frames: closed all the same, its IO loop stopped.
+    failed = [entry.frame.f_locals["self"] for entry in raised.traceback
+              if entry.name == "__init__" and isinstance(entry.frame.f_locals.get("self"), Client)]
+    assert [client.status for client in failed] == ["closed"]
+    assert_no_io_loop_left(before)
 
 
 def test_client_with_another_cas_certificate_is_refused(tls_cluster, pki, tmp_path, handshake_log):
