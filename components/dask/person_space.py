@@ -5,8 +5,12 @@ their own, under their own identity, and nothing beyond it.
   NetworkPolicies of any DaskCluster there (``network_policy.dask_network_policies``: default
   deny, DNS, the scheduler and workers as in the Dask namespace, a DaskJob's runner pod as
   their client; nothing exposed: the person reaches their scheduler by port-forward);
-- the ResourceQuota ``dask-quota``, the Role ``dask-user`` and its RoleBinding to
-  ``sso:<name>`` (``team_access``);
+- the ResourceQuota ``dask-quota`` (GPUs, CPU, memory, pods; no LoadBalancer or NodePort
+  Service, no claim but the read-only ones, nothing on the RWX class), a quota of no pods at the
+  system priority classes, the LimitRange ``dask-limits``, the Role ``dask-user`` and its
+  RoleBinding to ``sso:<name>`` (``team_access``);
+- the parameters the team's admission policies read there (``team_admission.PARAMS``: the
+  person's idle timeout, the taints they may tolerate);
 - the Dask operator's Role and RoleBinding there (``operator_rbac``), the controller's rights
   in each namespace it serves;
 - the dataset and the prepared environment, read-only (``team_volumes``).
@@ -22,13 +26,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.dask import operator_rbac, team_access, team_volumes
+from components.dask import operator_rbac, team_access, team_admission, team_volumes
 from components.dask.exposure import guard_namespace
 from components.dask.network_policy import DaskPodSelectors, NamespaceNetwork, dask_network_policies
 from components.dask.network_settings import namespace_network
 from components.settings.model import Settings, TeamMember
 
 POLICY_PREFIX = "dask"
+# Taint keys a person's pods may tolerate: the GPU pools' (the program taints no pool today)
+TOLERATED_TAINTS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,14 @@ class PersonSpace(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self))
         self.namespace = self.space.name
         inside = pulumi.ResourceOptions(parent=self, depends_on=[self.space])
-        _declare(k8s.core.v1.ResourceQuota, f"{name}-quota", team_access.person_quota(m, s.dask), inside)
+        claims = len(args.shared_volumes)
+        _declare(k8s.core.v1.ResourceQuota, f"{name}-quota",
+                 team_access.person_quota(m, s.dask, claims, s.storage.storage_class), inside)
+        _declare(k8s.core.v1.ResourceQuota, f"{name}-system-priority", team_access.system_priority_quota(m.namespace),
+                 inside)
+        _declare(k8s.core.v1.LimitRange, f"{name}-limits", team_access.person_limit_range(m.namespace, s.dask), inside)
+        _declare(k8s.core.v1.ConfigMap, f"{name}-admission-params",
+                 team_admission.params(m.namespace, m.idle_timeout, TOLERATED_TAINTS), inside)
         role = _declare(k8s.rbac.v1.Role, f"{name}-role", team_access.person_role(m.namespace), inside)
         _declare(k8s.rbac.v1.RoleBinding, f"{name}-binding", team_access.person_binding(m),
                  pulumi.ResourceOptions(parent=self, depends_on=[self.space, role]))

@@ -20,6 +20,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.dask import team_admission
 from components.dask.person_space import PersonSpace, PersonSpaceArgs, SharedVolume
 from components.settings.model import Settings
 
@@ -57,13 +58,29 @@ class Team(pulumi.ComponentResource):
         s = args.settings
         if s.dask.operator is None:
             raise ValueError("a team needs daskBackend=operator (components/settings/team.py refuses it at preview)")
+        self.admission = self._admission(name)
         shared = {label: self._shared_volume(name, label, claim) for label, claim in args.shared_claims.items()}
         self.spaces = [PersonSpace(f"{name}-{m.namespace}",
                                    PersonSpaceArgs(member=m, settings=s, shared_volumes=shared),
-                                   pulumi.ResourceOptions(parent=self)) for m in s.team]
+                                   pulumi.ResourceOptions(parent=self, depends_on=self.admission)) for m in s.team]
         self.operator_rights = [right for space in self.spaces for right in space.operator_rights]
         self.users = pulumi.Output.from_input(team_users(s))
         self.register_outputs({"users": self.users})
+
+    def _admission(self, name: str) -> list[pulumi.Resource]:
+        """The team's admission policies and their bindings (``team_admission``), cluster-wide
+        objects that act in the team's namespaces only."""
+        made: list[pulumi.Resource] = []
+        for policy in team_admission.policies():
+            short = policy["metadata"]["name"].removeprefix("dask-tkg-team-")
+            declared = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-{short}-policy", metadata=policy["metadata"], spec=policy["spec"],
+                opts=pulumi.ResourceOptions(parent=self))
+            bound = team_admission.binding(policy)
+            made += [declared, k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-{short}-binding", metadata=bound["metadata"], spec=bound["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[declared]))]
+        return made
 
     def _shared_volume(self, name: str, label: str, claim: k8s.core.v1.PersistentVolumeClaim) -> SharedVolume:
         bound = claim.spec.apply(lambda spec: spec.volume_name)

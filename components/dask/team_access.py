@@ -83,10 +83,51 @@ def quota_hard(member: TeamMember, dask: DaskSpec) -> dict[str, str]:
             "requests.memory": _binary_quantity(memory)}
 
 
-def person_quota(member: TeamMember, dask: DaskSpec) -> dict[str, Any]:
+def object_caps(claims: int, rwx_class: str) -> dict[str, str]:
+    """What the namespace may hold besides pods: no LoadBalancer nor NodePort Service (the
+    admission policies refuse them first: components/dask/team_admission.py; the quota holds
+    should a policy be unbound), the ``claims`` read-only claims the program makes and no other,
+    nothing at all on the shared RWX class (Kubernetes "Resource Quotas": storage resource quota,
+    ``<class>.storageclass.storage.k8s.io/...``)."""
+    rwx = f"{rwx_class}.storageclass.storage.k8s.io"
+    return {"services.loadbalancers": "0", "services.nodeports": "0", "persistentvolumeclaims": str(claims),
+            f"{rwx}/persistentvolumeclaims": "0", f"{rwx}/requests.storage": "0"}
+
+
+def person_quota(member: TeamMember, dask: DaskSpec, claims: int, rwx_class: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ResourceQuota",
             "metadata": {"name": QUOTA_NAME, "namespace": member.namespace, "labels": dict(LABELS)},
-            "spec": {"hard": quota_hard(member, dask)}}
+            "spec": {"hard": {**quota_hard(member, dask), **object_caps(claims, rwx_class)}}}
+
+
+SYSTEM_PRIORITY_QUOTA = "dask-system-priority"
+SYSTEM_PRIORITY_CLASSES = ["system-node-critical", "system-cluster-critical"]
+
+
+def system_priority_quota(namespace: str) -> dict[str, Any]:
+    """No pod of the system priority classes (Kubernetes "Resource Quotas", "Limit Priority Class
+    consumption by default"): a second line behind the admission policy's ``no-priority-class``."""
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": SYSTEM_PRIORITY_QUOTA, "namespace": namespace, "labels": dict(LABELS)},
+            "spec": {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": SYSTEM_PRIORITY_CLASSES}]}}}
+
+
+LIMIT_RANGE = "dask-limits"
+
+
+def person_limit_range(namespace: str, dask: DaskSpec) -> dict[str, Any]:
+    """No container runs unbounded: without limits of its own it gets the scheduler's, and none may
+    ask for more CPU or memory than one GPU worker (the stack's worker spec). GPUs are left to the
+    quota: the API server defaults a missing ``default`` to ``max`` (``SetDefaults_LimitRangeItem``),
+    so a GPU maximum would give every container without a GPU limit one GPU (the scheduler too:
+    seen on the 1.33 node, where it took half of a person's GPU quota)."""
+    scheduler = {"cpu": str(dask.scheduler.cpu), "memory": dask.scheduler.memory}
+    largest = {"cpu": str(dask.workers.cpu), "memory": dask.workers.memory}
+    return {"apiVersion": "v1", "kind": "LimitRange",
+            "metadata": {"name": LIMIT_RANGE, "namespace": namespace, "labels": dict(LABELS)},
+            "spec": {"limits": [{"type": "Container", "default": dict(scheduler), "defaultRequest": dict(scheduler),
+                                 "max": largest}]}}
 
 
 def _binary_quantity(amount: int) -> str:

@@ -1,4 +1,4 @@
-"""A person's rights on the real Kubernetes 1.20 API server: the namespaces, Roles and
+"""A person's rights on the current stacks' real Kubernetes 1.33 API server: the namespaces, Roles and
 RoleBindings the program declares for ``users`` (run under Pulumi's mocks) applied as declared,
 and the server's RBAC authorizer asked, as ``sso:alice@vsphere.local`` (the subject VKS gives
 a vCenter SSO user inside a workload cluster), through impersonation by the admin: access
@@ -15,6 +15,7 @@ import secrets
 
 import pytest
 
+from components.dask.team_admission import PARAMS
 from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
 from tests.program.graph import run_program
 
@@ -64,10 +65,13 @@ def team(kube_apiserver, operator_crds):
               m["metadata"]["name"] in ("dask-alice", "dask-bob", "dask-data-science")}
     assert len(people) == 3, people
     apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": shared}})
-    for kind in ("Namespace", "Role", "RoleBinding", "ResourceQuota"):
+    # (the admission parameters too: where tests/apiserver/test_team_admission.py has bound the
+    # team's policies on this server, they deny in a namespace without them)
+    for kind in ("Namespace", "Role", "RoleBinding", "ResourceQuota", "ConfigMap"):
         for obj in declared:
             ns = obj["metadata"].get("namespace") if kind != "Namespace" else obj["metadata"]["name"]
-            if obj["kind"] == kind and ns in people and obj["metadata"]["name"] in (ns, "dask-user", "dask-quota"):
+            if obj["kind"] == kind and ns in people and obj["metadata"]["name"] in (ns, "dask-user", "dask-quota",
+                                                                                  PARAMS):
                 apply_manifest(api, obj, update_existing=True)
     apply_manifest(api, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dask-tls", "namespace": shared},
                          "stringData": {"ca.key": "k"}})
@@ -128,7 +132,7 @@ def cluster(namespace: str) -> dict:
     name = f"mine-{secrets.token_hex(2)}"
     pod = {"containers": [{"name": "c", "image": "registry.example/dask:1"}]}
     return {"apiVersion": f"{DASK}/v1", "kind": "DaskCluster", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"worker": {"replicas": 0, "spec": pod},
+            "spec": {"idleTimeout": 60, "worker": {"replicas": 0, "spec": pod},
                      "scheduler": {"spec": pod, "service": {"ports": [{"name": "tcp-comm", "port": 8786}]}}}}
 
 

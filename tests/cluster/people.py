@@ -36,7 +36,9 @@ import yaml
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
 from tests.cluster.controller import Controller
+from components.dask import team_admission
 from tests.cluster.dask_operator import change_pod_spec
+from tests.cluster.node import REAL_NODE_TAINT
 from tests.cluster.support import read_only_claims
 from tests.kube.pki import sign
 from workloads.cluster import own_spec
@@ -45,7 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_GPUS = "4"
 GPU = "nvidia.com/gpu"
 SMALL_GPU = {"requests": {"cpu": "100m", "memory": "256Mi", GPU: "1"}, "limits": {"cpu": "1", "memory": "2Gi", GPU: "1"}}
-PERSON_KINDS = ("Role", "RoleBinding", "ResourceQuota", "NetworkPolicy")
+PERSON_KINDS = ("Role", "RoleBinding", "ConfigMap", "LimitRange", "NetworkPolicy", "ResourceQuota")
 
 
 def person_kubeconfig(cluster, name: str, namespace: str, folder: Path) -> Path:
@@ -97,21 +99,39 @@ def person_volumes(stack, namespace: str, share: Path) -> list[dict]:
 
 def apply_person(api, stack, namespace: str, mounts: list[dict], share: Path) -> list[dict]:
     """The program's objects of one person's namespace, as declared, and the stand-in runtime's
-    read-only claims there (``mounts`` gets their names); returns the volumes made."""
+    read-only claims there (``mounts`` gets their names); returns the volumes made. The quota
+    comes last: it counts the program's two claims only, and existing claims are not refused."""
     (space,) = [o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == namespace]
     apply_manifest(api, space, update_existing=True)
     bind_stand_in_pod_security(api, namespace, [m["host"] for m in mounts])  # where PSP admits pods
     wait_default_service_account(api, namespace)
     runtime = read_only_claims(api, namespace, mounts)
-    for kind in PERSON_KINDS:
-        for obj in in_namespace(stack.objects, kind, namespace):
-            apply_manifest(api, obj, update_existing=True)
     volumes = person_volumes(stack, namespace, share)
     for volume in volumes:
         apply_manifest(api, volume, update_existing=True)
     for claim in in_namespace(stack.objects, "PersistentVolumeClaim", namespace):
         apply_manifest(api, claim, update_existing=True)
+    for kind in PERSON_KINDS:
+        for obj in in_namespace(stack.objects, kind, namespace):
+            apply_manifest(api, stand_in_params(obj), update_existing=True)
     return runtime + volumes
+
+
+def stand_in_params(obj: dict) -> dict:
+    """The program's admission parameters with the real node's taint among the tolerated ones (the
+    node only runs pods that tolerate it, tests/cluster/node.py), as a platform engineer lists a
+    tainted GPU pool's; every other object as declared."""
+    if obj["kind"] != "ConfigMap" or obj["metadata"]["name"] != team_admission.PARAMS:
+        return obj
+    keys = [k for k in obj["data"]["tolerationKeys"].split(",") if k] + [REAL_NODE_TAINT["key"]]
+    return {**obj, "data": {**obj["data"], "tolerationKeys": ",".join(keys)}}
+
+
+def apply_team_admission(api, stack) -> None:
+    """The team's admission policies and bindings, as declared (cluster-wide objects)."""
+    for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+        for obj in stack.of_kind(kind):
+            apply_manifest(api, obj, update_existing=True)
 
 
 def person_outputs(stack, d: dict, cluster: str, namespace: str, scheduler_ip: str) -> dict:
@@ -155,3 +175,22 @@ def start_runner(argv: list[str], tmp: Path) -> subprocess.Popen:
     command, env = runner_command(argv, tmp)
     return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, env=env)
+
+
+def wait_team_admission(api, namespace: str, timeout_s: float = 30.0) -> None:
+    """Until the server enforces the team's bindings in ``namespace`` (it loads them from its own
+    informers a moment after they are stored): a NodePort Service there, dry run, is refused."""
+    import time
+
+    probe = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "probe", "namespace": namespace},
+             "spec": {"type": "NodePort", "ports": [{"port": 8786}]}}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            apply_manifest(api, probe, dry_run=True)
+        except KubeApiError as exc:
+            if "dask-tkg-team-services" in exc.message:
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the team's admission policies not enforced in {namespace} after {timeout_s:.0f} s")
+        time.sleep(0.2)

@@ -1,12 +1,13 @@
-"""A team on the real Kubernetes 1.20 node: two people, alice and bob, each running Dask
+"""A team on the current stacks' real Kubernetes 1.33 node: two people, alice and bob, each running Dask
 clusters of their own through the runner (``--own-cluster``) with their own kubeconfig, under
 real authentication (a client certificate of ``sso:<name>``) and real RBAC (the program's
 Role and RoleBinding), against a real ResourceQuota of GPUs the node advertises, with
 dask-kubernetes' own controller making the pods and reclaiming idle clusters.
 
 What is applied is what the program declares for the dev stack with ``users`` set, run under
-Pulumi's mocks: each person's namespace, quota, Role, RoleBinding, NetworkPolicies, and the
-read-only volumes of the dataset and the prepared environment (tests/cluster/people.py says
+Pulumi's mocks: the team's admission policies and bindings, each person's namespace (Pod Security
+``restricted``, judged by the server), quotas, limits, admission parameters, Role, RoleBinding,
+NetworkPolicies, and the read-only volumes of the dataset and the prepared environment (tests/cluster/people.py says
 how each differs here, and why; the pods run the image stand-in with the project's own virtual
 environment, as tests/cluster/test_dask_release.py's do). The dataset is the smoke profile's,
 on the shared claim's volume. The controller runs on the host as tests/cluster/test_default_image.py runs
@@ -32,8 +33,8 @@ from kubernetes.client.exceptions import ApiException
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.cluster.kube import (delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, pods,
                                 wait_for)
-from tests.cluster.people import (NODE_GPUS, TeamController, advertise_gpus, apply_person, person_kubeconfig,
-                                  person_outputs, runner, start_runner)
+from tests.cluster.people import (NODE_GPUS, TeamController, advertise_gpus, apply_person, apply_team_admission,
+                                  person_kubeconfig, person_outputs, runner, start_runner, wait_team_admission)
 from tests.cluster.dask_operator import apply_crds, delete_dask_resources
 from tests.cluster.program import dev_stack
 from tests.cluster.support import IMAGE_HOME, runtime_differences, shared_volume_stand_ins, smoke_dataset
@@ -89,8 +90,10 @@ def team(kube_cluster, tmp_path_factory):
         (secret,) = [o for o in stack.of_kind("Secret") if o["metadata"].get("namespace") == stack.dask_namespace
                      and o["metadata"]["name"] == "dask-tls"]
         apply_manifest(api, secret, update_existing=True)  # a stack secret no person may read
+        apply_team_admission(api, stack)
         for namespace in NAMESPACES.values():
             volumes += apply_person(api, stack, namespace, d["mounts"], share)
+            wait_team_admission(api, namespace)
         smoke_dataset(share / "external-nfs-pvc", stack.settings)
         hosts = {ips[c]: own_spec.scheduler_names(c, NAMESPACES[p]) for c, p in CLUSTERS.items()}
         controller = TeamController(kube_cluster.kubeconfig, list(NAMESPACES.values()), tmp, hosts)
@@ -133,6 +136,21 @@ def test_a_cluster_over_quota_gets_the_runners_error_and_nothing_is_left_pending
     assert "error: quota allows 2 GPUs in dask-alice; asked 4 (4 worker(s) x 1 GPU(s) each" in done.stdout, \
         done.stdout[-3000:]
     assert left_in(api, "dask-alice") == NOTHING
+
+
+def test_a_claim_beyond_the_programs_two_is_refused_by_the_quota(kube_cluster, team):
+    """The share cannot be filled from a person's namespace: past the program's two read-only
+    claims, the real ResourceQuota admission refuses any claim (as it would those an ephemeral
+    volume makes the controller create, which the admission policies refuse first), whoever asks."""
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "fill", "namespace": "dask-alice"},
+             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "nfs-external",
+                      "resources": {"requests": {"storage": "500Gi"}}}}
+    with pytest.raises(KubeApiError) as refused:
+        apply_manifest(kube_cluster.api_client, claim)
+    assert refused.value.status == 403 and "exceeded quota: dask-quota" in refused.value.message, refused.value
+    print(refused.value.message)
+    assert "fill" not in {c["metadata"]["name"] for c in api_request(
+        kube_cluster.api_client, "GET", "/api/v1/namespaces/dask-alice/persistentvolumeclaims")["items"]}
 
 
 def forbidden(call) -> str:

@@ -69,9 +69,45 @@ def test_each_person_gets_a_restricted_namespace_with_the_dask_network_policies(
 def test_each_persons_quota_is_their_gpus_and_what_that_many_workers_and_a_scheduler_request(graph):
     # the dev stack: workers of 6 CPUs and 48Gi each, a scheduler of 1 CPU and 4Gi
     alice = one(graph, "ResourceQuota", "dask-alice", "dask-quota")["spec"]["hard"]
-    assert alice == {"requests.nvidia.com/gpu": "2", "pods": "3", "requests.cpu": "13", "requests.memory": "100Gi"}
+    assert alice == {"requests.nvidia.com/gpu": "2", "pods": "3", "requests.cpu": "13", "requests.memory": "100Gi",
+                     **OBJECT_CAPS}
     bob = one(graph, "ResourceQuota", "dask-bob", "dask-quota")["spec"]["hard"]
-    assert bob == {"requests.nvidia.com/gpu": "1", "pods": "2", "requests.cpu": "7", "requests.memory": "52Gi"}
+    assert bob == {"requests.nvidia.com/gpu": "1", "pods": "2", "requests.cpu": "7", "requests.memory": "52Gi",
+                   **OBJECT_CAPS}
+
+
+# No published Service, the two read-only claims the program makes and no other, nothing on the RWX class
+OBJECT_CAPS = {"services.loadbalancers": "0", "services.nodeports": "0", "persistentvolumeclaims": "2",
+               "nfs-external.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
+               "nfs-external.storageclass.storage.k8s.io/requests.storage": "0"}
+
+
+@pytest.mark.parametrize("namespace", sorted(PEOPLE.values()))
+def test_each_person_has_no_system_priority_no_unbounded_container_and_their_admission_parameters(graph, namespace):
+    system = one(graph, "ResourceQuota", namespace, "dask-system-priority")["spec"]
+    assert system == {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
+        {"scopeName": "PriorityClass", "operator": "In", "values": ["system-node-critical", "system-cluster-critical"]}]}}
+    [limits] = one(graph, "LimitRange", namespace, "dask-limits")["spec"]["limits"]
+    # the dev stack: the scheduler's 1 CPU and 4Gi by default, one GPU worker's 6 CPUs and 48Gi at most; no
+    # GPU maximum (the server would make it every container's default GPU limit)
+    assert limits == {"type": "Container", "default": {"cpu": "1", "memory": "4Gi"},
+                      "defaultRequest": {"cpu": "1", "memory": "4Gi"}, "max": {"cpu": "6", "memory": "48Gi"}}
+    params = one(graph, "ConfigMap", namespace, "dask-team-limits")["data"]
+    assert params["tolerationKeys"] == "" and int(params["idleTimeout"]) > 0
+
+
+def test_the_teams_admission_policies_are_bound_to_the_team_namespaces_only(graph):
+    policies = {p["metadata"]["name"]: p for p in objects(graph, "ValidatingAdmissionPolicy")}
+    bindings = {b["metadata"]["name"]: b for b in objects(graph, "ValidatingAdmissionPolicyBinding")}
+    assert set(policies) == set(bindings) == {"dask-tkg-team-pods", "dask-tkg-team-services", "dask-tkg-team-lifetime"}
+    for name, bound in bindings.items():
+        assert bound["spec"]["policyName"] == name and bound["spec"]["validationActions"] == ["Deny"]
+        assert bound["spec"]["matchResources"] == {
+            "namespaceSelector": {"matchLabels": {"app.kubernetes.io/component": "team"}}}
+        assert policies[name]["spec"]["failurePolicy"] == "Fail"
+    for namespace in PEOPLE.values():
+        [space] = [n for n in objects(graph, "Namespace") if n["metadata"]["name"] == namespace]
+        assert space["metadata"]["labels"]["app.kubernetes.io/component"] == "team"
 
 
 @pytest.mark.parametrize("person, namespace", sorted(PEOPLE.items()))

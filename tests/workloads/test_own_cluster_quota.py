@@ -78,3 +78,31 @@ def test_quantities_are_kubernetes_quantities():
     assert quota.parse_quantity("500m") == Decimal("0.5")
     assert quota.parse_quantity("16Gi") == 16 * 2**30
     assert quota.parse_quantity(2) == 2
+
+
+SYSTEM_PRIORITY = {"metadata": {"name": "dask-system-priority"},
+                   "spec": {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
+                       {"scopeName": "PriorityClass", "operator": "In",
+                        "values": ["system-node-critical", "system-cluster-critical"]}]}},
+                   "status": {"hard": {"pods": "0"}, "used": {"pods": "0"}}}
+
+
+def test_a_scoped_quota_counts_only_the_pods_in_its_scope():
+    """The person's namespace allows no pod of the system priority classes (components/dask/
+    team_access.py): their clusters, with no priority class, are not charged to it; a cluster
+    whose workers ask for one is."""
+    quota.check([SYSTEM_PRIORITY, resource_quota({"pods": "3"})], CLUSTER, workers=2, namespace="dask-alice")
+    greedy = {"spec": {**CLUSTER["spec"], "worker": {"spec": {**pod("4", "16Gi", gpus=1),
+                                                             "priorityClassName": "system-node-critical"}}}}
+    with pytest.raises(quota.QuotaError, match=r"^quota dask-system-priority allows pods 0 in dask-alice; asked 2 "):
+        quota.check([SYSTEM_PRIORITY], greedy, workers=2, namespace="dask-alice")
+
+
+@pytest.mark.parametrize("scope, pod_spec, counted", [
+    ("Terminating", {"activeDeadlineSeconds": 60}, True), ("Terminating", {}, False),
+    ("NotTerminating", {}, True), ("BestEffort", {"containers": [{"name": "c"}]}, True),
+    ("BestEffort", pod("1", "1Gi"), False), ("NotBestEffort", pod("1", "1Gi"), True),
+])
+def test_the_scopes_of_a_quota_as_the_api_server_matches_them(scope, pod_spec, counted):
+    scoped = {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "0"}, "scopes": [scope]}}
+    assert quota.in_scope(scoped, pod_spec) is counted
