@@ -52,9 +52,23 @@ def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, 
     facts = gpu_operator_facts(spec.version)
     if facts is None or facts.has_default_runtime:  # TKG nodes run containerd
         values["operator"] = {"defaultRuntime": "containerd"}
+    if facts is not None and facts.devices_through_cdi:
+        values.update(devices_only_from_the_plugin())
     if enforces_psp:
         values["psp"] = {"enabled": True}
     return values
+
+
+UNPRIVILEGED_ENVVAR = "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"
+
+
+def devices_only_from_the_plugin() -> dict[str, Any]:
+    """A container sees the GPUs the device plugin allocated to it and no other: CDI on (the
+    plugin's allocation reaches the runtime as CDI devices), and the toolkit told to ignore
+    ``NVIDIA_VISIBLE_DEVICES`` in unprivileged containers, which would otherwise open every GPU
+    of the node to a pod that requests none (CUDA images set it to ``all``; NVIDIA, "Preventing
+    unprivileged access to GPUs in Kubernetes"). Facts: ``addon_facts`` ``devices_source``."""
+    return {"cdi": {"enabled": True}, "toolkit": {"env": [{"name": UNPRIVILEGED_ENVVAR, "value": "false"}]}}
 
 
 def nfs_provisioner_values(storage: StorageSpec, nfs_server: str, nfs_path: str, enforces_psp: bool) -> dict[str, Any]:

@@ -28,6 +28,12 @@ class GpuOperatorFacts:
     # APIs the release's objects use that Kubernetes 1.25 no longer serves.
     removed_apis: tuple[str, ...] = ()
     removed_apis_source: str = ""
+    # GPUs reach containers through CDI (the device plugin's allocation as CDI annotations and CRI
+    # fields; ``nvidia`` is not the default runtime), and the toolkit takes
+    # ``ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED``: an unprivileged container's
+    # ``NVIDIA_VISIBLE_DEVICES`` can then be refused without taking the allocated GPUs away.
+    devices_through_cdi: bool = False
+    devices_source: str = ""
 
     def covers(self, version: str) -> bool:
         return ("v" + version.lstrip("v")).startswith(self.versions)
@@ -60,6 +66,15 @@ GPU_OPERATOR: tuple[GpuOperatorFacts, ...] = (
         # PodSecurityPolicy template (values.yaml has psa.enabled instead of psp).
         removed_apis=(),
         removed_apis_source="NVIDIA/gpu-operator v26.7.0 assets/pre-requisites/, deployments/gpu-operator/templates/",
+        devices_through_cdi=True,
+        devices_source=("NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go transformToolkitCtrForCDI"
+                        " (NVIDIA_RUNTIME_SET_AS_DEFAULT=false, the runtime in cdi mode) and"
+                        " transformDevicePluginCtrForCDI (DEVICE_LIST_STRATEGY=cdi-annotations,cdi-cri), the chart's"
+                        " cdi.enabled: true and toolkit v1.20.0; NVIDIA/nvidia-container-toolkit v1.20.0"
+                        " cmd/nvidia-ctk-installer/toolkit/toolkit.go (ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_"
+                        "UNPRIVILEGED sets accept-nvidia-visible-devices-envvar-when-unprivileged, default true in"
+                        " api/config/v1/toml.go); the operator's own GPU containers that set the variable are"
+                        " privileged (assets/state-*/)"),
     ),
 )
 

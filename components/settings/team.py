@@ -100,6 +100,11 @@ def read_team(r: Any) -> tuple[TeamMember, ...]:
     return tuple(team)
 
 
+# The first Kubernetes with ValidatingAdmissionPolicy served as admissionregistration.k8s.io/v1
+# (kubernetes.io, "Validating Admission Policy": stable in v1.30).
+ADMISSION_POLICIES_FROM = (1, 30)
+
+
 def team_checks(s: Settings) -> list[Problem]:
     """What each person's entry must fit: the backend, the GPUs, the program's namespaces, the
     vSphere Namespace's permissions. Entries are in ``users`` order (all parsed by now)."""
@@ -109,6 +114,12 @@ def team_checks(s: Settings) -> list[Problem]:
         return [Problem("users", "needs daskBackend=operator: each person's Dask clusters are DaskClusters, run by"
                                  " the Dask operator, which the Helm backend does not deploy")]
     out: list[Problem] = []
+    if s.cluster.kubernetes_version[:2] < ADMISSION_POLICIES_FROM:
+        out.append(Problem("users", (
+            f"needs Kubernetes {ADMISSION_POLICIES_FROM[0]}.{ADMISSION_POLICIES_FROM[1]} or later (tkr"
+            f" {s.cluster.tkr} is {'.'.join(map(str, s.cluster.kubernetes_version))}): the people's namespaces"
+            " are held by ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA in 1.30), without which a"
+            " person's DaskCluster could take every GPU of a node, preempt others or publish its scheduler")))
     capacity = stack_gpus(s)
     own = {s.storage.namespace: "daskNamespace", s.dask.operator.namespace: "daskOperatorNamespace"}
     for i, member in enumerate(s.team):

@@ -65,6 +65,14 @@ def problems(provider=PROVIDER, **overrides) -> SettingsError:
     return info.value
 
 
+def current_problems(**overrides) -> SettingsError:
+    """The error today's platform (``TODAY_SITE`` and ``CURRENT``) with ``overrides`` fails with."""
+    values = {k: v for k, v in {**TODAY_SITE, **CURRENT, **overrides}.items() if v is not None}
+    with pytest.raises(SettingsError) as info:
+        load(DictSource(values, PROVIDER))
+    return info.value
+
+
 def load_current(**overrides):
     """Today's platform on one host as a Cluster API cluster (``CURRENT``), with ``overrides``."""
     return load(DictSource({**TODAY_SITE, **CURRENT, **overrides}, PROVIDER))

@@ -10,23 +10,28 @@ from __future__ import annotations
 import pytest
 
 from components.settings.team import member_namespace, team_warnings
-from tests.operator.support import OPERATOR, operator_settings
-from tests.unit.support import problems
+from tests.operator.support import OPERATOR
+from tests.unit.support import current_problems, load_current, problems
 
 ALICE = "name=alice@vsphere.local,gpus=2"
 BOB = "name=bob@vsphere.local,gpus=1"
 
 
+def team_settings(**overrides):
+    """Today's platform (a VKr: a team needs Kubernetes 1.30+) with the operator backend."""
+    return load_current(**{**OPERATOR, **overrides})
+
+
 def refused(**overrides) -> str:
-    return str(problems(**{**OPERATOR, **overrides}))
+    return str(current_problems(**{**OPERATOR, **overrides}))
 
 
 def test_no_users_is_no_team():
-    assert operator_settings().team == ()
+    assert team_settings().team == ()
 
 
 def test_each_person_gets_a_namespace_gpus_and_an_idle_timeout():
-    s = operator_settings(users=[ALICE, "name=Bob.Smith@corp.example,gpus=1,idleTimeout=600",
+    s = team_settings(users=[ALICE, "name=Bob.Smith@corp.example,gpus=1,idleTimeout=600",
                                  "name=data-science@vsphere.local,gpus=3,kind=Group"])
     got = [(m.name, m.kind, m.gpus, m.idle_timeout, m.namespace) for m in s.team]
     assert got == [("alice@vsphere.local", "User", 2, 3600, "dask-alice"),
@@ -35,7 +40,7 @@ def test_each_person_gets_a_namespace_gpus_and_an_idle_timeout():
 
 
 def test_the_stacks_idle_timeout_is_every_persons_default_and_zero_is_never():
-    s = operator_settings(users=[ALICE, "name=bob@vsphere.local,gpus=1,idleTimeout=0"], teamIdleTimeout=900)
+    s = team_settings(users=[ALICE, "name=bob@vsphere.local,gpus=1,idleTimeout=0"], teamIdleTimeout=900)
     assert [m.idle_timeout for m in s.team] == [900, 0]
 
 
@@ -101,7 +106,7 @@ def test_a_person_with_edit_on_the_vsphere_namespace_is_refused():
 def test_more_gpus_than_the_stack_has_is_a_warning_not_a_refusal():
     """Quotas cap what a person may hold and reserve nothing: a team may share 8 GPUs among
     people who ask for more in total (overcommitting), so preview warns and goes on."""
-    s = operator_settings(users=["name=alice@vsphere.local,gpus=6", "name=bob@vsphere.local,gpus=4"],
+    s = team_settings(users=["name=alice@vsphere.local,gpus=6", "name=bob@vsphere.local,gpus=4"],
                           autoscaleMinWorkers=0)
     [warning] = team_warnings(s)
     assert "dask-tkg:users: the people's gpus add up to 10, more than the 8 GPUs" in warning
@@ -109,9 +114,17 @@ def test_more_gpus_than_the_stack_has_is_a_warning_not_a_refusal():
 
 
 def test_a_shared_cluster_that_keeps_idle_gpus_is_warned_about_with_a_team():
-    s = operator_settings(users=[ALICE])  # autoscaleMinWorkers defaults to 1
+    s = team_settings(users=[ALICE])  # autoscaleMinWorkers defaults to 1
     [warning] = team_warnings(s)
     assert "dask-tkg:autoscaleMinWorkers: the shared cluster keeps 1 GPU worker(s) even when idle" in warning
     assert "autoscaleMinWorkers=0" in warning
-    assert team_warnings(operator_settings(users=[ALICE], autoscaleMinWorkers=0)) == []
-    assert team_warnings(operator_settings()) == []  # no team, nothing to share
+    assert team_warnings(team_settings(users=[ALICE], autoscaleMinWorkers=0)) == []
+    assert team_warnings(team_settings()) == []  # no team, nothing to share
+
+
+def test_a_team_on_a_kubernetes_without_admission_policies_is_refused_naming_the_release():
+    """The people's namespaces are held by ValidatingAdmissionPolicies (v1 from Kubernetes 1.30):
+    the paper's TKR 1.20, even with the operator backend, cannot hold them."""
+    text = str(problems(**{**OPERATOR, "users": [ALICE]}))
+    assert "dask-tkg:users: needs Kubernetes 1.30 or later (tkr v1.20.8---vmware.1-tkg.2 is 1.20.8)" in text, text
+    assert team_settings(users=[ALICE]).cluster.kubernetes_version >= (1, 30, 0)
