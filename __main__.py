@@ -21,7 +21,7 @@ from components.dask.backends import BACKENDS
 from components.dask.dask_release import RELEASE
 from components.dask.network_settings import outside
 from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
-from components.dask.team import Team, TeamArgs
+from components.dask.team import Team, TeamArgs, TeamReclaimer, TeamReclaimerArgs
 from components.dask.team_spec import team_cluster_spec
 from components.settings import load_settings
 from components.settings.charts import image_warnings
@@ -102,6 +102,9 @@ dask = backend("dask", DaskBackendArgs(
     pip_cache_claim=storage.pip_cache_claim,
     depends_on=(gpu_operator, storage, *data_steps, *cluster.ready_for_workloads, *([team] if team else [])),
     **environment_inputs), in_guest)
+# the team's reclaimer, in the operator's namespace: no cluster of a person outlives their maxLifetime
+if team:
+    TeamReclaimer("team-reclaimer", TeamReclaimerArgs(settings=settings, depends_on=(dask,)), in_guest)
 # the runner's own identity: a namespaced token, not the cluster's admin kubeconfig
 runner = RunnerAccess("runner", RunnerAccessArgs(namespace=workspace.name, cluster_kubeconfig=cluster.kubeconfig,
                                                  dask_cluster=backend.SCALED_CLUSTER), in_guest)

@@ -11,6 +11,8 @@ their own, under their own identity, and nothing beyond it.
   RoleBinding to ``sso:<name>`` (``team_access``);
 - the parameters the team's admission policies read there (``team_admission.PARAMS``: the
   person's idle timeout, the taints they may tolerate);
+- the team's reclaimer's Role and RoleBinding there (``team_reclaim``: list and delete
+  DaskClusters, which it does to those older than the person's ``maxLifetime``);
 - the Dask operator's Role and RoleBinding there (``operator_rbac``), the controller's rights
   in each namespace it serves;
 - the dataset and the prepared environment, read-only (``team_volumes``).
@@ -26,7 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.dask import operator_rbac, team_access, team_admission, team_volumes
+from components.dask import operator_rbac, team_access, team_admission, team_reclaim, team_volumes
 from components.dask.exposure import guard_namespace
 from components.dask.network_policy import DaskPodSelectors, NamespaceNetwork, dask_network_policies
 from components.dask.network_settings import namespace_network
@@ -85,6 +87,10 @@ class PersonSpace(pulumi.ComponentResource):
         _declare(k8s.core.v1.LimitRange, f"{name}-limits", team_access.person_limit_range(m.namespace, s.dask), inside)
         _declare(k8s.core.v1.ConfigMap, f"{name}-admission-params",
                  team_admission.params(m.namespace, m.idle_timeout, TOLERATED_TAINTS), inside)
+        reclaimer = _declare(k8s.rbac.v1.Role, f"{name}-reclaimer-role", team_reclaim.role(m.namespace), inside)
+        _declare(k8s.rbac.v1.RoleBinding, f"{name}-reclaimer-binding",
+                 team_reclaim.role_binding(m.namespace, s.dask.operator.namespace if s.dask.operator else ""),
+                 pulumi.ResourceOptions(parent=self, depends_on=[self.space, reclaimer]))
         role = _declare(k8s.rbac.v1.Role, f"{name}-role", team_access.person_role(m.namespace), inside)
         _declare(k8s.rbac.v1.RoleBinding, f"{name}-binding", team_access.person_binding(m),
                  pulumi.ResourceOptions(parent=self, depends_on=[self.space, role]))

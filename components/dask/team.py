@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.dask import team_admission
+from components.dask import team_admission, team_reclaim
 from components.dask.person_space import PersonSpace, PersonSpaceArgs, SharedVolume
 from components.settings.model import Settings
 
@@ -87,3 +87,30 @@ class Team(pulumi.ComponentResource):
         volume = k8s.core.v1.PersistentVolume.get(f"{name}-{label}-shared-volume", bound,
                                                   opts=pulumi.ResourceOptions(parent=self))
         return SharedVolume(claim=claim.metadata.apply(lambda m: m.name), spec=volume.spec.apply(bound_spec))
+
+
+@dataclass(frozen=True)
+class TeamReclaimerArgs:
+    settings: Settings
+    depends_on: tuple[pulumi.Resource, ...] = ()  # the Dask backend: the operator's namespace and CRDs
+
+
+class TeamReclaimer(pulumi.ComponentResource):
+    """The team's reclaimer in the Dask operator's namespace (``team_reclaim``): its account, its
+    script and limits, its CronJob. Its Role in each person's namespace is the person's space's."""
+
+    def __init__(self, name: str, args: TeamReclaimerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dask-tkg:dask:TeamReclaimer", name, None, opts)
+        s = args.settings
+        if s.dask.operator is None:
+            raise ValueError("a team needs daskBackend=operator (components/settings/team.py refuses it at preview)")
+        namespace = s.dask.operator.namespace
+        inside = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        account = team_reclaim.service_account(namespace)
+        code = team_reclaim.config_map(namespace, s.team)
+        job = team_reclaim.cron_job(namespace, s.dask.image, s.cluster.enforces_psp)
+        made = [k8s.core.v1.ServiceAccount(f"{name}-account", metadata=account["metadata"], opts=inside),
+                k8s.core.v1.ConfigMap(f"{name}-code", metadata=code["metadata"], data=code["data"], opts=inside)]
+        self.cron_job = k8s.batch.v1.CronJob(f"{name}-cron", metadata=job["metadata"], spec=job["spec"],
+                                             opts=pulumi.ResourceOptions(parent=self, depends_on=made))
+        self.register_outputs({})

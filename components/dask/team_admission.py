@@ -29,7 +29,9 @@ each refusal a message that names its rule (``dask-tkg team rule <name>: ...``):
 - ``dask-tkg-team-lifetime``: a DaskCluster's (and a DaskJob's cluster's) ``idleTimeout`` set,
   above 0 and at most the person's own (``users`` ``idleTimeout``), read from the namespace's
   parameter ConfigMap (``PARAMS``), which the person may not write; an idle timeout of 0 in
-  ``users`` (kept for ever) lets them choose any.
+  ``users`` (kept for ever) lets them choose any. No finalizer on a Dask resource but the
+  operator's own (kopf's): one of the person's would keep a deleted cluster, and what it owns,
+  past the team's reclaimer (components/dask/team_reclaim.py).
 
 The Pod Security level of the namespace (``restricted``) is the server's own admission too
 (``pod_security.GuestNamespace``'s label).
@@ -104,6 +106,10 @@ SERVICE_RULES = [
           "a Service may not claim externalIPs (CVE-2020-8554)"),
 ]
 LIFETIME_RULES = [
+    _rule("operator-finalizers-only",
+          "!has(object.metadata.finalizers) || object.metadata.finalizers.all(f, f.startsWith('kopf.zalando.org/'))",
+          "a Dask resource may carry no finalizer but the operator's (kopf.zalando.org/...): it could keep a deleted"
+          " cluster's pods and GPUs"),
     _rule("idle-timeout",
           "params.data.idleTimeout == '0' || variables.clusters.all(c, has(c.idleTimeout) && c.idleTimeout > 0 && "
           "c.idleTimeout <= int(params.data.idleTimeout))",
@@ -137,7 +143,7 @@ def policies() -> list[dict[str, Any]]:
         _policy("dask-tkg-team-services", [{"groups": [""], "resources": ["services"]},
                                            {"groups": [DASK_GROUP], "resources": ["daskclusters", "daskjobs"]}],
                 [{"name": "services", "expression": SERVICE_SPECS}], SERVICE_RULES, params=False),
-        _policy("dask-tkg-team-lifetime", [{"groups": [DASK_GROUP], "resources": ["daskclusters", "daskjobs"]}],
+        _policy("dask-tkg-team-lifetime", [dask],
                 [{"name": "clusters", "expression": CLUSTER_SPECS}], LIFETIME_RULES, params=True),
     ]
 

@@ -317,6 +317,7 @@ class TeamMember:
     gpus: int  # the namespace's GPU quota (requests.nvidia.com/gpu)
     idle_timeout: int  # seconds an idle cluster of theirs lives (the DaskCluster's idleTimeout); 0 = ever
     namespace: str  # dask-<the local part, as a DNS label> (components/settings/team.py)
+    max_lifetime: int = 0  # seconds any cluster of theirs lives, idle or not (the team's reclaimer); 0 = ever
 
 
 @dataclass(frozen=True)

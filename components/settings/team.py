@@ -67,14 +67,16 @@ _FIELDS = {
     "name": records.Field(sso_name),
     "gpus": records.Field(records.integer(0)),
     "idleTimeout": records.Field(records.integer(0), required=False, default=None),
+    "maxLifetime": records.Field(records.integer(0), required=False, default=None),
     "kind": records.Field(records.choice(*KINDS), required=False, default="User"),
 }
 
 
 def read_team(r: Any) -> tuple[TeamMember, ...]:
-    """``users`` and ``teamIdleTimeout`` (``r`` is ``build._Reader``): one ``TeamMember`` per
-    entry, or problems naming ``users[<i>].<field>``."""
+    """``users``, ``teamIdleTimeout`` and ``teamMaxLifetime`` (``r`` is ``build._Reader``): one
+    ``TeamMember`` per entry, or problems naming ``users[<i>].<field>``."""
     default_timeout = r.at_least("teamIdleTimeout", 0)
+    default_lifetime = r.at_least("teamMaxLifetime", 0)
     team: list[TeamMember] = []
     seen: dict[str, int] = {}
     namespaces: dict[str, tuple[int, str]] = {}
@@ -95,8 +97,9 @@ def read_team(r: Any) -> tuple[TeamMember, ...]:
             continue
         seen[name.lower()], namespaces[namespace] = i, (i, name)
         timeout = rec["idleTimeout"] if rec["idleTimeout"] is not None else default_timeout
+        lifetime = rec["maxLifetime"] if rec["maxLifetime"] is not None else default_lifetime
         team.append(TeamMember(name=name, kind=rec["kind"], gpus=rec["gpus"], idle_timeout=timeout,
-                               namespace=namespace))
+                               namespace=namespace, max_lifetime=lifetime))
     return tuple(team)
 
 

@@ -221,3 +221,23 @@ def test_without_users_nothing_of_a_team_is_declared_or_exported():
     assert objects(g, "ResourceQuota") == [] and objects(g, "PersistentVolume") == []
     assert contract.TEAM_USERS not in g.outputs and contract.TEAM_CLUSTER_SPEC not in g.outputs
     assert g.named("dask-operator").inputs["values"]["kopfArgs"] == ["--standalone", "--namespace=rapidsai"]
+
+
+def test_the_teams_reclaimer_runs_in_the_operators_namespace_with_rights_only_over_the_peoples_clusters(graph):
+    [cron] = objects(graph, "CronJob", "dask-operator")
+    assert cron["metadata"]["name"] == "dask-reclaimer" and cron["spec"]["schedule"] == "*/5 * * * *"
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "dask-reclaimer" and pod["automountServiceAccountToken"] is True
+    [code] = [c for c in objects(graph, "ConfigMap", "dask-operator") if c["metadata"]["name"] == "dask-reclaimer"]
+    # the stack's default maximum lifetime (teamMaxLifetime: 12 h) for each person
+    assert json.loads(code["data"]["limits.json"]) == {namespace: 43200 for namespace in PEOPLE.values()}
+    for namespace in PEOPLE.values():
+        role = one(graph, "Role", namespace, "dask-reclaimer")
+        assert role["rules"] == [{"apiGroups": ["kubernetes.dask.org"], "resources": ["daskclusters"],
+                                  "verbs": ["list", "delete"]}]
+        binding = one(graph, "RoleBinding", namespace, "dask-reclaimer")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dask-reclaimer", "namespace": "dask-operator"}]
+    held = [r for r in objects(graph, "Role") + objects(graph, "ClusterRole")
+            if r["metadata"]["name"] == "dask-reclaimer" and r["metadata"].get("namespace") not in PEOPLE.values()]
+    assert held == []

@@ -128,3 +128,9 @@ def test_a_team_on_a_kubernetes_without_admission_policies_is_refused_naming_the
     text = str(problems(**{**OPERATOR, "users": [ALICE]}))
     assert "dask-tkg:users: needs Kubernetes 1.30 or later (tkr v1.20.8---vmware.1-tkg.2 is 1.20.8)" in text, text
     assert team_settings(users=[ALICE]).cluster.kubernetes_version >= (1, 30, 0)
+
+
+def test_each_person_gets_a_maximum_lifetime_the_stacks_by_default_and_zero_is_none():
+    s = team_settings(users=[ALICE, "name=bob@vsphere.local,gpus=1,maxLifetime=0"], teamMaxLifetime=7200)
+    assert [m.max_lifetime for m in s.team] == [7200, 0]
+    assert "dask-tkg:users[0].maxLifetime" in refused(users=["name=alice@vsphere.local,gpus=1,maxLifetime=-5"])
