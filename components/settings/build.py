@@ -13,7 +13,6 @@ import components.settings.addon_facts as addon_facts
 import components.settings.checks as checks
 import components.settings.cluster_classes as cluster_classes
 import components.settings.downloads as downloads
-import components.settings.file_share_clients as file_share_clients
 import components.settings.records as records
 import components.settings.values as values
 from components.settings.charts import chart_checks, read_chart_pins, with_chart_pins
@@ -131,7 +130,7 @@ def load(source: Source) -> Settings:
     parts: dict[str, Any] = {"vsphere": _vsphere(r, source), "supervisor": _supervisor(r), "vm_classes": _vm_classes(r),
                              "storage_policies": _storage_policies(r), "namespace": _namespace(r),
                              "content_library": _content_library(r)}
-    parts["file_share"] = _file_share(r, parts["supervisor"])
+    parts["file_share"] = _file_share(r)
     parts["cluster"] = _cluster(r)
     parts.update(gpu_operator=_gpu_operator(r), storage=_storage(r), data=_data(r), dask=_dask(r, parts["cluster"]))
     site_chart_pins = read_chart_pins(r)
@@ -205,8 +204,8 @@ def _content_library(r: _Reader) -> ContentLibrarySpec:
     )
 
 
-def _file_share(r: _Reader, supervisor: SupervisorSpec) -> FileShareSpec:
-    """The RWX file share; its clients default to what the Supervisor's networks need."""
+def _file_share(r: _Reader) -> FileShareSpec:
+    """The RWX file share; its clients as given (``file_share_clients``: never guessed)."""
     return FileShareSpec(
         mode=r.one_of("fileShareMode", "vsan", "existing"),
         name=r.check("fileShareName", values.vsan_share_name),
@@ -215,7 +214,7 @@ def _file_share(r: _Reader, supervisor: SupervisorSpec) -> FileShareSpec:
         clients=tuple(
             NetPermission(ips=rec["ips"], permissions=rec["permissions"], allow_root=rec["allowRoot"])
             for rec in r.records("fileShareClients", _NET_PERMISSION_FIELDS)
-        ) or file_share_clients.derived_clients(supervisor.create_spec, supervisor.mode, r("rwxProvisioner")),
+        ),
         nfs_server=r("nfsServer") or "",
         nfs_path=r("nfsPath") or "",
         domain=r("fileShareDomain") or "",

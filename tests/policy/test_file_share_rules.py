@@ -55,5 +55,16 @@ def test_read_only_and_squashed_wide_clients_pass(reference: Graph) -> None:
         {"ips": "10.0.0.0/8", "permissions": "READ_WRITE", "allow_root": False})) == []
 
 
+@pytest.mark.parametrize("clients, words", [
+    ([{"ips": "0.0.0.0/1", "permissions": "READ_WRITE", "allow_root": False},
+      {"ips": "128.0.0.0/1", "permissions": "READ_WRITE", "allow_root": False}], "together are READ_WRITE to every"),
+    ([{"ips": "10.20.0.0/16", "permissions": "READ_WRITE", "allow_root": True},
+      {"ips": "10.21.0.0/16", "permissions": "READ_WRITE", "allow_root": True}], "together give root to 131072"),
+])
+def test_entries_that_together_open_the_share_fail(reference: Graph, clients: list, words: str) -> None:
+    [message] = violations(file_share_clients_closed, with_clients(reference, *clients))
+    assert words in message, message
+
+
 def test_the_rule_is_in_the_pack() -> None:
     assert file_share_clients_closed in POLICIES

@@ -1,10 +1,10 @@
 """The vSAN file share's clients (issue 37, item 1): only the workload cluster's node network
 mounts the share, never every address; root is kept only where the NFS provisioner needs it.
 
-The defaults come from what the settings say about the node network (supervisorMode=create:
-the Supervisor's egress CIDRs, the addresses NSX gives the namespaces' traffic as it leaves);
-where they say nothing, fileShareClients is required. Preview refuses a client open to every
-address with READ_WRITE, and root on a wide range (docs/reliability.md, V1-V4, SV42-SV45)."""
+fileShareClients is always required: the Supervisor's egress CIDRs, once the default, are the
+SNAT addresses of every vSphere Namespace's traffic, other teams' included. Preview refuses a client
+open to every address with READ_WRITE, root on a wide range, and entries that do either together
+(docs/reliability.md, V1-V4, SV42-SV45)."""
 from __future__ import annotations
 
 import pytest
@@ -39,32 +39,41 @@ def test_without_a_node_network_the_clients_are_required():
     [problem] = [p for p in problems if p.startswith("fileShareClients:")]
     assert "dask-tkg:fileShareClients" in message
     assert problem.startswith("fileShareClients: is required with fileShareMode=vsan")
-    # what to put: the workload network's CIDR, read-write, without root
+    # what to put: the workload network's CIDR, read-write, without root; with NSX the namespace's SNAT address
     assert "ips=<the workload network's CIDR>,permissions=READ_WRITE,allowRoot=false" in problem
-    assert "supervisorCreateSpec egressCidr" in problem
+    assert "the vSphere Namespace's SNAT address with NSX" in problem
 
 
-def test_supervisor_create_mode_gives_the_egress_cidrs_as_clients():
-    s = load_with(fileShareClients=None, **CREATE_MODE)
-    # the NFS provisioner creates each volume's directory at the share's root, as root
-    assert s.file_share.clients == (NetPermission("10.10.0.0/24", "READ_WRITE", True),)
+def test_supervisor_create_mode_does_not_open_the_share_to_its_whole_egress_range():
+    """NSX gives every namespace's traffic an address of the egress CIDRs: they are not the node network."""
+    problems, _ = refused(fileShareClients=None, **CREATE_MODE)
+    [problem] = [p for p in problems if p.startswith("fileShareClients:")]
+    assert "never the whole range" in problem
 
 
-def test_every_egress_cidr_is_a_client():
-    spec = [c if not c.startswith("egressCidr=") else "egressCidr=10.10.0.0/24, 10.11.0.0/26" for c in CREATE]
-    s = load_with(fileShareClients=None, supervisorMode="create",
-                  supervisorCreateSpec=[*spec, "searchDomains=corp.example.com"])
-    assert [c.ips for c in s.file_share.clients] == ["10.10.0.0/24", "10.11.0.0/26"]
-
-
-def test_with_vsphere_csi_the_derived_clients_have_no_root():
-    s = load_with(fileShareClients=None, rwxProvisioner="vsphere-csi", **CREATE_MODE)
-    assert s.file_share.clients == (NetPermission("10.10.0.0/24", "READ_WRITE", False),)
-
-
-def test_given_clients_win_over_the_derived_ones():
+def test_given_clients_are_the_clients():
     s = load_with(fileShareClients=["ips=10.20.30.0/24,permissions=READ_WRITE"], **CREATE_MODE)
     assert s.file_share.clients == (NetPermission("10.20.30.0/24", "READ_WRITE", False),)
+
+
+@pytest.mark.parametrize("clients, words", [
+    (["ips=0.0.0.0/1,permissions=READ_WRITE", "ips=128.0.0.0/1,permissions=READ_WRITE"],
+     "together open the share read-write to every address"),
+    (["ips=0.0.0.0-127.255.255.255,permissions=READ_WRITE", "ips=128.0.0.0/1,permissions=READ_WRITE",
+      "ips=10.0.0.1,permissions=READ_WRITE"], "together open the share read-write to every address"),
+    (["ips=10.20.0.0/16,permissions=READ_WRITE,allowRoot=true", "ips=10.21.0.0/16,permissions=READ_WRITE,allowRoot=true"],
+     "together give root on the share to 131072 addresses"),
+])
+def test_entries_that_together_open_the_share_fail_at_preview(clients, words):
+    problems, message = refused(fileShareClients=clients)
+    assert any(p.startswith("fileShareClients:") and words in p for p in problems), problems
+    assert "dask-tkg:fileShareClients:" in message
+
+
+def test_overlapping_entries_are_counted_once():
+    s = load_with(fileShareClients=["ips=10.20.0.0/16,permissions=READ_WRITE,allowRoot=true",
+                                    "ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"])
+    assert len(s.file_share.clients) == 2
 
 
 def test_an_existing_export_needs_no_clients():
