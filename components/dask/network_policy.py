@@ -112,6 +112,9 @@ class NamespaceNetwork:
     outside: Outside
     pod_cidr: str
     scheduler_exposed: bool = False
+    # the scheduler's HTTP port reachable from the source ranges when exposed: only where it serves
+    # no HTTP API (the operator backend's serves retire_workers, without TLS or authentication)
+    dashboard_exposed: bool = False
     jupyter_exposed: bool = False
     source_ranges: tuple[str, ...] = ()
     worker_fetch_ports: tuple[int, ...] = ()
@@ -215,8 +218,11 @@ def scheduler_policy(namespace: str, selectors: DaskPodSelectors, *, operator_na
     Client submits work there; the dashboard port (which also serves the HTTP API that retires
     workers, without authentication: distributed's ``http/scheduler/api.py``) from the
     operator's controller (its namespace, when ``operator_namespace`` is given) and Jupyter's
-    dashboard extension. When the scheduler is exposed, both ports also from the source
-    ranges. Out: the workers, on any port (the scheduler drives them)."""
+    dashboard extension. When the scheduler is exposed, the comm port (mutual TLS) also from the
+    source ranges, and the dashboard port too where it serves no HTTP API
+    (``dashboard_exposed``): the operator backend's serves ``retire_workers`` and
+    ``adaptive_target`` without TLS or authentication, so its exposed Service's HTTP port
+    admits nobody from outside. Out: the workers, on any port (the scheduler drives them)."""
     comm_from = [_pods(selectors.worker)]
     dashboard_from: list[dict[str, Any]] = []
     if operator_namespace:
@@ -226,6 +232,7 @@ def scheduler_policy(namespace: str, selectors: DaskPodSelectors, *, operator_na
         dashboard_from.append(_pods(selectors.jupyter))
     if network.scheduler_exposed:
         comm_from += source_blocks(network)
+    if network.dashboard_exposed:
         dashboard_from += source_blocks(network)
     ingress = [{"from": comm_from, "ports": _tcp(SCHEDULER_PORT)}]
     if dashboard_from:

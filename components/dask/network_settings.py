@@ -40,6 +40,7 @@ def namespace_network(s: Settings) -> NamespaceNetwork:
     return NamespaceNetwork(
         outside=outside(s), pod_cidr=s.cluster.pod_cidr,
         scheduler_exposed=d.scheduler.service_type in EXPOSED,
+        dashboard_exposed=d.scheduler.service_type in EXPOSED and d.backend != "operator",
         jupyter_exposed=d.jupyter.enabled and d.jupyter.service_type in EXPOSED,
         source_ranges=source_ranges(s), worker_fetch_ports=worker_fetch_ports(s))
 

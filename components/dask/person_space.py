@@ -57,7 +57,8 @@ class PersonSpaceArgs:
 def person_network(s: Settings) -> NamespaceNetwork:
     """The Dask namespace's network less any exposure: a person's scheduler is reached by
     port-forward, which arrives through the kubelet."""
-    return dataclasses.replace(namespace_network(s), scheduler_exposed=False, jupyter_exposed=False, source_ranges=())
+    return dataclasses.replace(namespace_network(s), scheduler_exposed=False, dashboard_exposed=False,
+                               jupyter_exposed=False, source_ranges=())
 
 
 def _declare(kind: type, name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:

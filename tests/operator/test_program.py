@@ -98,9 +98,13 @@ def test_scheduler_load_balancer_selects_the_operators_scheduler_pods(graph):
     assert svc["spec"]["loadBalancerSourceRanges"] == ["172.16.105.0/24"]
     assert svc["spec"]["externalTrafficPolicy"] == "Local"  # the client's address reaches the policy
     policy = graph.named("dask-scheduler-api").manifest()
-    # the dashboard admits the source ranges, not every address outside the pod network
-    assert {"ipBlock": {"cidr": "172.16.105.0/24"}} in policy["spec"]["ingress"][1]["from"]
-    assert not any(peer.get("ipBlock", {}).get("cidr") == "0.0.0.0/0" for peer in policy["spec"]["ingress"][1]["from"])
+    comm, http = policy["spec"]["ingress"]
+    # the comm port (mutual TLS) admits the source ranges, not every address outside the pod network
+    assert {"ipBlock": {"cidr": "172.16.105.0/24"}} in comm["from"]
+    assert not any(peer.get("ipBlock", {}).get("cidr") == "0.0.0.0/0" for peer in comm["from"])
+    # the HTTP port (the dashboard and distributed's HTTP API, no TLS, no authentication) admits no address
+    # outside: the LoadBalancer lists it, and the scheduler's own policy drops what comes through it
+    assert not any("ipBlock" in peer for peer in http["from"]), http
 
 
 def test_no_secret_in_plain_text(graph):

@@ -68,7 +68,9 @@ class Deployment:
 
     def __init__(self, backend: str, exposed: bool, jupyter: bool = True, fetch_ports: tuple[int, ...] = ()):
         self.backend, self.exposed = backend, exposed
+        # as network_settings.namespace_network builds it: the operator's HTTP port never from outside
         network = NamespaceNetwork(outside=OUTSIDE, pod_cidr=POD_CIDR, scheduler_exposed=exposed,
+                                   dashboard_exposed=exposed and backend != "operator",
                                    jupyter_exposed=exposed, source_ranges=(SOURCE_RANGE,),
                                    worker_fetch_ports=fetch_ports)
         if backend == "helm":
@@ -151,15 +153,15 @@ def test_the_operator_selectors_are_the_controllers_labels():
 
 def test_the_operator_scheduler_policy_keeps_the_existing_name_selector_and_dashboard_rule():
     """As ``operator_spec.scheduler_network_policy`` built it: the object name callers keep,
-    the scheduler pod, and the dashboard's sources (operator, namespace, outside when exposed)."""
+    the scheduler pod, and the dashboard's sources (the operator and Jupyter; never the outside:
+    its HTTP API retires workers, without TLS or authentication)."""
     new = Deployment("operator", exposed=True).policies[2]
     assert new["metadata"]["name"] == "dask-scheduler-api"
     assert new["spec"]["podSelector"] == {"matchLabels": {"dask.org/cluster-name": "dask",
                                                           "dask.org/component": "scheduler"}}
     assert new["spec"]["ingress"][1] == {"from": [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OPERATOR_NS}}},
-        {"podSelector": {"matchLabels": {"app": "dask", "release": "dask", "component": "jupyter"}}},
-        {"ipBlock": {"cidr": SOURCE_RANGE}}],
+        {"podSelector": {"matchLabels": {"app": "dask", "release": "dask", "component": "jupyter"}}}],
         "ports": [{"protocol": "TCP", "port": 8787}]}
 
 
@@ -206,8 +208,11 @@ def test_a_pod_without_dask_labels_is_refused_the_comm_port_and_the_dashboard(de
 
 
 def test_the_source_ranges_reach_the_scheduler_only_when_exposed(dep):
-    for port in (operator_spec.SCHEDULER_PORT, operator_spec.DASHBOARD_PORT):
-        assert dep.reaches(ip(CLIENT_IP), dep.pods["scheduler"], port) == dep.exposed
+    """The comm port (mutual TLS) when exposed; the HTTP port only with the Helm backend, whose
+    dashboard speaks TLS and serves no HTTP API: the operator's serves ``retire_workers`` to anyone."""
+    assert dep.reaches(ip(CLIENT_IP), dep.pods["scheduler"], operator_spec.SCHEDULER_PORT) == dep.exposed
+    dashboard = dep.reaches(ip(CLIENT_IP), dep.pods["scheduler"], operator_spec.DASHBOARD_PORT)
+    assert dashboard == (dep.exposed and dep.backend == "helm")
 
 
 def test_no_address_outside_the_source_ranges_reaches_the_scheduler(dep):
