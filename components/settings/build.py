@@ -148,13 +148,21 @@ def load(source: Source) -> Settings:
 
 
 def _vsphere(r: _Reader, source: Source) -> VSphereSite:
-    """The vCenter site: its address and credentials are the vsphere provider's keys."""
+    """The vCenter site: its address and credentials are the vsphere provider's keys. An
+    unverified vCenter is refused unless ``acknowledgeUnverifiedTls`` says it is meant."""
+    insecure = str(source.provider("vsphere", "allowUnverifiedSsl") or "false").lower() == "true"
+    if insecure and not r("acknowledgeUnverifiedTls"):
+        r.problems.append(Problem("acknowledgeUnverifiedTls", (
+            "vsphere:allowUnverifiedSsl is true and nothing says it is meant: the provider would send the vCenter"
+            " password to whoever answers at vsphereServer. Trust vCenter's CA (SSL_CERT_FILE, vcenterCaPem,"
+            " supervisorCaPem) and set vsphere:allowUnverifiedSsl false, or set acknowledgeUnverifiedTls=true for"
+            " a vCenter you cannot give a trusted certificate (preview still names what goes unchecked)")))
     return VSphereSite(
         version=r.one_of("vsphereVersion", 7, 8, 9),
         server=source.provider("vsphere", "vsphereServer") or "",
         user=source.provider("vsphere", "user") or "",
         password=source.provider("vsphere", "password", secret=True),
-        insecure=str(source.provider("vsphere", "allowUnverifiedSsl") or "false").lower() == "true",
+        insecure=insecure,
         datacenter=r("datacenter"),
         compute_cluster=r("computeCluster"),
         esxi_hosts=r("esxiHosts") or (),

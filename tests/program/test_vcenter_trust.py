@@ -17,9 +17,11 @@ def test_every_dynamic_vcenter_resource_verifies_against_the_vcenter_ca():
         assert resource.inputs["ca_pem"] == PEM, resource.name
 
 
-def test_allow_unverified_ssl_warns_at_preview():
+def test_allow_unverified_ssl_is_refused_unless_acknowledged_and_then_warns_at_preview():
     # (the harness gives a supervisorKubeconfig: the Supervisor login's part is tests/unit/test_vcenter_trust.py's)
-    graph = run_program("reference", config={"vsphere:allowUnverifiedSsl": "true"})
+    refused = run_program("reference", config={"vsphere:allowUnverifiedSsl": "true"})
+    assert "dask-tkg:acknowledgeUnverifiedTls" in str(refused.error), refused.traceback
+    graph = run_program("reference", config={"vsphere:allowUnverifiedSsl": "true", "acknowledgeUnverifiedTls": True})
     assert graph.error is None, graph.traceback
     [warning] = [w for w in graph.warnings if w.startswith("vsphere:allowUnverifiedSsl is true:")]
     assert "vCenter's certificate goes unchecked for the vSphere provider" in warning

@@ -1,6 +1,7 @@
 """vCenter's certificate (issue 37, item 9): ``vcenterCaPem`` is the CA the program's own vCenter
-sessions verify against, and ``vsphere:allowUnverifiedSsl`` warns at preview, naming what goes
-unchecked (docs/reliability.md, V5-V7, SV46)."""
+sessions verify against, and ``vsphere:allowUnverifiedSsl`` is refused at preview unless
+``acknowledgeUnverifiedTls`` says it is meant, and then warns, naming what goes unchecked
+(docs/reliability.md, V5-V7, SV46)."""
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,8 @@ PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
 def settings(provider=PROVIDER, **overrides):
-    return load(DictSource({**SITE, **overrides}, provider))
+    """``SITE`` (an unverified vCenter acknowledged, for the warnings' tests) with ``overrides``."""
+    return load(DictSource({**SITE, "acknowledgeUnverifiedTls": True, **overrides}, provider))
 
 
 def test_a_vcenter_ca_that_is_not_pem_fails_at_preview():
@@ -46,6 +48,14 @@ def test_the_vcenter_ca_reaches_every_dynamic_resource(event_loop_of_its_own):
 
 def test_verified_certificates_give_no_warning():
     assert unverified_tls_warning(settings()) is None
+
+
+def test_allow_unverified_ssl_is_refused_unless_acknowledged():
+    with pytest.raises(SettingsError) as refused:
+        load(DictSource({**SITE}, {**PROVIDER, "vsphere:allowUnverifiedSsl": "true"}))
+    message = str(refused.value)
+    assert "dask-tkg:acknowledgeUnverifiedTls: vsphere:allowUnverifiedSsl is true and nothing says it is meant" \
+        in message, message
 
 
 def test_allow_unverified_ssl_names_everything_left_unchecked():
