@@ -168,9 +168,9 @@ def shared_idle_gpus(s: Settings) -> int:
 
 
 def team_warnings(s: Settings) -> list[str]:
-    """What preview says, and goes on, about a team's GPUs: the people's quotas add up to more
-    than the stack has (overcommitting, which quotas allow), and a shared cluster that keeps
-    GPUs while idle."""
+    """What preview says, and goes on, about a team: the people's quotas add up to more than the
+    stack has (overcommitting, which quotas allow), a shared cluster that keeps GPUs while idle,
+    and an SSO group with EDIT on the vSphere Namespace (whose members preview cannot see)."""
     if not s.team or s.dask.operator is None:
         return []
     out = []
@@ -187,4 +187,17 @@ def team_warnings(s: Settings) -> list[str]:
             f" when idle{'' if s.dask.operator.autoscale else ' (daskAutoscale=false: all of them)'}, GPUs no"
             " person's quota can use; set autoscaleMinWorkers=0 (with daskAutoscale=true) so that an idle shared"
             " cluster gives its GPUs back (docs/dask.md, \"For a team\")")
+    out.extend(_group_access_warnings(s))
     return out
+
+
+def _group_access_warnings(s: Settings) -> list[str]:
+    """EDIT or OWNER given to an SSO group on the vSphere Namespace: preview refuses a person
+    named there (``_edit_access``) but cannot see who is in a group, and any member of it is
+    cluster-admin in every cluster of the namespace, their own namespace's limits bound nothing."""
+    return [f"dask-tkg:namespaceAccess[{j}]: the SSO group {entry.subject}@{entry.domain} has {entry.role} on the"
+            " vSphere Namespace, which VKS makes cluster-admin in its clusters; preview cannot see who is in the"
+            " group, so a person of users who is a member would be bound by nothing. Give groups VIEW, or make"
+            " sure no person of users belongs to it"
+            for j, entry in enumerate(s.namespace.access)
+            if entry.role in ("EDIT", "OWNER") and entry.subject_type == "GROUP"]

@@ -103,6 +103,17 @@ def test_a_person_with_edit_on_the_vsphere_namespace_is_refused():
     assert "cluster-admin" in text and "users[0]" not in text
 
 
+def test_an_sso_group_with_edit_on_the_vsphere_namespace_is_said_plainly():
+    """Preview cannot see who is in an SSO group: it warns that a member of one with EDIT would be
+    bound by nothing, naming the entry; a group with VIEW is no concern."""
+    s = team_settings(users=[ALICE], namespaceAccess=[
+        "role=EDIT,subjectType=GROUP,subject=ml-admins,domain=vsphere.local",
+        "role=VIEW,subjectType=GROUP,subject=ml-users,domain=vsphere.local"])
+    [warning] = [w for w in team_warnings(s) if "namespaceAccess" in w]
+    assert warning.startswith("dask-tkg:namespaceAccess[0]: the SSO group ml-admins@vsphere.local has EDIT")
+    assert "preview cannot see who is in the group" in warning
+
+
 def test_more_gpus_than_the_stack_has_is_a_warning_not_a_refusal():
     """Quotas cap what a person may hold and reserve nothing: a team may share 8 GPUs among
     people who ask for more in total (overcommitting), so preview warns and goes on."""
