@@ -4,6 +4,7 @@
     dask-tkg report    render the results as tables and plots
     dask-tkg bench     the benchmark suite's ratios against baselines (python -m bench)
     dask-tkg prepare   download and lay out the datasets (python -m workloads.prepare)
+    dask-tkg team-outputs  the document a person of the team runs with (from the stack's outputs)
 
 ``dask-tkg SUBCOMMAND --help`` shows each one's options.
 """
@@ -21,6 +22,8 @@ SUBCOMMANDS = {  # name -> (module with main(argv), one line of help)
     "report": ("workloads.report.command", "render results.jsonl as tables and plots (HTML)"),
     "bench": ("bench.cli", "measure the benchmark suite's ratios against fair baselines"),
     "prepare": ("workloads.prepare", "download, verify and lay out the datasets (what the data Job runs)"),
+    "team-outputs": ("workloads.cluster.team_outputs",
+                     "write the non-secret document a person of the team runs with, from the stack's outputs"),
 }
 
 
