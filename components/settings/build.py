@@ -151,7 +151,8 @@ def _vsphere(r: _Reader, source: Source) -> VSphereSite:
     """The vCenter site: its address and credentials are the vsphere provider's keys. An
     unverified vCenter is refused unless ``acknowledgeUnverifiedTls`` says it is meant."""
     insecure = str(source.provider("vsphere", "allowUnverifiedSsl") or "false").lower() == "true"
-    if insecure and not r("acknowledgeUnverifiedTls"):
+    acknowledged = r("acknowledgeUnverifiedTls")  # read always, so that its type is checked on every stack
+    if insecure and not acknowledged:
         r.problems.append(Problem("acknowledgeUnverifiedTls", (
             "vsphere:allowUnverifiedSsl is true and nothing says it is meant: the provider would send the vCenter"
             " password to whoever answers at vsphereServer. Trust vCenter's CA (SSL_CERT_FILE, vcenterCaPem,"
