@@ -81,19 +81,21 @@ if settings.data.enabled:
         data=settings.data, image=settings.data.image, namespace=workspace.name,
         dataset_claim=storage.dataset_claim, dataset_mount=settings.storage.dataset_mount,
         outside=outside(settings), enforces_psp=enforces_psp, depends_on=(storage,)), in_guest),)
+# --- a team (users): a namespace of their own per person, before the Dask operator that serves it
+team = Team("team", TeamArgs(settings=settings, shared_claims={"dataset": storage.dataset,
+                                                               "pip-cache": storage.pip_cache}),
+            in_guest) if settings.team else None
+
 # the Dask pods' locked environment, prepared once per lock change on the pip-cache claim
 environment_inputs: dict = {}
 if settings.dask.environment == "prepared":
     environment = EnvironmentJob("environment", EnvironmentJobArgs(
         image=settings.dask.image, namespace=workspace.name, claim=storage.pip_cache_claim,
         package_index_url=settings.dask.package_index_url, lock=prepared_env.lock_text(),
-        outside=outside(settings), enforces_psp=enforces_psp, depends_on=(storage,)), in_guest)
+        outside=outside(settings), person_namespaces=tuple(m.namespace for m in settings.team),
+        api_server_ranges=tuple(c.ips for c in settings.file_share.clients),
+        enforces_psp=enforces_psp, depends_on=(storage, *([team] if team else []))), in_guest)
     environment_inputs = {"environment_job": environment, "environment_subdir": environment.subdir}
-
-# --- a team (users): a namespace of their own per person, before the Dask operator that serves it
-team = Team("team", TeamArgs(settings=settings, shared_claims={"dataset": storage.dataset,
-                                                               "pip-cache": storage.pip_cache}),
-            in_guest) if settings.team else None
 
 # --- Dask: scheduler, GPU workers, Jupyter (Helm release, or the Dask operator) --------
 backend = BACKENDS[settings.dask.backend]

@@ -294,6 +294,14 @@ def dask_network_policies(namespace: str, selectors: DaskPodSelectors, *, operat
     return policies
 
 
+def api_server_rule(ranges: Iterable[str]) -> dict[str, Any]:
+    """To the API server's endpoints (the control-plane nodes, on ``API_SERVER_PORT``) in the
+    node network ``ranges``: the CNIs judge a connection to the ``kubernetes`` Service after it
+    is translated to an endpoint (Antrea, Calico), so the Service's ClusterIP alone opens nothing."""
+    return {"to": [{"ipBlock": {"cidr": str(ipaddress.ip_network(c, strict=False))}} for c in ranges],
+            "ports": _tcp(API_SERVER_PORT)}
+
+
 def fetch_policy(namespace: str, name: str, pod_labels: Mapping[str, str], urls: Iterable[str],
                  outside: Outside) -> dict[str, Any]:
     """``<name>``, on a pod that downloads (the data Job, the environment Job): nothing in;

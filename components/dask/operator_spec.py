@@ -96,7 +96,8 @@ def _pod(inputs: DaskClusterInputs, role: str, container: dict[str, Any], volume
         spec["volumes"] = volumes
     if selector:
         spec["nodeSelector"] = dict(selector)
-    return hardened_pod(spec, podspec.pod_security(inputs.dask.image, inputs.enforces_psp))
+    return hardened_pod(podspec.with_environment_check(spec), podspec.pod_security(inputs.dask.image,
+                                                                                  inputs.enforces_psp))
 
 
 def _quantities(resources: dict[str, Any]) -> dict[str, Any]:

@@ -185,6 +185,21 @@ def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
     return {"volumes": volumes, "volumeMounts": volume_mounts}
 
 
+def with_environment_check(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` (a PodSpec) with the prepared environment's check first among its init
+    containers when a container mounts the environment (``prepared_env.verify_container``, of
+    that container's image and directory); unchanged otherwise. Both backends' pods, Jupyter's
+    included, pass here, so none runs an environment the Job did not record."""
+    for container in spec.get("containers", []):
+        mount = next((m for m in container.get("volumeMounts") or [] if m.get("mountPath") == prepared_env.ENV_MOUNT
+                      and m.get("subPath")), None)
+        if mount:
+            others = [c for c in spec.get("initContainers") or [] if c.get("name") != prepared_env.VERIFY_CONTAINER]
+            check = prepared_env.verify_container(container["image"], mount["subPath"])
+            return {**spec, "initContainers": [check, *others]}
+    return spec
+
+
 def worker_command(dask: DaskSpec) -> str:
     """``dask-cuda-worker`` for GPU workers (one CUDA context per GPU, RMM), else ``dask-worker``."""
     return "dask-cuda-worker" if dask.workers.gpus else "dask-worker"

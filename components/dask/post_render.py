@@ -5,7 +5,8 @@ The chart takes a pod-level ``securityContext`` and worker/Jupyter mounts as val
 no value for a container's ``securityContext``, for ``automountServiceAccountToken`` or for the
 scheduler's volumes (``templates/dask-*-deployment.yaml``). The Pod Security Standards'
 restricted level needs the first on every container; the TLS key and certificate files need
-the last. So every Deployment of the chart leaves here as ``pod_hardening.hardened_pod`` makes a pod
+the last. The prepared environment's check (``podspec.with_environment_check``) is an init
+container the chart has no value for either. So every Deployment of the chart leaves here as ``pod_hardening.hardened_pod`` makes a pod
 (the operator backend builds its pods with the same function), and every container whose
 environment names TLS files (``podspec.tls_env``) gets exactly its role's keys mounted from
 the release's TLS Secret (``podspec.tls_secret_name`` of the chart's object prefix).
@@ -68,7 +69,8 @@ def harden(obj: dict[str, Any]) -> dict[str, Any]:
     if not release:
         raise ValueError(f"Deployment {obj['metadata']['name']} has no release label")
     template = obj["spec"]["template"]
-    spec = hardened_pod(_with_tls(template["spec"], podspec.tls_secret_name(fullname(release))))
+    spec = hardened_pod(podspec.with_environment_check(
+        _with_tls(template["spec"], podspec.tls_secret_name(fullname(release)))))
     return {**obj, "spec": {**obj["spec"], "template": {**template, "spec": spec}}}
 
 

@@ -241,3 +241,27 @@ def test_the_teams_reclaimer_runs_in_the_operators_namespace_with_rights_only_ov
     held = [r for r in objects(graph, "Role") + objects(graph, "ClusterRole")
             if r["metadata"]["name"] == "dask-reclaimer" and r["metadata"].get("namespace") not in PEOPLE.values()]
     assert held == []
+
+
+def test_the_environment_is_recorded_and_checked_in_each_persons_namespace(graph):
+    """A person's pods check the prepared environment against the record in their own
+    namespace (a pod reads no other namespace's ConfigMap): the Job records there too, after
+    the namespaces exist, with a Role of get and patch on that one ConfigMap only."""
+    job = next(r for r in graph.of_type("Job") if r.name == "environment-job")
+    env = {e["name"]: e["value"] for e in job.manifest()["spec"]["template"]["spec"]["containers"][0]["env"]}
+    dask_ns = job.manifest()["metadata"]["namespace"]
+    assert env["RECORD_NAMESPACES"].split(",") == [dask_ns, *sorted(PEOPLE.values())]
+    team = next(r for r in graph.of_type("Team"))
+    assert graph.depends_on(job, team)
+    for namespace in PEOPLE.values():
+        assert not one(graph, "ConfigMap", namespace, "dask-environment-digests").get("data")
+        role = one(graph, "Role", namespace, "dask-environment-recorder")
+        assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"],
+                                  "resourceNames": ["dask-environment-digests"], "verbs": ["get", "patch"]}]
+        binding = one(graph, "RoleBinding", namespace, "dask-environment-recorder")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dask-environment", "namespace": dask_ns}]
+    spec = graph.outputs[contract.TEAM_CLUSTER_SPEC]
+    for role in ("scheduler", "worker"):
+        check = spec[role]["spec"]["initContainers"][0]
+        assert check["name"] == "verify-environment"
+        assert check["env"][0]["valueFrom"]["configMapKeyRef"]["key"] == env["RECORD_KEY"]

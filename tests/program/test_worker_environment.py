@@ -25,6 +25,7 @@ from tests.program.graph import run_program
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "full")
+NODE_NETWORKS = {"dev": "10.20.1.0/24", "full": "192.168.106.0/24"}  # each stack's fileShareClients
 ENV_MOUNT = "/opt/dask-env"  # components/settings/prepared_env.py
 
 
@@ -32,6 +33,7 @@ ENV_MOUNT = "/opt/dask-env"  # components/settings/prepared_env.py
 def graph(request):
     g = run_program(request.param)
     assert g.error is None, g.traceback
+    g.node_network = NODE_NETWORKS[request.param]
     return g
 
 
@@ -105,11 +107,78 @@ def test_the_job_installs_the_lock_with_hashes_from_the_index_in_the_dask_image(
     images = {c["image"] for c in [*pod["containers"], *pod["initContainers"]]}
     cluster = graph.of_type("DaskCluster")[0].manifest()
     assert images == {cluster["spec"]["worker"]["spec"]["containers"][0]["image"]}
-    assert pod["securityContext"]["runAsNonRoot"] is True and pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    # its one right: the record (test_the_job_records_the_environment_where_the_pods_read_it)
+    assert pod["serviceAccountName"] == "dask-environment" and pod["automountServiceAccountToken"] is True
     for c in [*pod["containers"], *pod["initContainers"]]:
         assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     assert container["volumeMounts"][0] == {"name": "claim", "mountPath": prepared_env.ENV_MOUNT,
                                             "subPath": prepared_env.subdir(lock)}
+
+
+def test_every_dask_pod_checks_the_environment_against_the_record_first(graph):
+    """The DaskCluster's and worker groups' pods start with the check (Helm's pods get it from
+    the post-renderer: tests/render/test_environment_check.py): the image's interpreter,
+    isolated, the environment read-only, the digest from the namespace's ConfigMap under the
+    environment's key."""
+    import components.settings.prepared_env as prepared_env
+
+    job_subdir = graph.named("environment-job").manifest()["spec"]["template"]["spec"]["containers"][0][
+        "volumeMounts"][0]["subPath"]
+    checked = 0
+    for resource in [*graph.of_type("DaskCluster"), *graph.of_type("DaskWorkerGroup")]:
+        spec = resource.manifest()["spec"]
+        for role in ("scheduler", "worker"):
+            if role not in spec:
+                continue
+            pod = spec[role]["spec"]
+            first = pod["initContainers"][0]
+            assert first["name"] == "verify-environment", (resource.name, role)
+            assert first["image"] == pod["containers"][0]["image"]
+            assert first["command"][:4] == ["python", "-I", "-S", "-c"]
+            assert first["command"][4] == prepared_env.script("env_manifest.py")
+            assert first["command"][5:] == ["verify", ENV_MOUNT]
+            assert first["env"] == [{"name": "EXPECTED_DIGEST", "valueFrom": {"configMapKeyRef": {
+                "name": "dask-environment-digests", "key": job_subdir.rsplit("/", 1)[1]}}}]
+            assert first["volumeMounts"] == [{"name": "environment", "mountPath": ENV_MOUNT,
+                                              "subPath": job_subdir, "readOnly": True}]
+            assert first["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+            assert "PATH" not in {e["name"] for e in first["env"]}  # the image's python, not the environment's
+            checked += 1
+    assert checked >= 2
+
+
+def test_the_job_records_the_environment_where_the_pods_read_it(graph):
+    """The Job's record: the digests ConfigMap made empty in the Dask namespace, the Job's Role
+    there (get and patch of that ConfigMap, by name, nothing else) bound to its account; the
+    scripts beside the lock; the API server on the node network its only way out besides the
+    index and DNS."""
+    import components.settings.prepared_env as prepared_env
+
+    job = graph.named("environment-job").manifest()
+    ns = job["metadata"]["namespace"]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["RECORD_NAMESPACES"] == ns
+    assert env["RECORD_KEY"] == prepared_env.record_key(prepared_env.subdir(prepared_env.lock_text()))
+    script = container["command"][-1]
+    assert script.index("env_record.py\" confirm") < script.index("python -m venv") < script.index(
+        "env_record.py\" record") < script.index("mv ")
+    digests = graph.named("environment-digests-dask").manifest()
+    assert digests["metadata"] == {"name": "dask-environment-digests", "namespace": ns,
+                                   "labels": {"app.kubernetes.io/part-of": "dask-tkg"}}
+    assert not digests.get("data")
+    (role,) = [r.manifest() for r in graph.of_type("Role") if r.name == "environment-recorder-dask"]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"],
+                              "resourceNames": ["dask-environment-digests"], "verbs": ["get", "patch"]}]
+    (binding,) = [r.manifest() for r in graph.of_type("RoleBinding") if r.name == "environment-recorder-dask"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dask-environment", "namespace": ns}]
+    lock_map = graph.named("environment-lock").manifest()["data"]
+    assert set(lock_map) == {"worker.lock", "env_manifest.py", "env_record.py"}
+    policy = graph.named("environment-egress").manifest()
+    api_rules = [r for r in policy["spec"]["egress"] if r["ports"] == [{"protocol": "TCP", "port": 6443}]]
+    assert api_rules == [{"to": [{"ipBlock": {"cidr": graph.node_network}}],
+                          "ports": [{"protocol": "TCP", "port": 6443}]}]
 
 
 def test_the_default_image_is_a_pinned_cpython_311_with_recorded_facts(graph):
