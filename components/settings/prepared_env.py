@@ -156,6 +156,8 @@ def verify_container(image: str, environment_subdir: str) -> dict[str, Any]:
             "name": DIGESTS_CONFIG_MAP, "key": record_key(environment_subdir)}}}],
         "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}},
         "volumeMounts": [pod_mount(environment_subdir)],
+        # a refusal's message in the pod's status (kubectl describe), not only in its log
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
 
 

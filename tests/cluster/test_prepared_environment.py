@@ -93,6 +93,11 @@ def for_the_node(spec: dict, d: dict) -> None:
         for mount in container.get("volumeMounts", []):
             if mount.get("mountPath") == prepared_env.ENV_MOUNT:
                 mount["subPath"] = d["subdir"]  # the CPU flavour's directory
+    for container in spec.get("initContainers", []):
+        if container["name"] == prepared_env.VERIFY_CONTAINER:  # its record is the CPU flavour's, its python the host's
+            (digest,) = container["env"]
+            digest["valueFrom"]["configMapKeyRef"]["key"] = prepared_env.record_key(d["subdir"])
+            container["env"] = [digest, {"name": "PATH", "value": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}"}]
 
 
 class Deployed:
@@ -190,7 +195,14 @@ def prepared(kube_cluster, tmp_path_factory):
             apply_manifest(api, obj)
         (lock_map,) = [o for o in in_namespace(stack.objects, "ConfigMap", ns)
                        if o["metadata"]["name"] == "dask-environment-lock"]
-        apply_manifest(api, {**lock_map, "data": {prepared_env.LOCK_KEY: cpu_lock}})
+        apply_manifest(api, {**lock_map, "data": {**lock_map["data"], prepared_env.LOCK_KEY: cpu_lock}})
+        # the record's objects as declared: the Job's account, the empty digests ConfigMap, its Role there
+        for kind in ("ServiceAccount", "Role", "RoleBinding"):
+            for obj in in_namespace(stack.objects, kind, ns):
+                apply_manifest(api, obj)
+        (digests,) = [o for o in in_namespace(stack.objects, "ConfigMap", ns)
+                      if o["metadata"]["name"] == prepared_env.DIGESTS_CONFIG_MAP]
+        apply_manifest(api, digests)
         tls = dask_tls_material(tmp / "tls", scheduler_names(ns))
         (secret,) = [o for o in in_namespace(stack.objects, "Secret", ns) if o["metadata"]["name"] == "dask-tls"]
         apply_manifest(api, {**secret, "stringData": tls})
@@ -203,7 +215,8 @@ def prepared(kube_cluster, tmp_path_factory):
         for container in [*pod["initContainers"], *pod["containers"]]:
             set_env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}", "ENV_SUBDIR": d["subdir"],
                              "PACKAGE_INDEX_URL": index.url, "PLAIN_HTTP_HOST": prepared_env.plain_http_host(index.url),
-                             "LOCK_SHA256": prepared_env.lock_digest(cpu_lock)})
+                             "LOCK_SHA256": prepared_env.lock_digest(cpu_lock),
+                             "RECORD_KEY": prepared_env.record_key(d["subdir"])})
         job_created = time.time()
         apply_manifest(api, job)
 
@@ -236,7 +249,9 @@ def prepared(kube_cluster, tmp_path_factory):
                              "spec": scheduler})
         deployed = Deployed(api=api, ns=ns, stack=stack, index=index, d=d, cluster=cluster, job_created=job_created,
                             job_done_at=job_done_at, job_pods=job_pods, share=tmp / "share", tmp=tmp,
-                            scheduler_pod_ip=None)
+                            scheduler_pod_ip=None, claim=next(
+                                o for o in in_namespace(stack.objects, "PersistentVolumeClaim", ns)
+                                if o["metadata"]["labels"].get("dask-tkg.io/data") == "pip-cache")["metadata"]["name"])
 
         def scheduler_up():
             ip = deployed.pod("dask-scheduler")["status"].get("podIP")
@@ -264,9 +279,7 @@ def prepared(kube_cluster, tmp_path_factory):
 
 
 def test_the_job_prepares_the_environment_on_the_claim_from_the_index(prepared):
-    claim = next(o for o in in_namespace(prepared.stack.objects, "PersistentVolumeClaim", prepared.ns)
-                 if o["metadata"]["labels"].get("dask-tkg.io/data") == "pip-cache")["metadata"]["name"]
-    home = prepared.share / claim / prepared.d["subdir"]
+    home = prepared.share / prepared.claim / prepared.d["subdir"]
     cpu_lock = prepared_env.lock_text("cpu")
     assert (home / prepared_env.MARKER).read_text().strip() == prepared_env.lock_digest(cpu_lock)
     assert (home / "pyvenv.cfg").read_text().count(sys.base_prefix) >= 1  # the pods' interpreter
@@ -276,6 +289,20 @@ def test_the_job_prepares_the_environment_on_the_claim_from_the_index(prepared):
     installed = {p.name.split("-")[0].lower().replace("_", "-") for p in site.glob("*.dist-info")}
     assert {"dask", "distributed", "pandas", "pyarrow", "xgboost-cpu", "jupyterlab"} <= installed | {
         n.replace("-", "_") for n in installed}
+
+
+def test_the_job_records_the_trees_digest_in_the_namespaces_configmap(prepared):
+    """The record the pods check against: the digest of the manifest the Job wrote beside the
+    tree, in the namespace's ConfigMap under the environment's key, written by the Job's own
+    account from its pod (through the cluster's ``kubernetes`` Service)."""
+    import hashlib
+
+    home = prepared.share / prepared.claim / prepared.d["subdir"]
+    manifest = (home / ".manifest").read_text()
+    assert "site-packages/distributed/__init__.py" in manifest
+    data = api_request(prepared.api, "GET", f"/api/v1/namespaces/{prepared.ns}/configmaps/"
+                                            f"{prepared_env.DIGESTS_CONFIG_MAP}")["data"]
+    assert data == {prepared_env.record_key(prepared.d["subdir"]): hashlib.sha256(manifest.encode()).hexdigest()}
 
 
 def test_the_job_exits_at_once_when_the_environment_is_there(prepared, kube_cluster):
@@ -313,6 +340,44 @@ def test_workers_from_the_environment_join_within_a_minute_and_fetch_nothing(pre
     assert {w["name"] for w in probe.values()} >= {"worker-first", "worker-added"}
 
 
+def test_a_changed_file_stops_a_new_worker_before_it_imports_anything(prepared):
+    """A writer of the share changes distributed's ``__init__`` (here: one that would say so
+    when imported): a new worker's check names the file and the pod's worker container never
+    starts; the file restored, the next worker joins."""
+    target = prepared.share / prepared.claim / prepared.d["subdir"] / "lib/python3.11/site-packages/distributed/__init__.py"
+    original = target.read_bytes()
+    name = "worker-tampered"
+    path = f"/api/v1/namespaces/{prepared.ns}/pods/{name}"
+    try:
+        target.write_bytes(original + b"\nprint('IMPORTED THE CHANGED FILE', flush=True)\n")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": prepared.ns},
+               "spec": worker_spec(prepared.cluster, name, prepared.d)}
+        apply_manifest(prepared.api, pod)
+
+        def refused():
+            status = api_request(prepared.api, "GET", path).get("status", {})
+            for check in status.get("initContainerStatuses", []):
+                state = check.get("state", {}).get("terminated") or check.get("lastState", {}).get("terminated")
+                if state and state.get("exitCode"):
+                    return status, state
+            return None
+
+        status, state = wait_for("the check refused the changed environment", refused, timeout_s=120, interval_s=0.5)
+        assert state["exitCode"] == 1, state
+        message = state.get("message", "")  # the log, as the pod's status shows it (FallbackToLogsOnError)
+        assert "is not the one the environment Job recorded" in message, message
+        assert "changed: lib/python3.11/site-packages/distributed/__init__.py" in message, message
+        (worker,) = status["containerStatuses"]
+        assert "running" not in worker["state"] and "terminated" not in worker["state"], worker
+        assert worker.get("restartCount", 0) == 0 and not worker.get("lastState"), worker
+        assert not prepared.joined(name)
+    finally:
+        target.write_bytes(original)
+        api_request(prepared.api, "DELETE", path, body={"gracePeriodSeconds": 0})
+    restored = prepared.start_worker("worker-restored", worker_spec(prepared.cluster, "worker-restored", prepared.d))
+    assert restored["seconds"] < JOIN_LIMIT_S, restored
+
+
 @pytest.mark.skipif(os.environ.get("DASK_TKG__MEASURE") != "1",
                     reason="the paper's way measured only with DASK_TKG__MEASURE=1 (~2 minutes more)")
 def test_measure_the_paper_way_and_record(prepared):
@@ -335,6 +400,7 @@ def test_measure_the_paper_way_and_record(prepared):
         (container,) = spec["containers"]
         # the image way: no environment mount, the pip cache at the user's home, pip at start
         spec["volumes"] = [v for v in spec["volumes"] if v["name"] != prepared_env.VOLUME]
+        spec.pop("initContainers", None)  # no environment to check
         claim = next(v for v in prepared.cluster["spec"]["worker"]["spec"]["volumes"]
                      if v["name"] == prepared_env.VOLUME)["persistentVolumeClaim"]["claimName"]
         spec["volumes"].append({"name": "pip-cache", "persistentVolumeClaim": {"claimName": claim}})
