@@ -148,7 +148,7 @@ def verify_container(image: str, environment_subdir: str) -> dict[str, Any]:
     isolated and without ``site`` (no variable, no ``.pth`` of the environment reaches it), the
     environment read-only, its recorded digest from the namespace's ConfigMap (a pod whose key
     is not recorded yet waits, as for any missing key). Reading the whole tree costs one pass
-    over its files (docs/dask.md, 'The prepared environment')."""
+    over its files (docs/dask.md, 'The Python environment')."""
     return {
         "name": VERIFY_CONTAINER, "image": image, "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-I", "-S", "-c", script(MANIFEST_SCRIPT), "verify", ENV_MOUNT],

@@ -422,7 +422,7 @@ def test_measure_the_paper_way_and_record(prepared):
     job_bytes = sum(r.bytes for r in prepared.index.requests(until=prepared.job_done_at))
     record = {
         "what": "Time from pod creation to the worker joining the scheduler, and bytes fetched from the package index,"
-                " on the real Kubernetes 1.20 node (tests/cluster/test_prepared_environment.py), CPU flavour of the"
+                " on the real Kubernetes 1.33 node (tests/cluster/test_prepared_environment.py), CPU flavour of the"
                 " lock (components/dask/environment/worker-cpu.lock), index on the cluster's link",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "lock": {"flavour": "cpu", "packages": len(lock_hashes(prepared_env.lock_text('cpu'))),

@@ -45,7 +45,7 @@ def table(record: dict) -> str:
     if p.get("job_rerun_seconds") is not None:
         rows.append(f"| the Job again, same lock | {_s(p['job_rerun_seconds'])}, nothing fetched | - |")
     note = (f"\nCPU flavour of the lock ({lock['packages']} wheels, {_mb(lock['wheel_bytes'])}), one real"
-            f" Kubernetes 1.20 node,\nindex on the cluster's link; measured {record['measured_at']}"
+            f" Kubernetes 1.33 node,\nindex on the cluster's link; measured {record['measured_at']}"
             " (`docs/results/worker-start.json`).")
     return "\n".join(rows) + "\n" + note
 

@@ -93,7 +93,7 @@ def verify(root: str, expected: str) -> tuple[bool, str]:
         return True, f"environment {root}: {len(found.splitlines())} entries match the recorded digest {expected[:16]}"
     head = (f"the prepared environment at {root} is not the one the environment Job recorded (digest {expected[:16]},"
             f" found {digest(found)[:16]}): nothing from it ran. Re-run the environment Job (docs/dask.md,"
-            " 'The prepared environment') or find who wrote to the share.")
+            " 'The Python environment') or find who wrote to the share.")
     try:
         with open(os.path.join(root, MANIFEST), encoding="utf-8") as handle:
             recorded = handle.read()
