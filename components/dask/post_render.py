@@ -6,10 +6,11 @@ no value for a container's ``securityContext``, for ``automountServiceAccountTok
 scheduler's volumes (``templates/dask-*-deployment.yaml``). The Pod Security Standards'
 restricted level needs the first on every container; the TLS key and certificate files need
 the last. The prepared environment's check (``podspec.with_environment_check``) is an init
-container the chart has no value for either. So every Deployment of the chart leaves here as ``pod_hardening.hardened_pod`` makes a pod
-(the operator backend builds its pods with the same function), and every container whose
-environment names TLS files (``podspec.tls_env``) gets exactly its role's keys mounted from
-the release's TLS Secret (``podspec.tls_secret_name`` of the chart's object prefix).
+container the chart has no value for either. So every Deployment of the chart leaves here as
+``pod_hardening.hardened_pod`` makes a pod (the operator backend builds its pods with the same
+function), and every container whose environment names TLS files (``podspec.tls_env``) gets
+exactly its role's keys mounted from the release's TLS Secret (``podspec.tls_secret_name`` of
+the chart's object prefix).
 
 Helm runs ``components/dask/post-render`` (the release's ``postrender``), which runs this
 module with the project's interpreter: rendered YAML on stdin, the changed objects on stdout

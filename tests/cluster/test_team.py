@@ -44,7 +44,7 @@ ALICE, BOB = "alice@vsphere.local", "bob@vsphere.local"
 IDLE_TIMEOUT_S = 60  # bob's: short, so that the test sees the controller reclaim his cluster
 USERS = [f"name={ALICE},gpus=2,idleTimeout=600", f"name={BOB},gpus=1,idleTimeout={IDLE_TIMEOUT_S}"]
 NAMESPACES = {ALICE: "dask-alice", BOB: "dask-bob"}
-CLUSTERS = {"alice-run": ALICE, "alice-stopped": ALICE, "bob-idle": BOB}  # the clusters the runs name, by owner
+CLUSTERS = {"alice-run": ALICE, "alice-stopped": ALICE, "alice-second": ALICE, "bob-idle": BOB}  # the clusters the runs name, by owner
 RUN_TIMEOUT_S = 600
 
 
@@ -204,6 +204,51 @@ def test_alice_runs_both_benchmarks_on_a_cluster_of_her_own_deleted_at_the_end(k
     key = yaml.safe_load(team.kubeconfigs[ALICE].read_text())["users"][0]["user"]["client-key-data"]
     assert key not in log and base64.b64decode(key).decode().splitlines()[1] not in log
     wait_for("alice's cluster gone, pods and all", lambda: left_in(api, "dask-alice") == NOTHING, 120,
+             explain=lambda: str(left_in(api, "dask-alice")))
+
+
+def gpus_held(api, namespace: str) -> int:
+    """The GPUs the namespace's live pods request (what the quota counts)."""
+    return sum(int(c.get("resources", {}).get("requests", {}).get("nvidia.com/gpu", 0))
+               for p in pods(api, namespace) if p["status"].get("phase") not in ("Succeeded", "Failed")
+               for c in p["spec"]["containers"])
+
+
+def test_two_clusters_started_at_once_over_the_quota_never_exceed_it_and_the_refused_one_says_so(kube_cluster, team):
+    """alice starts two clusters of 2 GPU workers at once with a quota of 2 GPUs: both pass the
+    runner's own check (nothing runs yet); the server's quota admission admits no pod beyond it
+    (sampled throughout); a run whose workers it refuses ends with the quota's words and deletes
+    its cluster; nothing is left behind."""
+    api = kube_cluster.api_client
+    runs = {name: start_runner(team.argv(ALICE, name, "--benchmark", "taxi", "--workers", "2"), team.tmp)
+            for name in ("alice-run", "alice-second")}
+    logs = {name: [] for name in runs}
+    for name, proc in runs.items():
+        threading.Thread(target=lambda n=name, p=proc: logs[n].extend(p.stdout), daemon=True).start()
+    most = 0
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    try:
+        while any(p.poll() is None for p in runs.values()) and time.monotonic() < deadline:
+            most = max(most, gpus_held(api, "dask-alice"))
+            time.sleep(0.3)
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+    time.sleep(0.5)
+    text = {name: "".join(lines) for name, lines in logs.items()}
+    codes = {name: proc.returncode for name, proc in runs.items()}
+    print({name: code for name, code in codes.items()}, "most GPUs held at once:", most)
+    assert 0 < most <= 2, (most, text)
+    refused = [name for name, code in codes.items() if code != 0]
+    assert refused, f"both ran with 2 GPUs each under a quota of 2: {codes}"
+    for name in refused:
+        assert codes[name] == 2, (name, text[name][-3000:])
+        assert f"the DaskCluster dask-alice/{name} cannot get its 2 worker(s): the namespace's quota refused" in \
+            text[name], text[name][-3000:]
+        assert "exceeded quota: dask-quota" in text[name]
+        assert f"own cluster: deleted DaskCluster dask-alice/{name}" in text[name], text[name][-3000:]
+    wait_for("both clusters gone, pods and all", lambda: left_in(api, "dask-alice") == NOTHING, 120,
              explain=lambda: str(left_in(api, "dask-alice")))
 
 

@@ -86,6 +86,7 @@ class OwnCluster:
             raise EndpointError(self.not_started(f"not ready within {timeout:.0f} s")) from None
         except Exception as exc:
             raise EndpointError(self.not_started(f"{type(exc).__name__}: {exc}")) from None
+        self.wait_admitted(started + timeout)
         self.echo(f"own cluster: {self.namespace}/{self.name} ready in {time.monotonic() - started:.0f} s")
         return self.endpoint(cluster, security)
 
@@ -137,7 +138,52 @@ class OwnCluster:
                                   scheduler_address=address, dashboard_url=outputs.dashboard_url, security=security,
                                   data_dir=self.team.dataset_mount, expected_workers=self.workers, outputs=outputs)
 
+    def wait_admitted(self, deadline: float) -> None:
+        """Until every worker pod of the cluster exists, or the namespace's quota refuses one.
+
+        The quota check before the start (``quota.check``) sees what runs now; two clusters of
+        one person started at once both pass it, and the server's quota admission then refuses
+        the pods beyond it (it never admits more). The controller's Deployments keep retrying
+        them, so such a cluster would wait for workers that never come: the refusal, recorded
+        as the ReplicaSet's ``FailedCreate`` event, ends the start with the quota's own words."""
+        while True:
+            refusals = self.quota_refusals()
+            if refusals:
+                raise EndpointError(
+                    f"the DaskCluster {self.namespace}/{self.name} cannot get its {self.workers} worker(s): the"
+                    f" namespace's quota refused {len(refusals)} pod(s) (another cluster of {self.person.name}'s"
+                    f" holds the rest?): {refusals[-1]}; it is deleted now. kubectl get daskclusters -n"
+                    f" {self.namespace} lists the others")
+            if self.worker_pods() >= self.workers or time.monotonic() >= deadline:
+                return
+            time.sleep(1.0)
+
+    def worker_pods(self) -> int:
+        from kubernetes import client
+
+        found = client.CoreV1Api(self.api).list_namespaced_pod(
+            self.namespace, label_selector=f"{own_spec.CLUSTER_LABEL}={self.name},{own_spec.COMPONENT_LABEL}=worker",
+            _request_timeout=30).items
+        return len(found)
+
+    def quota_refusals(self) -> list[str]:
+        """The quota admission's refusals of this cluster's pods (its ReplicaSets' FailedCreate
+        events, whose message is the server's ``exceeded quota: ...``), oldest first."""
+        from kubernetes import client
+
+        try:
+            events = client.CoreV1Api(self.api).list_namespaced_event(
+                self.namespace, field_selector="reason=FailedCreate", _request_timeout=30).items
+        except client.exceptions.ApiException:
+            return []
+        mine = [e for e in events if (e.involved_object.name or "").startswith(f"{self.name}-")
+                and "exceeded quota" in (e.message or "")]
+        return [e.message.split("forbidden: ", 1)[-1] for e in mine]
+
     def not_started(self, why: str) -> str:
+        refusals = self.quota_refusals() if self.api is not None else []
+        if refusals:
+            why = f"{why}; the namespace's quota refused its pods: {refusals[-1]}"
         last = self.kube_cluster.last_error() if self.kube_cluster is not None else None
         return (f"the DaskCluster {self.namespace}/{self.name} did not start: {why}"
                 + (f" (last answer from the scheduler: {last})" if last else "") + f"; pods: {self.pod_states()};"

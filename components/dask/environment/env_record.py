@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python -I leaves the script's directory out
-import env_manifest  # noqa: E402
+import env_manifest
 
 ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 CONFIG_MAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
@@ -96,7 +96,8 @@ def main(argv: list[str]) -> int:
         return (record if argv[0] == "record" else confirm)(argv[1])
     except (OSError, urllib.error.URLError, KeyError, ValueError) as exc:
         detail = exc.read().decode(errors="replace")[:500] if isinstance(exc, urllib.error.HTTPError) else ""
-        print(f"env-record: {argv[0]} failed: {type(exc).__name__}: {exc} {detail}".rstrip(), file=sys.stderr, flush=True)
+        line = f"env-record: {argv[0]} failed: {type(exc).__name__}: {exc} {detail}".rstrip()
+        print(line, file=sys.stderr, flush=True)
         return 1
 
 
