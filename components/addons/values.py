@@ -8,7 +8,14 @@ from components.settings.model import GpuOperatorSpec, StorageSpec
 
 LICENSING_NAME = "licensing-config"
 NGC_SECRET_NAME = "ngc-secret"  # noqa: S105 (the Secret's name, not a password)
-NFS_PROVISIONER_IMAGE = (f"{NFS_IMAGE_REGISTRY.what}/sig-storage/nfs-subdir-external-provisioner", "v4.0.2")
+# The image chart 4.0.18 runs, pinned by digest as well as tag (the chart's template writes
+# ``repository:tag``, so the tag carries it): the digest registry.k8s.io serves v4.0.2 under, from
+# the image promoter's manifest (kubernetes/k8s.io, registry.k8s.io/images/
+# k8s-staging-sig-storage/images.yaml at 0279c5e0: ``nfs-subdir-external-provisioner``,
+# "sha256:63d5e045...": ["v4.0.2"]), the multi-platform index the tag names.
+NFS_PROVISIONER_DIGEST = "sha256:63d5e04551ec8b5aae83b6f35938ca5ddc50a88d85492d9731810c31591fa4c9"
+NFS_PROVISIONER_IMAGE = (f"{NFS_IMAGE_REGISTRY.what}/sig-storage/nfs-subdir-external-provisioner",
+                         f"v4.0.2@{NFS_PROVISIONER_DIGEST}")
 
 # Values keys the charts' templates read but their values.yaml does not declare (the render
 # tests check every emitted key against the chart's own values.yaml plus these): key -> the

@@ -212,7 +212,9 @@ def operator_values(op: OperatorSpec, selector: Mapping[str, str], served: list[
     container securityContext kept (values.yaml: non-root 1000, no escalation, every capability
     dropped, read-only root) and the pod's seccomp profile where Pod Security Admission wants one
     (``podSecurityContext``: {} in values.yaml), so the controller's namespace is ``restricted``."""
-    values: dict[str, Any] = {"image": {"name": OPERATOR_IMAGE, "tag": op.chart_version,
+    # the chart's template writes "name:tag", so a digest rides on the tag
+    tag = f"{op.chart_version}@{op.image_digest}" if op.image_digest else op.chart_version
+    values: dict[str, Any] = {"image": {"name": OPERATOR_IMAGE, "tag": tag,
                                         "pullPolicy": "IfNotPresent"},
                               **operator_rbac.rbac_values(), "kopfArgs": operator_rbac.kopf_args(served)}
     pod_context = pod_security_context(enforces_psp)

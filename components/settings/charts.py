@@ -133,4 +133,17 @@ def image_warnings(s: Settings) -> list[str]:
     return [f"{key} {image} is pinned by tag only: the registry may point the tag at other bytes at any pull"
             f" (a new node, a restarted pod). Pin it by digest as well, {key} {image}@sha256:<digest>"
             f" (docker buildx imagetools inspect {image}, or the image's page in docker-library/repo-info)"
-            for key, image in images if ImageRef.parse(image).digest is None]
+            for key, image in images if ImageRef.parse(image).digest is None] + operator_image_warnings(s)
+
+
+def operator_image_warnings(s: Settings) -> list[str]:
+    """The Dask operator's controller image (the chart's tag) without ``daskOperatorImageDigest``:
+    its digest could not be read where this program was made (ghcr.io unreachable, no public
+    record of it), so the platform engineer pins it."""
+    op = s.dask.operator
+    if s.dask.backend != "operator" or op is None or op.image_digest:
+        return []
+    image = f"ghcr.io/dask/dask-kubernetes-operator:{op.chart_version}"
+    return [f"the Dask operator's image {image} is pinned by tag only: the registry may point the tag at other"
+            f" bytes at any pull. Set daskOperatorImageDigest to its digest (docker buildx imagetools inspect"
+            f" {image}, the Digest line)"]

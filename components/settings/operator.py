@@ -41,6 +41,13 @@ def dask_version(text: str) -> tuple[int, ...]:
     return (*numbers, int(patch))
 
 
+def _digest(text: str) -> str:
+    if text and not re.fullmatch(r"sha256:[0-9a-f]{64}", text):
+        raise ValueError("must be sha256: and 64 lower-case hex digits (docker buildx imagetools inspect"
+                         " ghcr.io/dask/dask-kubernetes-operator:<daskOperatorChartVersion>, its Digest)")
+    return text
+
+
 def read_operator(r: SettingsReader, free_gpu_nodes: int) -> OperatorSpec | None:
     """The operator's settings when ``daskBackend`` is ``operator`` (else None). ``r`` is the
     settings reader (``build._Reader``); ``free_gpu_nodes``: GPU nodes Jupyter does not take.
@@ -59,6 +66,7 @@ def read_operator(r: SettingsReader, free_gpu_nodes: int) -> OperatorSpec | None
         cpu_workers=r.at_least("cpuWorkers", 0),
         cpu_worker_cpu=r.at_least("cpuWorkerCpu", 1),
         cpu_worker_memory=r.check("cpuWorkerMemory", values.quantity),
+        image_digest=r.check("daskOperatorImageDigest", _digest) or "",
     )
     if backend == "operator":
         return spec

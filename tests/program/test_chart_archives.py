@@ -148,4 +148,27 @@ def test_a_tag_only_image_is_warned_about_at_preview():
     assert graph.error is None, graph.traceback
     warned = [w for w in graph.warnings if "daskImage" in w and "tag only" in w]
     assert warned and "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04" in warned[0]
-    assert not [w for w in run_program("dev").warnings if "tag only" in w]  # the defaults carry digests
+    # the defaults carry digests, but for the operator's controller, whose digest the platform engineer gives
+    tag_only = [w for w in run_program("dev").warnings if "tag only" in w]
+    assert [w for w in tag_only if "dask-kubernetes-operator" not in w] == [], tag_only
+
+
+def test_the_operator_image_is_pinned_by_the_digest_given_and_warned_about_without():
+    """The controller's digest could not be read here (ghcr.io unreachable): the platform
+    engineer gives it, the release then pulls by it; without it preview says so."""
+    graph = run_program("dev")
+    assert graph.error is None, graph.traceback
+    warned = [w for w in graph.warnings if "ghcr.io/dask/dask-kubernetes-operator:2026.3.0 is pinned by tag only" in w]
+    assert warned and "daskOperatorImageDigest" in warned[0]
+    graph = run_program("dev", config={"daskOperatorImageDigest": DIGEST})
+    assert graph.error is None, graph.traceback
+    assert not [w for w in graph.warnings if "dask-kubernetes-operator" in w]
+    [operator] = [r for r in releases(graph) if r["name"] == "dask-operator"] or [
+        r for r in releases(graph) if "dask-kubernetes-operator" in r["chart"]]
+    assert operator["values"]["image"]["tag"] == f"2026.3.0@{DIGEST}"
+
+
+def test_a_malformed_operator_digest_is_refused_naming_the_key():
+    error = problems(daskOperatorImageDigest="latest")
+    assert any(p.key == "daskOperatorImageDigest" and "sha256: and 64 lower-case hex digits" in p.message
+               for p in error.problems)

@@ -263,6 +263,19 @@ def test_the_nfs_provisioner_image_comes_from_the_live_registry(variant):
 
 
 @pytest.mark.parametrize("variant", ["reference", "reference-dev"])
+def test_the_nfs_provisioner_image_is_pinned_by_the_promoters_digest(variant):
+    """The rendered image names v4.0.2 and the digest registry.k8s.io's promoter manifest
+    records for it, so no later push under the tag reaches the node (values.NFS_PROVISIONER_DIGEST)."""
+    from components.addons.values import NFS_PROVISIONER_DIGEST
+    from components.artifacts.images import ImageRef
+
+    deployment = rendered(variant, "nfs-subdir-external-provisioner").named(
+        "Deployment", "nfs-subdir-external-provisioner")
+    ref = ImageRef.parse(containers(deployment)[0]["image"])
+    assert (ref.tag, ref.digest) == ("v4.0.2", NFS_PROVISIONER_DIGEST), ref
+
+
+@pytest.mark.parametrize("variant", ["reference", "reference-dev"])
 def test_the_nfs_storage_class_does_not_offer_expansion(variant):
     storage_class = rendered(variant, "nfs-subdir-external-provisioner").named("StorageClass", "nfs-external")
     assert storage_class["allowVolumeExpansion"] is False, addon_facts.NFS_NO_EXPANSION.source
