@@ -20,6 +20,12 @@ WAIT_FOR = {
 }
 # GPU nodes need the Ubuntu image (NVIDIA's guest driver does not support Photon).
 UBUNTU_ANNOTATION = {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}
+# A current Cluster's GPU pools ask for Ubuntu 22.04 by version: GPU operator v26.7.0 is validated
+# on VKS with Ubuntu 22.04 only (support_matrix.GPU_OPERATORS, platform-support.rst), while
+# VKS 3.4's samples resolve 1.33 to ``os-name=ubuntu,os-version=24.04`` (the key as they write
+# it), so the name alone may give 24.04.
+GPU_OS_VERSION = "22.04"
+GPU_POOL_OS_ANNOTATION = {"run.tanzu.vmware.com/resolve-os-image": f"os-name=ubuntu,os-version={GPU_OS_VERSION}"}
 
 
 def kubeconfig_secret_name(cluster: str) -> str:
@@ -133,6 +139,6 @@ def capi_cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
 def _machine_deployment(pool: NodePool, spec: ClusterSpec, structured: bool) -> dict[str, Any]:
     deployment: dict[str, Any] = {"class": NODE_POOL_CLASS, "name": pool.name, "replicas": pool.replicas}
     if pool.role == "gpu":
-        deployment["metadata"] = {"annotations": dict(UBUNTU_ANNOTATION)}
+        deployment["metadata"] = {"annotations": dict(GPU_POOL_OS_ANNOTATION)}
     deployment["variables"] = {"overrides": class_variables.pool_overrides(pool, spec, structured)}
     return deployment

@@ -20,24 +20,42 @@ OS_ANNOTATION = next(iter(UBUNTU_ANNOTATION))  # run.tanzu.vmware.com/resolve-os
 ANY = ""  # the pool takes whatever image the release resolves by default
 
 
-def asked_os(annotations: Mapping[str, str] | None) -> str:
-    """The ``os-name`` an object's annotations ask for (``os-name=ubuntu[,os-version=...]``), or ANY."""
+def _asked(annotations: Mapping[str, str] | None, wanted: str) -> str:
     for part in (annotations or {}).get(OS_ANNOTATION, "").split(","):
         key, _, value = part.strip().partition("=")
-        if key == "os-name":
+        if key == wanted:
             return value
     return ANY
+
+
+def asked_os(annotations: Mapping[str, str] | None) -> str:
+    """The ``os-name`` an object's annotations ask for (``os-name=ubuntu[,os-version=...]``), or ANY."""
+    return _asked(annotations, "os-name")
+
+
+def asked_os_version(annotations: Mapping[str, str] | None) -> str:
+    """The ``os-version`` an object's annotations ask for (``os-name=ubuntu,os-version=22.04``), or ANY."""
+    return _asked(annotations, "os-version")
 
 
 UBUNTU = asked_os(UBUNTU_ANNOTATION)
 
 
-def _deployment_asks(manifest: Mapping[str, Any]) -> dict[str, str]:
-    """A Cluster's machineDeployments by name, with the OS each asks for."""
+def _deployment_asks(manifest: Mapping[str, Any], ask=asked_os) -> dict[str, str]:
+    """A Cluster's machineDeployments by name, with the OS (or, with ``asked_os_version``, the
+    OS version) each asks for."""
     if manifest["kind"] != "Cluster":
         return {}
     deployments = manifest["spec"]["topology"]["workers"]["machineDeployments"]
-    return {d["name"]: asked_os((d.get("metadata") or {}).get("annotations")) for d in deployments}
+    return {d["name"]: ask((d.get("metadata") or {}).get("annotations")) for d in deployments}
+
+
+def pool_os_versions(spec: ClusterSpec) -> list[str]:
+    """The OS version each node pool asks for (ANY: whichever the release resolves), in settings order."""
+    manifest = cluster_manifest(spec, namespace="")
+    whole_cluster = asked_os_version(manifest["metadata"].get("annotations"))
+    per_pool = _deployment_asks(manifest, asked_os_version)
+    return [per_pool.get(pool.name) or whole_cluster for pool in spec.node_pools]
 
 
 def pool_os_needs(spec: ClusterSpec) -> list[tuple[str, str, str]]:

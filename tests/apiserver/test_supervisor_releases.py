@@ -1,4 +1,4 @@
-"""The preview check of what a Supervisor serves, against a real kube-apiserver 1.20 holding the
+"""The preview check of what a Supervisor serves, against the current stacks' real kube-apiserver 1.33 holding the
 upstream CRDs and objects shaped like a VKS Supervisor's.
 
 CRDs (pinned artifacts, installed unchanged but for the one noted in ``release_crds``):
@@ -32,12 +32,13 @@ PHOTON_ONLY = "v1.31.4---vmware.1-fips-vkr.3"  # Ready, Compatible, only a Photo
 NOT_READY = "v1.33.1---vmware.1-fips-vkr.1"
 NOT_COMPATIBLE = "v1.20.8---vmware.1-tkg.2"
 ABSENT = "v1.34.0---vmware.1-fips-vkr.1"
+UBUNTU_2404 = "v1.33.6---vmware.1-fips-vkr.2"  # Ready, Compatible, Photon and Ubuntu 24.04 images (VKS 3.4's samples)
 # The Compatible condition a vSphere 8 Supervisor gives a 1.20 TKR (reason and message made up
 # in the style of tanzu-framework's TKR controller).
 INCOMPATIBLE = {"reason": "NotCompatibleWithSupervisor", "message": "TKR v1.20.8 is not supported by TKG Service 3.4"}
 NOT_READY_WHY = {"reason": "MissingOSImage", "message": "OSImage vmi-ubuntu-1331 is not yet available"}
-POOLS = [{"key": "nodePools[0]", "name": "gpu-worker", "role": "gpu", "os": "ubuntu"},
-         {"key": "nodePools[1]", "name": "cpu-worker", "role": "cpu", "os": ""}]
+POOLS = [{"key": "nodePools[0]", "name": "gpu-worker", "role": "gpu", "os": "ubuntu", "os_version": "22.04"},
+         {"key": "nodePools[1]", "name": "cpu-worker", "role": "cpu", "os": "", "os_version": ""}]
 
 
 def release_crds() -> list[dict]:
@@ -83,11 +84,13 @@ def supervisor(kube_apiserver, capi_crds):
                              "metadata": {"name": name, "namespace": CLASS_NAMESPACE}, "spec": {}},
                        update_existing=True)
     for name, os_name, version in (("vmi-photon-1323", "photon", "5"), ("vmi-ubuntu-1323", "ubuntu", "22.04"),
-                                   ("vmi-photon-1314", "photon", "5"), ("vmi-photon-1331", "photon", "5")):
+                                   ("vmi-photon-1314", "photon", "5"), ("vmi-photon-1331", "photon", "5"),
+                                   ("vmi-photon-1336", "photon", "5"), ("vmi-ubuntu-1336", "ubuntu", "24.04")):
         apply_manifest(api, os_image(name, os_name, version, "v1.32.3+vmware.1"), update_existing=True)
     ok = (condition("Ready", "True"), condition("Compatible", "True"))
     release(api, GOOD, ["vmi-photon-1323", "vmi-ubuntu-1323"], *ok)
     release(api, PHOTON_ONLY, ["vmi-photon-1314"], *ok)
+    release(api, UBUNTU_2404, ["vmi-photon-1336", "vmi-ubuntu-1336"], *ok)
     release(api, NOT_READY, ["vmi-photon-1331", "vmi-ubuntu-1331"], condition("Ready", "False", NOT_READY_WHY), ok[1])
     release(api, NOT_COMPATIBLE, [], ok[0], condition("Compatible", "False", INCOMPATIBLE))
     return kube_apiserver
@@ -144,7 +147,7 @@ def test_a_missing_release_is_refused_listing_the_usable_ones(supervisor):
     assert key == "tkr"
     assert f"TanzuKubernetesRelease {ABSENT} is not on the Supervisor" in why
     assert f"/apis/run.tanzu.vmware.com/v1alpha3/tanzukubernetesreleases/{ABSENT} -> HTTP 404" in why
-    assert why.endswith(f"Ready and Compatible there: {PHOTON_ONLY}, {GOOD}")
+    assert why.endswith(f"Ready and Compatible there: {PHOTON_ONLY}, {GOOD}, {UBUNTU_2404}")
 
 
 def test_a_release_not_compatible_is_refused_with_the_supervisors_reason(supervisor):
@@ -165,8 +168,20 @@ def test_a_release_not_ready_is_refused_with_the_supervisors_reason(supervisor):
 def test_a_gpu_pool_on_a_release_without_ubuntu_is_refused_naming_the_pool(supervisor):
     [(key, why)] = failures(supervisor, tkr=PHOTON_ONLY)
     assert key == "nodePools[0]"
-    assert (f"node pool gpu-worker (role gpu) needs an ubuntu OS image of TanzuKubernetesRelease {PHOTON_ONLY},"
-            " which offers: photon 5 (vmi-photon-1314)") in why
+    assert (f"node pool gpu-worker (role gpu) needs an ubuntu 22.04 OS image of TanzuKubernetesRelease {PHOTON_ONLY}"
+            " (tkr), which offers: photon 5 (vmi-photon-1314)") in why
+
+
+def test_a_gpu_pool_on_a_release_without_ubuntu_2204_is_refused_naming_the_pool_and_tkr(supervisor):
+    """Ubuntu, but 24.04 only (what VKS 3.4 resolves os-name=ubuntu to for 1.33): the GPU
+    operator is validated on 22.04 only, so the pool asks for it by version and is refused here."""
+    [(key, why)] = failures(supervisor, tkr=UBUNTU_2404)
+    assert key == "nodePools[0]"
+    assert (f"needs an ubuntu 22.04 OS image of TanzuKubernetesRelease {UBUNTU_2404} (tkr), which offers: photon 5"
+            " (vmi-photon-1336), ubuntu 24.04 (vmi-ubuntu-1336)") in why
+    assert "validated on VKS with Ubuntu 22.04 only" in why
+    # a pool asking for Ubuntu by name alone (the paper's way) takes it
+    assert failures(supervisor, tkr=UBUNTU_2404, pools=[{**POOLS[0], "os_version": ""}, POOLS[1]]) == []
 
 
 def test_every_refusal_is_reported_at_once(supervisor):

@@ -33,7 +33,7 @@ import pulumi
 import pulumi.dynamic as dyn
 import requests
 
-from components.cluster.os_images import ANY, pool_os_needs
+from components.cluster.os_images import ANY, pool_os_needs, pool_os_versions
 from components.cluster.providers import kube_api
 from components.settings.cluster_classes import UNVERSIONED_CLASS
 from components.vsphere.providers.session import changed_keys, is_unknown
@@ -145,16 +145,24 @@ def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
 
 def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any],
                 release: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Pools asking for an OS (GPU pools: Ubuntu) the release does not offer."""
+    """Pools asking for an OS (GPU pools: Ubuntu, on a current Cluster Ubuntu 22.04) the release
+    does not offer: its OSImages' ``spec.os.name`` and ``spec.os.version``."""
     images = release_images(http, target, release)
-    offered = {((image.get("spec") or {}).get("os") or {}).get("name") for image in images.values()}
+    offered = {(os_.get("name"), str(os_.get("version"))) for os_ in
+               (((image.get("spec") or {}).get("os") or {}) for image in images.values())}
     problems = []
     for pool in props["pools"]:
-        if (pool["os"] == ANY and images) or pool["os"] in offered:
+        version = pool.get("os_version") or ANY
+        if (pool["os"] == ANY and images) or any(name == pool["os"] and version in (ANY, offered_version)
+                                                 for name, offered_version in offered):
             continue
-        wants = "an OS image" if pool["os"] == ANY else f"an {pool['os']} OS image"
+        wants = ("an OS image" if pool["os"] == ANY else
+                 f"an {pool['os']} {version} OS image" if version else f"an {pool['os']} OS image")
+        why = (" (the GPU operator is validated on VKS with Ubuntu 22.04 only: choose a tkr that offers it)"
+               if version else "")
         problems.append((pool["key"], f"node pool {pool['name']} (role {pool['role']}) needs {wants} of "
-                                      f"TanzuKubernetesRelease {props['tkr']}, which offers: {_describe(images)}"))
+                                      f"TanzuKubernetesRelease {props['tkr']} (tkr), which offers: {_describe(images)}"
+                                      f"{why}"))
     return problems
 
 
@@ -196,8 +204,9 @@ class SupervisorReleasesProvider(dyn.ResourceProvider):
 
 def pools_input(spec) -> list[dict[str, str]]:
     """Each node pool's setting key, name, role and the OS it asks for (``ANY``: any)."""
-    return [{"key": key, "name": name, "role": pool.role, "os": wants}
-            for pool, (key, name, wants) in zip(spec.node_pools, pool_os_needs(spec), strict=True)]
+    return [{"key": key, "name": name, "role": pool.role, "os": wants, "os_version": version}
+            for pool, (key, name, wants), version in zip(spec.node_pools, pool_os_needs(spec), pool_os_versions(spec),
+                                                         strict=True)]
 
 
 class SupervisorReleases(dyn.Resource, module="cluster", name="SupervisorReleases"):
