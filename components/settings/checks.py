@@ -38,7 +38,8 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 def cross_checks(s: Settings) -> list[Problem]:
     problems: list[Problem] = []
     for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, placement_problems, _file_share,
-                 client_problems, _network, _secrets, _gpu_driver, _gpu_operator_apis, _driver_runs_the_images_cuda,
+                 client_problems, _network, _secrets, _gpu_driver, _driver_without_known_vulnerability,
+                 _gpu_operator_apis, _driver_runs_the_images_cuda,
                  _cni_applied, operator_checks, _class_variables, worker_environment_checks, download_checks):
         problems.extend(rule(s))
     if not problems:  # sums over pools need each pod and pool to be sound on its own
@@ -211,6 +212,21 @@ def _gpu_driver(s: Settings) -> list[Problem]:
     return [Problem("vgpuDriverVersion", f"GPU operator {op.version} appends -<os><version> from the node's labels"
                                          f" to the driver version, so {op.driver_version!r} pulls {pulled!r}:"
                                          f" give {op.driver_version.removesuffix(suffix)!r}")]
+
+
+def _driver_without_known_vulnerability(s: Settings) -> list[Problem]:
+    """A guest driver below its branch's security floor (``support_matrix.DRIVER_BULLETINS``,
+    each with its bulletin) is refused: the first fixed guest driver and vGPU Manager are named,
+    since the hosts' manager decides the guest driver."""
+    driver = s.gpu_operator.driver_version
+    bulletin = support_matrix.driver_bulletin(driver) if s.gpu_nodes else None
+    if bulletin is None:
+        return []
+    return [Problem("vgpuDriverVersion", f"{driver} is affected by {bulletin.bulletin} ({bulletin.affected}):"
+                                         f" the first fixed guest driver is {bulletin.fixed_guest} (vGPU"
+                                         f" {bulletin.fixed_vgpu}, with vGPU Manager {bulletin.fixed_manager} on the"
+                                         f" hosts). Upgrade the hosts' vGPU Manager to vGPU {bulletin.fixed_vgpu} or"
+                                         f" later and set vgpuDriverVersion to its guest driver ({bulletin.source})")]
 
 
 def _gpu_operator_apis(s: Settings) -> list[Problem]:

@@ -283,8 +283,8 @@ class OperatorSpec:
     cpu_workers: int
     cpu_worker_cpu: int
     cpu_worker_memory: str
+    image_digest: str  # sha256:<64 hex> of the controller's image at the chart's tag; "" = the tag alone
     chart_pin: Artifact | None = None  # the dask-kubernetes-operator archive pinned for chart_version
-    image_digest: str = ""  # sha256:<64 hex> of the controller's image at the chart's tag; "" = the tag alone
 
 
 @dataclass(frozen=True)

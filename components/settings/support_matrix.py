@@ -43,15 +43,49 @@ VGPU_BRANCHES: tuple[VgpuBranch, ...] = (
                " is a long-term support branch, supported to July 2028"),
 )
 
-# The guest driver of the current defaults: vGPU 19.0's Linux guest driver. Source: "Virtual
-# GPU Software R580 for VMware vSphere Release Notes", 1.1 (docs.nvidia.com/vgpu/19.0/
-# grid-vgpu-release-notes-vmware-vsphere): vGPU 19.0, vGPU Manager 580.65.05, Linux driver
-# 580.65.06. The same notes: a guest driver works with a vGPU Manager of the same release, or
-# with one of the next branch (or next long-term branch): the hosts decide the guest driver.
-# NVIDIA AI Enterprise Infra 7.x uses the R580 branch (NVIDIA/cloud-native-docs at 187a4a5b,
-# gpu-operator/install-gpu-operator-nvaie.rst, "Installing GPU Operator Using the Data Center
-# Driver").
-CURRENT_GUEST_DRIVER = "580.65.06"
+# The guest driver of the current defaults: vGPU 19.5's Linux guest driver, 580.159.03, the first
+# R580 vGPU 19 guest driver without the vulnerabilities of NVIDIA's security bulletin 5821
+# (``DRIVER_BULLETINS``); the hosts run vGPU Manager 580.159.01 of the same release. vGPU 19's
+# release notes ("Virtual GPU Software R580 for VMware vSphere Release Notes", docs.nvidia.com/
+# vgpu/19.x) pair a guest driver with the vGPU Manager of the same release (or across branches
+# as they list): the hosts decide the guest driver. NVIDIA AI Enterprise Infra 7.x uses the R580
+# branch (NVIDIA/cloud-native-docs at 187a4a5b, gpu-operator/install-gpu-operator-nvaie.rst).
+CURRENT_GUEST_DRIVER = "580.159.03"
+CURRENT_VGPU_RELEASE = "19.5"
+
+
+@dataclass(frozen=True)
+class DriverBulletin:
+    """A security bulletin's floor for one driver branch: the guest drivers below ``fixed_guest``
+    are affected."""
+
+    branch: int
+    affected: str  # the affected releases, as the bulletin says them
+    fixed_guest: str  # the first Linux guest driver of the branch with the fix
+    fixed_manager: str  # the vGPU Manager for vSphere of that release
+    fixed_vgpu: str  # the vGPU software release that carries both
+    bulletin: str
+    source: str
+
+    def affects(self, driver: str) -> bool:
+        version = addon_facts.driver_version_tuple(driver)
+        fixed = addon_facts.driver_version_tuple(self.fixed_guest)
+        return bool(version and fixed and version[0] == self.branch and version < fixed)
+
+
+DRIVER_BULLETINS: tuple[DriverBulletin, ...] = (
+    DriverBulletin(
+        580, "R580 vGPU 19 Linux guest drivers up to vGPU 19.4 (580.126.09)", "580.159.03", "580.159.01", "19.5",
+        "NVIDIA security bulletin 5821 (May 2026): CVE-2026-24187, CVSS 8.8",
+        "NVIDIA Support Answer 5821 (NVIDIA/product-security, published 2026-05-26 with CVE-2026-24187 and the"
+        " other Linux driver CVEs of that day, whose NVD entries cite it): vGPU software R580, Linux guest driver,"
+        " affected up to vGPU 19.4, updated in 19.5 (guest 580.159.03, vGPU Manager for vSphere 580.159.01)"),
+)
+
+
+def driver_bulletin(driver: str) -> DriverBulletin | None:
+    """The bulletin whose floor ``driver`` is below, if any (a branch without one is not judged)."""
+    return next((b for b in DRIVER_BULLETINS if b.affects(driver)), None)
 
 
 @dataclass(frozen=True)

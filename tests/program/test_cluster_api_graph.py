@@ -46,7 +46,8 @@ def test_one_cluster_on_the_class_and_no_tkc(graph):
     assert (pools["gpu-worker"]["replicas"], pools["cpu-worker"]["replicas"]) == (gpu, cpu)
     gpu_overrides = {v["name"]: v["value"] for v in pools["gpu-worker"]["variables"]["overrides"]}
     assert gpu_overrides["vmClass"] == "16cpu-64gram-ts-20c-vmxnet3"
-    assert pools["gpu-worker"]["metadata"]["annotations"] == {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}
+    assert pools["gpu-worker"]["metadata"]["annotations"] == {"run.tanzu.vmware.com/resolve-os-image":
+                                                             "os-name=ubuntu,os-version=22.04"}
     volumes = {v["name"]: v for v in gpu_overrides["volumes"]}
     assert (volumes["containerd"]["capacity"], volumes["kubelet"]["capacity"]) == ("100Gi", "50Gi")
     assert m["metadata"]["namespace"] == namespace

@@ -12,7 +12,7 @@ from components.settings import SettingsError
 from components.settings.model import POOL_ROLE_LABEL
 from tests.unit.support import VKR, load_current as load_with
 
-UBUNTU = {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu"}
+UBUNTU = {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu,os-version=22.04"}  # GPU pools: 22.04, by version
 
 
 def problems_of(**overrides) -> str:

@@ -79,9 +79,24 @@ def test_a_driver_below_rapids_floor_is_refused_though_cuda_runs_on_it():
 
 @pytest.mark.parametrize("image, driver", [
     ("rapidsai/notebooks:26.10-cuda12-py3.11", "535.154.05"),  # RAPIDS 26.10's CUDA 12 floor is 535
-    ("rapidsai/notebooks:26.10-cuda13-py3.11", "580.65.06"),
+    ("rapidsai/notebooks:26.10-cuda13-py3.11", "580.159.03"),
     ("nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04", "470.63.01"),  # the paper's pair
     ("registry.example/dask-tkg/dask-runtime:1.0", "470.63.01"),  # no CUDA in the tag: not judged
 ])
 def test_a_driver_that_runs_the_images_cuda_loads(image, driver):
     assert load_today(daskImage=image, vgpuDriverVersion=driver, daskImageDaskVersion="2026.7.1").gpu_operator
+
+
+@pytest.mark.parametrize("driver", ["580.65.06", "580.126.09"])  # vGPU 19.0 and 19.4: the bulletin's range
+def test_a_guest_driver_with_a_known_vulnerability_is_refused_naming_the_bulletin_and_the_fix(driver):
+    [problem] = [p for p in refused(vgpuDriverVersion=driver).problems if p.key == "vgpuDriverVersion"]
+    assert f"{driver} is affected by NVIDIA security bulletin 5821 (May 2026): CVE-2026-24187, CVSS 8.8" in problem.message
+    assert ("the first fixed guest driver is 580.159.03 (vGPU 19.5, with vGPU Manager 580.159.01 on the hosts)"
+            in problem.message)
+
+
+@pytest.mark.parametrize("driver", ["580.159.03", "580.173.02", "595.91.07", "470.63.01"])
+def test_a_fixed_driver_or_a_branch_without_a_bulletin_passes_the_floor(driver):
+    from components.settings.support_matrix import driver_bulletin
+
+    assert driver_bulletin(driver) is None

@@ -28,7 +28,7 @@ def test_defaults_are_todays_platform():
                         PROVIDER))
     assert (s.vsphere.version, s.cluster.api_version) == (8, "cluster.x-k8s.io/v1beta1")
     assert s.cluster.kubernetes_version[:2] == (1, 33) and s.cluster.cluster_class == "builtin-generic-v3.4.0"
-    assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "580.65.06")
+    assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "580.159.03")
     assert (s.dask.backend, s.dask.operator.chart_version) == ("operator", "2026.3.0")
     assert (s.dask.image, s.dask.dask_version) == (
         "python:3.11.15-slim-bookworm@sha256:d29f48a31a8b408ed19272ca1e7b10ebae13b240a27e862d3d4217c528e2e0c3",
