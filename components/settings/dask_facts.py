@@ -116,6 +116,20 @@ IMAGES: tuple[ImageFacts, ...] = (
         has_jupyter=False,  # the prepared environment's
         python="3.11",
     ),
+    # the same on Debian 13, the default since Debian 12's regular security support ended (June 2026)
+    ImageFacts(
+        repository="python",
+        tag_prefix="3.11.15-slim-trixie",
+        source=("docker-library/repo-info repos/python/remote/3.11.15-slim-trixie.md at 2477d553 (linux/amd64:"
+                " debian.sh trixie, PYTHON_VERSION 3.11.15 built into /usr/local, ENV PATH /usr/local/bin:...;"
+                " no ENTRYPOINT; CMD [\"python3\"]; no USER: root, so the pods run as RUN_AS); glibc 2.41"
+                " (Debian 13), above the lock's manylinux_2_28"),
+        entrypoint=(),
+        cmd=("python3",),
+        dask_version=None,  # the prepared environment's (daskImageDaskVersion, checked against the lock)
+        has_jupyter=False,  # the prepared environment's
+        python="3.11",
+    ),
 )
 
 # The user the pods run as when the image's own is root (the paper's) or unknown: not root

@@ -63,7 +63,7 @@ def worker_environment_checks(s: Settings) -> list[Problem]:
                                         f" ({prepared_env.lock_path().name}) is for CPython"
                                         f" {prepared_env.PYTHON}, whose"
                                         f" interpreter the environment Job and the pods take from the image: use"
-                                        f" a CPython {prepared_env.PYTHON} image such as python:3.11.15-slim-bookworm"))
+                                        f" a CPython {prepared_env.PYTHON} image such as python:3.11.15-slim-trixie"))
     return out
 
 

@@ -1,6 +1,6 @@
 """The defaults, on a cluster that holds nothing of this project: the current stack ``dev``
 (Pulumi.dev.yaml: the Dask Kubernetes operator backend, the pinned CPython 3.11 image
-``python:3.11.15-slim-bookworm`` (by digest) and workerEnvironment=prepared: every package from the locked
+``python:3.11.15-slim-trixie`` (by digest) and workerEnvironment=prepared: every package from the locked
 environment on the pip-cache claim, mounted read-only at /opt/dask-env) on the current stacks' real
 Kubernetes 1.33 node, with the runner from the host driving both benchmarks.
 

@@ -58,7 +58,7 @@ def test_the_defaults_install_todays_add_ons(graph):
     assert {"gpu-operator-v26.7.0.tgz", "dask-kubernetes-operator-2026.3.0.tgz"} <= releases
     (dask_cluster,) = graph.of_type("kubernetes:kubernetes.dask.org/v1:DaskCluster")
     worker = dask_cluster.manifest()["spec"]["worker"]["spec"]["containers"][0]
-    assert worker["image"].startswith("python:3.11.15-slim-bookworm@sha256:")
+    assert worker["image"].startswith("python:3.11.15-slim-trixie@sha256:")
     env = {e["name"]: e.get("value") for e in worker["env"]}
     assert "EXTRA_PIP_PACKAGES" not in env  # the prepared environment (tests/program/test_worker_environment.py)
     mounts = {m["name"]: m["mountPath"] for m in worker["volumeMounts"]}
@@ -107,7 +107,7 @@ def test_the_papers_stack_says_once_that_the_runner_cannot_drive_its_image():
     assert len(notices) == 1, g.warnings
     (notice,) = notices
     for part in ("Python 3.8", "Dask 2021.09.1", "Python 3.11", "Dask 2026.7.1", "daskBackend operator",
-                 "workerEnvironment prepared", "daskImage python:3.11.15-slim-bookworm@sha256:",
+                 "workerEnvironment prepared", "daskImage python:3.11.15-slim-trixie@sha256:",
                  "daskImageDaskVersion 2026.7.1", "extraPipPackages \"\""):
         assert part in notice, notice
 

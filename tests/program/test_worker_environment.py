@@ -185,7 +185,7 @@ def test_the_default_image_is_a_pinned_cpython_311_with_recorded_facts(graph):
     import components.settings.dask_facts as facts
 
     image = graph.outputs["daskImage"]
-    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm@sha256:[0-9a-f]{64}", image), image  # by tag and digest
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-trixie@sha256:[0-9a-f]{64}", image), image  # by tag and digest
     found = facts.image_facts(image)
     assert found is not None and found.python == "3.11" and found.user is None
     assert graph.outputs["daskVersion"] == "2026.7.1"

@@ -31,7 +31,7 @@ def test_defaults_are_todays_platform():
     assert (s.gpu_operator.version, s.gpu_operator.driver_version) == ("v26.7.0", "580.159.03")
     assert (s.dask.backend, s.dask.operator.chart_version) == ("operator", "2026.3.0")
     assert (s.dask.image, s.dask.dask_version) == (
-        "python:3.11.15-slim-bookworm@sha256:d29f48a31a8b408ed19272ca1e7b10ebae13b240a27e862d3d4217c528e2e0c3",
+        "python:3.11.15-slim-trixie@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff",
         "2026.7.1")
     assert (s.dask.environment, s.dask.extra_pip_packages) == ("prepared", "")
 
