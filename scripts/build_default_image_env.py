@@ -15,13 +15,12 @@ The stand-in is:
   PyPI with pip's cache under the test cache. Every other version is constrained to the one
   the runner's environment (``sys.prefix`` of the interpreter running this script) has, so
   the build is reproducible;
-- torch and torchvision NOT installed again (the runner's CUDA 13 torch is ~5.5 GB, the
-  image's torch 2.10.0 CUDA 12 wheels ~4 GB, and this machine's disk is shared): a
+- torch and torchvision NOT installed again (the runner's CUDA 13 torch, 2.14.1 as the lock's,
+  is ~5.5 GB, and this machine's disk is shared): a
   directory of symbolic links to exactly the distributions torch and torchvision need
   (their requirement closure, extras included, less what the venv already has) in the
   runner's site-packages, added to the venv's ``sys.path`` by a ``.pth`` file. So the
-  workers' torch is the runner's 2.14.1, not the image's 2.10.0; the workers load the model
-  themselves, so their torch need not equal the client's.
+  workers' torch is the runner's 2.14.1, the GPU lock's version.
 
 Nothing of this project (no ``workloads``, no ``dask-tkg`` distribution) is installed or
 linked: the test asserts that inside a pod.

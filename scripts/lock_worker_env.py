@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Regenerate the Dask pods' locked environment: components/dask/environment/worker-cu12.lock
-(the GPU pods') and worker-cpu.lock (its CPU flavour, for the tests), from worker.in and
-overrides.txt in the same folder.
+"""Regenerate the Dask pods' locked environment: components/dask/environment/worker-cu13.lock
+(the GPU pods') and worker-cpu.lock (its CPU flavour, for the tests), from worker.in in the same
+folder.
 
 Two steps, neither downloads a wheel:
 
-1. resolve: ``uv pip compile`` for CPython 3.11 on manylinux_2_28 x86_64, wheels only, with
-   overrides.txt (torch 2.10.0 pins its CUDA 12.8 libraries exactly; RAPIDS 26.10 needs a newer
-   nvJitLink of the same major). uv reads each candidate's metadata from the index (PEP 658).
-   pip's resolver has no overrides, so it cannot resolve this spec (ResolutionImpossible).
+1. resolve: ``uv pip compile`` for CPython 3.11 on manylinux_2_28 x86_64, wheels only. No
+   override of any package's declared dependency is taken: an ``overrides.txt`` beside the spec
+   is refused (the last CUDA 12 lock needed one, torch's exact CUDA 12.8 pins against cuDF's
+   nvJitLink >= 12.9, so the lock contradicted what its packages declare). uv reads each
+   candidate's metadata from the index (PEP 658). Then every CUDA library must be of one major
+   (``cuda_majors``), or the lock is refused.
 2. pick the files: ``pip install --dry-run --ignore-installed --no-deps --report -`` of the
    resolved pins for the same target; the report names the one wheel pip would install there
    and its sha256, which become the lock's ``--hash`` (one per package: the pods install
@@ -17,9 +19,9 @@ Two steps, neither downloads a wheel:
 The CPU flavour is the same spec with the lines marked ``# gpu-only`` left out and a line
 marked ``# cpu: <requirement>`` replaced by that requirement.
 
-Usage: scripts/lock_worker_env.py [--index-url URL] [--flavour cu12|cpu] [--check]
+Usage: scripts/lock_worker_env.py [--index-url URL] [--flavour cu13|cpu] [--check]
 ``--check`` resolves nothing: exit 1 when a lock's recorded spec digest is not the spec's
-(worker.in or overrides.txt changed since the lock was made). Needs uv in this interpreter's
+(worker.in changed since the lock was made). Needs uv in this interpreter's
 environment (``pip install uv``: run as ``python -m uv``) and the index (PyPI) reachable.
 """
 from __future__ import annotations
@@ -37,8 +39,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ENV_DIR = REPO / "components" / "dask" / "environment"
 SPEC = ENV_DIR / "worker.in"
-OVERRIDES = ENV_DIR / "overrides.txt"
-FLAVOURS = ("cu12", "cpu")
+OVERRIDES = ENV_DIR / "overrides.txt"  # refused: a lock takes every declared dependency as declared
+FLAVOURS = ("cu13", "cpu")
+CUDA_MAJOR = 13
 PYTHON_VERSION = "3.11"
 UV_PLATFORM = "x86_64-manylinux_2_28"
 # pip takes each accepted platform tag on its own: manylinux_2_28 and every older glibc's
@@ -53,7 +56,7 @@ def lock_path(flavour: str) -> Path:
 
 
 def flavour_spec(text: str, flavour: str) -> str:
-    """worker.in for ``flavour``: cu12 as written (marks dropped), cpu without the gpu-only lines."""
+    """worker.in for ``flavour``: cu13 as written (marks dropped), cpu without the gpu-only lines."""
     out = []
     for line in text.splitlines():
         mark = _MARK.search(line)
@@ -67,9 +70,30 @@ def flavour_spec(text: str, flavour: str) -> str:
 
 
 def spec_digest(flavour: str) -> str:
-    """What a lock was made from: the flavour's spec and the overrides."""
-    text = flavour_spec(SPEC.read_text(), flavour) + "\0" + OVERRIDES.read_text()
-    return hashlib.sha256(text.encode()).hexdigest()
+    """What a lock was made from: the flavour's spec."""
+    return hashlib.sha256(flavour_spec(SPEC.read_text(), flavour).encode()).hexdigest()
+
+
+def refuse_overrides() -> None:
+    if OVERRIDES.exists():
+        sys.exit(f"{OVERRIDES.relative_to(REPO)} is refused: a lock takes every package's declared dependencies as"
+                 " declared. Change worker.in until uv resolves it without one (docs/dask.md, 'The Python environment')")
+
+
+def cuda_majors(pins: list[str]) -> set[int]:
+    """The CUDA majors of the resolved CUDA libraries: a ``-cu<N>`` or ``-cuda<N>x`` name, or the
+    version of ``cuda-toolkit`` / ``nvidia-cuda-runtime`` (CUDA 13's wheels drop the suffix; their
+    other libraries carry their own version numbers, not CUDA's)."""
+    majors = set()
+    for pin in pins:
+        name, _, version = pin.partition("==")
+        name = re.sub(r"[-_.]+", "-", name).lower()
+        match = re.search(r"-cu(\d+)$", name) or re.search(r"-cuda(\d+)x$", name)
+        if match:
+            majors.add(int(match.group(1)))
+        elif name in ("cuda-toolkit", "nvidia-cuda-runtime"):
+            majors.add(int(version.split(".")[0]))
+    return majors
 
 
 def recorded_digest(path: Path) -> str | None:
@@ -100,8 +124,7 @@ def resolve(spec: str, index_url: str, workdir: Path) -> list[str]:
     (workdir / "spec.in").write_text(spec)
     out = subprocess.run([*_uv(), "pip", "compile", "--quiet", "--no-config", "--no-header", "--no-annotate",
                           "--index-url", index_url, "--python-platform", UV_PLATFORM, "--python-version",
-                          PYTHON_VERSION, "--only-binary", ":all:", "--override", str(OVERRIDES),
-                          str(workdir / "spec.in")],
+                          PYTHON_VERSION, "--only-binary", ":all:", str(workdir / "spec.in")],
                          capture_output=True, text=True, env=_clean_env(), check=False)
     if out.returncode != 0:
         sys.exit(f"uv pip compile failed:\n{out.stderr}")
@@ -131,7 +154,7 @@ def pick_files(pins: list[str], index_url: str, workdir: Path) -> list[dict]:
 def render(flavour: str, files: list[dict], index_url: str) -> str:
     lines = [
         f"# The Dask pods' environment, flavour {flavour}: CPython {PYTHON_VERSION}, manylinux_2_28 x86_64, wheels only.",
-        "# Generated by scripts/lock_worker_env.py from worker.in and overrides.txt: do not edit.",
+        "# Generated by scripts/lock_worker_env.py from worker.in: do not edit.",
         f"# Install: pip install --require-hashes --no-deps --only-binary=:all: -r worker-{flavour}.lock",
         f"# spec-sha256: {spec_digest(flavour)}",
         f"# resolved-from: {index_url}",
@@ -156,9 +179,14 @@ def main(argv: list[str]) -> int:
             print(f"{lock_path(f).relative_to(REPO)} is not worker.in's lock: run scripts/lock_worker_env.py",
                   file=sys.stderr)
         return 1 if stale else 0
+    refuse_overrides()
     for flavour in flavours:
         with tempfile.TemporaryDirectory() as tmp:
             pins = resolve(flavour_spec(SPEC.read_text(), flavour), a.index_url, Path(tmp))
+            majors = cuda_majors(pins)
+            if majors - {CUDA_MAJOR}:
+                sys.exit(f"{flavour}: CUDA libraries of majors {sorted(majors)} resolved; one, {CUDA_MAJOR}, is"
+                         f" allowed: {', '.join(p for p in pins if cuda_majors([p]) - {CUDA_MAJOR})}")
             files = pick_files(pins, a.index_url, Path(tmp))
         lock_path(flavour).write_text(render(flavour, files, a.index_url))
         print(f"{lock_path(flavour).relative_to(REPO)}: {len(files)} packages")

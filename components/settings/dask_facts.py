@@ -103,7 +103,7 @@ IMAGES: tuple[ImageFacts, ...] = (
     # The current platform's default with workerEnvironment=prepared: only the interpreter; every
     # package comes from the prepared environment (components/settings/prepared_env.py), whose venv
     # is made by this image's python. RAPIDS' pip wheels carry their CUDA libraries (the lock's
-    # nvidia-*-cu12) and need only the driver, which the GPU operator's container toolkit mounts.
+    # CUDA 13 nvidia-* wheels) and need only the driver, which the GPU operator's container toolkit mounts.
     ImageFacts(
         repository="python",
         tag_prefix="3.11.15-slim-bookworm",

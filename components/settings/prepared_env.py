@@ -2,9 +2,10 @@
 environment, installed once per lock change onto the shared claim, which scheduler, workers and
 Jupyter mount read-only and run from. Nothing is installed when a pod starts.
 
-- the lock: ``environment/worker-cu12.lock`` (scripts/lock_worker_env.py makes it from
+- the lock: ``environment/worker-cu13.lock`` (scripts/lock_worker_env.py makes it from
   ``environment/worker.in``): every package a wheel for CPython 3.11 on manylinux x86_64 with
-  its sha256, one CUDA major (12) and one source of CUDA libraries (the nvidia-*-cu12 wheels);
+  its sha256, one CUDA major (13) and one source of CUDA libraries (NVIDIA's CUDA 13 wheels),
+  no package's declared dependency overridden;
 - where it lives: the pip-cache claim (one RWX claim the stack already has), directory
   ``environments/<lock sha256, 16 hex>``; pip's wheel cache for the Job in ``pip/`` on the
   same claim, so a lock change downloads only the wheels that changed;
@@ -30,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 ENV_DIR = Path(__file__).resolve().parents[1] / "dask" / "environment"  # beside the Dask components that use it
-FLAVOUR = "cu12"  # the pods' lock; "cpu" is its CPU flavour, for the tests
-CUDA_MAJOR = 12
+FLAVOUR = "cu13"  # the pods' lock; "cpu" is its CPU flavour, for the tests
+CUDA_MAJOR = 13
 PYTHON = "3.11"  # the locks' interpreter (CPython, scripts/lock_worker_env.py)
 ENV_MOUNT = "/opt/dask-env"
 CLAIM_MOUNT = "/claim"  # the Job's view of the whole claim (to make the directory, and pip's cache)
@@ -111,12 +112,16 @@ def unhashed(text: str) -> list[str]:
 
 
 def cuda_majors(text: str) -> set[int]:
-    """The CUDA majors the lock's CUDA libraries are built for (``nvidia-*-cu<N>``, ``*-cuda<N>x``)."""
+    """The CUDA majors the lock's CUDA libraries are built for: a ``-cu<N>`` or ``-cuda<N>x``
+    name, or the version of ``cuda-toolkit`` / ``nvidia-cuda-runtime`` (NVIDIA's CUDA 13 wheels
+    drop the suffix; their other libraries carry their own version numbers, not CUDA's)."""
     majors = set()
-    for name in pins(text):
+    for name, version in pins(text).items():
         match = re.search(r"-cu(\d+)$", name) or re.search(r"-cuda(\d+)x$", name)
         if match:
             majors.add(int(match.group(1)))
+        elif name in ("cuda-toolkit", "nvidia-cuda-runtime"):
+            majors.add(int(version.split(".")[0]))
     return majors
 
 

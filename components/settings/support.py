@@ -70,7 +70,7 @@ def runner_image_notice(s: Settings, runner: tuple[str, str] | None = None) -> s
             f" {s.dask.image} (Python {facts.python}, Dask {theirs}): its preflight refuses workers of another"
             f" Dask. To run the benchmarks on this stack, set daskBackend {schema.default('daskBackend')},"
             f" workerEnvironment {schema.default('workerEnvironment')} (the pods run the locked environment"
-            f" components/dask/environment/worker-cu12.lock), daskImage {schema.default('daskImage')},"
+            f" components/dask/environment/worker-cu13.lock), daskImage {schema.default('daskImage')},"
             f" daskImageDaskVersion {schema.default('daskImageDaskVersion')} and extraPipPackages"
             f" \"{schema.default('extraPipPackages')}\" (the current platform's defaults, Pulumi.yaml), or build"
             " images/dask-runtime.")

@@ -32,8 +32,8 @@ What runs, and how it differs from the defaults' deployment:
   base interpreter (Python 3.11), a venv with exactly the lock's dask and distributed 2026.7.1
   plus pandas, pyarrow, numpy and xgboost 3.2.0 (its CPU build, as the CPU flavour), and
   torch/torchvision from symbolic links into the runner's site-packages (mounted read-only):
-  the runner's 2.14.1, not the lock's 2.10.0, whose CUDA 12 wheels are ~4 GB on a shared
-  disk; the workers load the model themselves, so their torch need not equal the client's;
+  the runner's 2.14.1, the GPU lock's version, whose CUDA 13 wheels are ~5.5 GB on a shared
+  disk;
 - the pods run as the program sets them to: the image runs as root, so RUN_AS (uid and gid
   1000, components/settings/dask_facts.py) with its own home on an emptyDir, HOME=/home/dask;
 - Pod Security: the program's namespace carries its ``pod-security.kubernetes.io`` labels
@@ -205,7 +205,7 @@ def test_the_pods_hold_the_default_images_python_and_dask_and_nothing_of_this_pr
     assert {component for component, _ in probed} == {"scheduler", "worker"}, probed
     for (_, name), found in probed.items():
         assert found == {"python": "3.11", "dask": "2026.7.1", "distributed": "2026.7.1", "xgboost": "3.2.0",
-                         # the runner's torch, not the image's 2.10.0 (module docstring)
+                         # the runner's torch, the lock's version (module docstring)
                          "torch": "2.14.1", "project_modules": [], "project_distributions": [],
                          "repo_on_path": []}, name
 

@@ -200,13 +200,18 @@ def test_the_lock_has_a_hash_on_every_line_and_one_cuda_major():
     assert len(blocks) > 100 and prepared_env.unhashed(text) == []
     assert all(len(re.findall(r"--hash=sha256:[0-9a-f]{64}", b)) == 1 for b in blocks)  # one file each
     pins = prepared_env.pins(text)
-    nvidia = [n for n in pins if n.startswith("nvidia-") and n != "nvidia-ml-py"]
-    assert nvidia and {re.search(r"-cu(\d+)$", n).group(1) for n in nvidia} == {"12"}, nvidia
-    assert prepared_env.cuda_majors(text) == {12}
-    assert not any(n.startswith(("nvidia-", "cuda-")) and "cu13" in n for n in pins)
-    for name, version in {"dask": "2026.7.1", "distributed": "2026.7.1", "xgboost": "3.2.0", "torch": "2.10.0",
-                          "torchvision": "0.25.0", "cudf-cu12": "26.10", "dask-cudf-cu12": "26.10",
-                          "dask-cuda": "26.10"}.items():
+    # one CUDA major: every suffixed library -cu13, the unsuffixed CUDA 13 wheels at CUDA 13
+    suffixed = [n for n in pins if re.search(r"-cu(\d+)$", n)]
+    assert suffixed and {re.search(r"-cu(\d+)$", n).group(1) for n in suffixed} == {"13"}, suffixed
+    assert pins["nvidia-cuda-runtime"].startswith("13.") and pins["cuda-toolkit"].startswith("13.")
+    assert prepared_env.cuda_majors(text) == {13}
+    assert not any(n.endswith("-cu12") for n in pins)
+    # the runner's torch (requirements.txt): the client and the workers run the same one
+    runner = dict(re.findall(r"^(torch|torchvision)==(\S+)", (REPO / "requirements.txt").read_text(), re.M))
+    assert (pins["torch"], pins["torchvision"]) == (runner["torch"], runner["torchvision"]), runner
+    for name, version in {"dask": "2026.7.1", "distributed": "2026.7.1", "xgboost-cu13": "3.2.0", "torch": "2.14.1",
+                          "torchvision": "0.29.1", "cudf-cu13": "26.10", "dask-cudf-cu13": "26.10",
+                          "dask-cuda": "26.10", "cupy-cuda13x": "14."}.items():
         assert pins[name].startswith(version), (name, pins[name])
     assert {"jupyterlab", "dask-labextension", "pandas", "pyarrow", "numpy"} <= set(pins)
     # every file a CPython 3.11 or pure wheel for x86_64 Linux
@@ -231,9 +236,9 @@ def test_the_cpu_flavour_is_the_spec_without_the_gpu_packages():
     cpu_text = prepared_env.lock_text("cpu")
     cpu = prepared_env.pins(cpu_text)
     assert prepared_env.unhashed(cpu_text) == [] and prepared_env.cuda_majors(cpu_text) == set()
-    assert not any(n.startswith(("nvidia-", "cuda-", "cupy")) or n.endswith("-cu12") for n in cpu), sorted(cpu)
+    assert not any(n.startswith(("nvidia-", "cuda-", "cupy")) or n.endswith(("-cu12", "-cu13")) for n in cpu), sorted(cpu)
     assert "torch" not in cpu and "torchvision" not in cpu and "dask-cuda" not in cpu and "xgboost" not in cpu
-    assert cpu["xgboost-cpu"] == gpu["xgboost"] == "3.2.0"
+    assert cpu["xgboost-cpu"] == gpu["xgboost-cu13"] == "3.2.0"
     for name in ("dask", "distributed", "pandas", "numpy", "pyarrow", "jupyterlab", "dask-labextension"):
         assert cpu[name] == gpu[name], name
 
@@ -248,19 +253,19 @@ def test_extra_pip_packages_with_the_prepared_environment_is_refused_naming_both
     g = run_program("dev", config={"extraPipPackages": "torch==2.10.0"})
     assert g.error is not None
     assert "dask-tkg:extraPipPackages" in g.error and "workerEnvironment=prepared" in g.error, g.error
-    assert "the pods install nothing at start, every package comes from worker-cu12.lock" in g.error, g.error
+    assert "the pods install nothing at start, every package comes from worker-cu13.lock" in g.error, g.error
 
 
 def test_a_dask_version_other_than_the_locks_is_refused():
     g = run_program("dev", config={"daskImageDaskVersion": "2026.6.0"})
     assert g.error is not None and "dask-tkg:daskImageDaskVersion" in g.error, g.error
-    assert "2026.6.0 is not the Dask of the prepared environment (2026.7.1, worker-cu12.lock)" in g.error, g.error
+    assert "2026.6.0 is not the Dask of the prepared environment (2026.7.1, worker-cu13.lock)" in g.error, g.error
 
 
 def test_an_image_of_another_python_is_refused_naming_daskimage():
     g = run_program("dev", config={"daskImage": "nvcr.io/nvidia/rapidsai/rapidsai:21.10-cuda11.2-runtime-ubuntu20.04"})
     assert g.error is not None and "dask-tkg:daskImage" in g.error and "runs Python 3.8" in g.error, g.error
-    assert "the prepared environment (worker-cu12.lock) is for CPython 3.11" in g.error, g.error
+    assert "the prepared environment (worker-cu13.lock) is for CPython 3.11" in g.error, g.error
 
 
 def test_the_image_way_stays_available_and_declares_no_job():

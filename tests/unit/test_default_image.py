@@ -28,7 +28,7 @@ README_PYTHON = "3.11"  # the README's set-up: a fresh machine with Python 3.11
 # asks for numpy, torch and pillow (imported as PIL).
 PIP_MODULES = {"torch": {"torch"}, "torchvision": {"torchvision", "torch", "PIL", "numpy"}}
 # Distributions of the prepared environment's lock whose import name is not their name
-LOCK_MODULES = {"pillow": "PIL", "xgboost-cpu": "xgboost"}
+LOCK_MODULES = {"pillow": "PIL", "xgboost-cpu": "xgboost", "xgboost-cu13": "xgboost"}
 
 
 def prepared_modules() -> set[str]:

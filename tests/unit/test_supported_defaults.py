@@ -56,14 +56,14 @@ def test_the_driver_runs_the_pods_cuda_by_rapids_floor(stack):
 
 
 def test_a_driver_below_the_prepared_environments_floor_is_refused():
-    """The pods load the prepared environment's CUDA 12 libraries (RAPIDS 26.10): its floor,
+    """The pods load the prepared environment's CUDA 13 libraries (RAPIDS 26.10): its floor,
     not the CPython image's (which has no CUDA), decides."""
     with pytest.raises(SettingsError) as info:
         stack_settings("dev", {"vgpuDriverVersion": "530.41.03"})
     [problem] = info.value.problems
     assert problem.key == "vgpuDriverVersion" and "dask-tkg:vgpuDriverVersion" in str(info.value)
-    assert ("530.41.03 cannot run the prepared environment of worker-cu12.lock (RAPIDS 26.10 on CUDA 12 needs a"
-            " driver >= 535)") in problem.message
+    assert ("530.41.03 cannot run the prepared environment of worker-cu13.lock (RAPIDS 26.10 on CUDA 13 needs a"
+            " driver >= 580)") in problem.message
 
 
 @pytest.mark.parametrize("stack", CURRENT_STACKS)
@@ -71,10 +71,21 @@ def test_the_current_defaults_warn_of_nothing(stack):
     assert support_warnings(stack_settings(stack, {})) == []
 
 
+# A site below R580 cannot run the prepared environment (CUDA 13); it runs a CUDA 12 image the paper's way
+CUDA_12_IMAGE = {"workerEnvironment": "image", "daskImage": "rapidsai/notebooks:26.10-cuda12-py3.11",
+                 "daskImageDaskVersion": "2026.7.1"}
+
+
+def test_a_branch_below_r580_cannot_run_the_prepared_environment():
+    with pytest.raises(SettingsError) as info:
+        stack_settings("dev", {"vgpuDriverVersion": "535.154.05"})
+    assert "cannot run the prepared environment of worker-cu13.lock (RAPIDS 26.10 on CUDA 13" in str(info.value)
+
+
 def test_a_driver_past_its_branchs_end_warns_naming_both():
     """vGPU 16 (R535) ended in July 2026: its guest driver still deploys (it must match the
     hosts) but preview says so, with the branch to move to."""
-    s = stack_settings("dev", {"vgpuDriverVersion": "535.154.05"})
+    s = stack_settings("dev", {"vgpuDriverVersion": "535.154.05", **CUDA_12_IMAGE})
     [warning] = support_warnings(s, today=datetime.date(2026, 12, 3))
     assert warning.startswith("vgpuDriverVersion 535.154.05 is a vGPU 16 guest driver (R535), whose support"
                               " ended in 2026-07")
@@ -83,7 +94,7 @@ def test_a_driver_past_its_branchs_end_warns_naming_both():
 
 
 def test_a_driver_branch_the_operator_does_not_list_warns_naming_both():
-    s = stack_settings("dev", {"vgpuDriverVersion": "570.172.08"})
+    s = stack_settings("dev", {"vgpuDriverVersion": "570.172.08", **CUDA_12_IMAGE})
     [warning] = support_warnings(s, today=datetime.date(2026, 12, 3))
     assert warning.startswith("vgpuDriverVersion 570.172.08 (R570) is not on a driver branch gpuOperatorVersion"
                               " v26.7.0 lists (R610, R595, R580, R535: 610.57.04, 595.91.07, 580.173.02,"
