@@ -2,7 +2,8 @@
 """Fetch the wheels of the prepared environment's CPU flavour
 (components/dask/environment/worker-cpu.lock) into the test cache, sha256-verified, for the
 package index that tests/cluster/test_prepared_environment.py serves to the real node (the
-tests themselves reach nothing but loopback and the cluster's bridge).
+tests themselves reach nothing but loopback and the cluster's bridge). With ``--flavour cu13``
+the GPU lock's (about 4 GB, for the measurement of its cost on the real node, never make test).
 
 ``pip download --require-hashes --no-deps --only-binary=:all:`` for CPython 3.11 on manylinux
 x86_64 from PyPI: pip checks every file against the lock's sha256, and this script checks them
@@ -10,7 +11,7 @@ again (a file already in the cache is only hashed). The wheels land in
 ``$DASK_TKG__CACHE/worker-wheels/<lock sha256, 16 hex>/``; older locks' folders are removed
 (the disk is shared). A complete fetch is marked by ``.complete``.
 
-Usage: scripts/fetch_worker_wheels.py [--check]
+Usage: scripts/fetch_worker_wheels.py [--check] [--flavour cpu|cu13]
 Prints one JSON line: {"wheels", "lock", "files", "bytes", "cached"}. ``--check`` fetches
 nothing: exit 1 when the wheels are not all there (what the test calls).
 """
@@ -28,7 +29,8 @@ from pathlib import Path
 from fetch_artifacts import cache_root, file_sha256  # this folder: the same cache and hashing
 
 REPO = Path(__file__).resolve().parents[1]
-LOCK = REPO / "components" / "dask" / "environment" / "worker-cpu.lock"
+ENV_DIR = REPO / "components" / "dask" / "environment"
+LOCK = ENV_DIR / "worker-cpu.lock"
 INDEX = "https://pypi.org/simple"
 PLATFORMS = [f"manylinux_2_{m}_x86_64" for m in range(28, 4, -1)] + [
     "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]
@@ -60,16 +62,18 @@ def problems(folder: Path, wanted: dict[str, str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    text = LOCK.read_text()
+    flavour = argv[argv.index("--flavour") + 1] if "--flavour" in argv else "cpu"
+    lock = ENV_DIR / f"worker-{flavour}.lock"
+    text = lock.read_text()
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
-    root = cache_root() / "worker-wheels"
+    root = cache_root() / ("worker-wheels" if flavour == "cpu" else f"worker-wheels-{flavour}")
     folder = root / key
     wanted = expected(text)
     cached = (folder / ".complete").is_file()
     if not cached:
         if "--check" in argv:
-            print(f"the CPU flavour's wheels are not in {folder}: run {Path(__file__).name} (make test does)",
-                  file=sys.stderr)
+            print(f"the {flavour} flavour's wheels are not in {folder}: run {Path(__file__).name}"
+                  f"{'' if flavour == 'cpu' else ' --flavour ' + flavour} (make test does for cpu)", file=sys.stderr)
             return 1
         for old in root.glob("*") if root.is_dir() else ():
             if old.is_dir() and old.name != key:
@@ -80,7 +84,7 @@ def main(argv: list[str]) -> int:
         platforms = [a for p in PLATFORMS for a in ("--platform", p)]
         subprocess.run([sys.executable, "-m", "pip", "download", "--isolated", "--quiet", "--disable-pip-version-check",
                         "--require-hashes", "--no-deps", "--only-binary=:all:", *platforms, "--python-version", "3.11",
-                        "--implementation", "cp", "--index-url", INDEX, "--dest", str(folder), "-r", str(LOCK)],
+                        "--implementation", "cp", "--index-url", INDEX, "--dest", str(folder), "-r", str(lock)],
                        check=True, env=env)
         wrong = problems(folder, wanted)
         if wrong:
@@ -88,7 +92,7 @@ def main(argv: list[str]) -> int:
             return 1
         (folder / ".complete").write_text(json.dumps({"files": len(wanted)}))
     size = sum((folder / name).stat().st_size for name in wanted if (folder / name).exists())
-    print(json.dumps({"wheels": str(folder), "lock": str(LOCK), "files": len(wanted), "bytes": size,
+    print(json.dumps({"wheels": str(folder), "lock": str(lock), "files": len(wanted), "bytes": size,
                       "cached": cached}))
     return 0
 

@@ -83,6 +83,42 @@ DRIVER_BULLETINS: tuple[DriverBulletin, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class VgpuRelease:
+    """One vGPU software release for VMware vSphere: the hosts' vGPU Manager and its Linux guest driver."""
+
+    release: str  # e.g. "19.5"
+    manager: str  # the vGPU Manager (the hosts' VIB version, without its -1OEM... build suffix)
+    guest: str  # the Linux guest driver of the same release
+    source: str
+
+
+# The pairing rule of vGPU 19 (R580): "Virtual GPU Software R580 for VMware vSphere Release Notes"
+# (docs.nvidia.com/vgpu/19.x): a guest driver runs with the vGPU Manager of the same release, or
+# across branches only as those notes list (never a guest driver of a newer branch than the
+# hosts'); they give no "any release within the branch" rule. The releases known here:
+VGPU_RELEASES: tuple[VgpuRelease, ...] = (
+    VgpuRelease("19.0", "580.65.05", "580.65.06", "vGPU 19.0 release notes for vSphere, 1.1: Manager 580.65.05,"
+                " Linux driver 580.65.06"),
+    VgpuRelease("19.5", "580.159.01", "580.159.03", "NVIDIA Support Answer 5821: vGPU 19.5, vGPU Manager for"
+                " vSphere 580.159.01, Linux guest driver 580.159.03"),
+)
+
+
+def vgpu_release_of_manager(manager: str) -> VgpuRelease | None:
+    return next((r for r in VGPU_RELEASES if r.manager == manager), None)
+
+
+def manager_bulletin(manager: str) -> DriverBulletin | None:
+    """The bulletin whose vGPU Manager floor ``manager`` is below, if any."""
+    version = addon_facts.driver_version_tuple(manager)
+    for bulletin in DRIVER_BULLETINS:
+        fixed = addon_facts.driver_version_tuple(bulletin.fixed_manager)
+        if version and fixed and version[0] == bulletin.branch and version < fixed:
+            return bulletin
+    return None
+
+
 def driver_bulletin(driver: str) -> DriverBulletin | None:
     """The bulletin whose floor ``driver`` is below, if any (a branch without one is not judged)."""
     return next((b for b in DRIVER_BULLETINS if b.affects(driver)), None)

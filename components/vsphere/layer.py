@@ -36,6 +36,7 @@ from components.vsphere.file_share import FileShare, FileShareArgs
 from components.vsphere.namespace import Namespace, NamespaceArgs
 from components.vsphere.privileges import by_entity, required
 from components.vsphere.providers.privileges import VCenterPrivileges
+from components.vsphere.providers.vgpu_manager import VgpuManagerCheck
 from components.vsphere.storage_policies import StoragePolicies, StoragePoliciesArgs
 from components.vsphere.supervisor import Supervisor, SupervisorArgs
 from components.vsphere.vm_classes import VmClasses, VmClassesArgs
@@ -56,6 +57,7 @@ class VSphereLayerArgs:
     control_plane_policy: str  # storage policy of the Supervisor's control plane (create mode)
     vcenter: VCenterAccess
     release_os: tuple[str, ...] = ()  # OS images of tkr the node pools ask for (vSphere 8/9 check)
+    guest_driver: str = ""  # vgpuDriverVersion, checked against the hosts' vGPU Manager ("" = no GPU nodes)
 
     @classmethod
     def from_settings(cls, s: Settings, vcenter: VCenterAccess) -> VSphereLayerArgs:
@@ -63,7 +65,8 @@ class VSphereLayerArgs:
                    storage_policies=s.storage_policies, content_library=s.content_library,
                    namespace=s.namespace, file_share=s.file_share, tkr=s.cluster.tkr,
                    control_plane_policy=s.cluster.control_plane.storage_class, vcenter=vcenter,
-                   release_os=tuple(library_os_names(s.cluster)))
+                   release_os=tuple(library_os_names(s.cluster)),
+                   guest_driver=s.gpu_operator.driver_version if s.gpu_nodes else "")
 
 
 class VSphereLayer(pulumi.ComponentResource):
@@ -91,7 +94,15 @@ class VSphereLayer(pulumi.ComponentResource):
                 any(not c.predefined for c in args.vm_classes), args.file_share.mode == "vsan")),
             datacenter=args.site.datacenter, cluster=args.site.compute_cluster, datastore=library_datastore,
             at_preview=args.site.privilege_check, vcenter=args.vcenter)
-        child = pulumi.ResourceOptions(parent=self, depends_on=[self.privileges])
+        checks: list[pulumi.Resource] = [self.privileges]
+        if args.guest_driver and args.site.version >= 8 and any(c.vgpu_profile for c in args.vm_classes):
+            # the hosts' vGPU Manager decides the guest driver (components/vsphere/providers/vgpu_manager.py);
+            # on the current platform only: the paper's vSphere 7 stack stays as published
+            checks.append(VgpuManagerCheck(
+                f"{name}-vgpu-manager", pulumi.ResourceOptions(parent=self, depends_on=[self.privileges]),
+                datacenter=args.site.datacenter, hosts=list(args.site.esxi_hosts), guest_driver=args.guest_driver,
+                vcenter=args.vcenter))
+        child = pulumi.ResourceOptions(parent=self, depends_on=checks)
         self.classes = VmClasses(f"{name}-vmclasses", VmClassesArgs(classes=args.vm_classes), child)
         self.policies = StoragePolicies(
             f"{name}-policies", StoragePoliciesArgs(policies=args.storage_policies, vcenter=args.vcenter), child)

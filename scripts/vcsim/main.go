@@ -102,6 +102,7 @@ func main() {
 	username := flag.String("username", "user", "login user name")
 	password := flag.String("password", "pass", "login password")
 	apiVersion := flag.String("api-version", "7.0.3.0", "vSphere API version the simulator reports")
+	hostPackages := flag.String("host-packages", "", "JSON: host name (or \"*\") -> installed software packages (software.go)")
 	flag.Parse()
 
 	if *certFile == "" || *keyFile == "" {
@@ -120,6 +121,9 @@ func main() {
 	}
 	defer model.Remove()
 	evaluatePrivileges(model, *username)
+	if err := installSoftware(*hostPackages); err != nil {
+		fail("-host-packages: %v", err)
+	}
 
 	service := model.Service
 	service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}

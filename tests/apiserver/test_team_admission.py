@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from components.addons import environment_job
 from components.dask import team_reclaim
 from components.dask.team_admission import PARAMS, RULE_PREFIX
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
@@ -58,7 +59,8 @@ def team(kube_apiserver, operator_crds) -> dict:
     apply_manifest(api, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
                          "handler": "nvidia"}, update_existing=True)
     [operator] = [subject for obj in declared if obj["kind"] == "RoleBinding"
-                  and obj["metadata"].get("namespace") == NAMESPACE and obj["metadata"]["name"] != team_reclaim.NAME
+                  and obj["metadata"].get("namespace") == NAMESPACE
+                  and obj["metadata"]["name"] not in (team_reclaim.NAME, environment_job.RECORDER_ROLE)
                   for subject in obj["subjects"] if subject["kind"] == "ServiceAccount"]
     outputs = {**graph.outputs, "operator_user": f"system:serviceaccount:{operator['namespace']}:{operator['name']}"}
     wait_enforced(kube_apiserver, outputs)

@@ -448,3 +448,97 @@ def test_measure_the_paper_way_and_record(prepared):
         "job_pod": job_pod["metadata"]["name"],
     }
     RESULTS.write_text(json.dumps(record, indent=1) + "\n")
+
+
+GPU_LOCK_RESULTS = REPO / "docs" / "results" / "gpu-lock-start.json"
+GPU_IMPORTS = "import torch, cudf, dask_cudf, xgboost, cupy"
+
+
+@pytest.mark.skipif(os.environ.get("DASK_TKG__MEASURE_GPU_LOCK") != "1",
+                    reason="the GPU lock's cost measured only with DASK_TKG__MEASURE_GPU_LOCK=1 (8 GB installed;"
+                           " scripts/fetch_worker_wheels.py --flavour cu13 first)")
+def test_measure_the_gpu_lock_on_the_node_and_record(prepared):
+    """The GPU lock (worker-cu13.lock, 179 wheels) prepared by the program's Job on this node from the
+    index, then a first and an added worker whose container imports torch, cuDF, dask-cuDF,
+    XGBoost and CuPy from it before it starts: pod created to joined, which includes the
+    environment's check. The claim here is a host directory, not NFS (this node mounts no NFS)."""
+    folder = Path(json.loads(subprocess_check([sys.executable, str(WHEELS_SCRIPT), "--check", "--flavour", "cu13"]))[
+        "wheels"])
+    lock = prepared_env.lock_text("cu13")
+    api, ns, d = prepared.api, prepared.ns, dict(prepared.d)
+    d["subdir"] = prepared_env.subdir(lock)
+    index = PackageIndex(folder, lock_hashes(lock), host=prepared.index.host).start()
+    try:
+        (lock_map,) = [o for o in in_namespace(prepared.stack.objects, "ConfigMap", ns)
+                       if o["metadata"]["name"] == "dask-environment-lock"]
+        apply_manifest(api, {**lock_map, "metadata": {**lock_map["metadata"], "name": "dask-environment-lock-cu13"},
+                             "data": {**lock_map["data"], prepared_env.LOCK_KEY: lock}})
+        (job,) = [o for o in in_namespace(prepared.stack.objects, "Job", ns) if o["metadata"]["name"] == "dask-environment"]
+        job = copy.deepcopy(job)
+        job["metadata"]["name"] = "dask-environment-cu13"
+        pod = job["spec"]["template"]["spec"]
+        for_the_node(pod, d)
+        for volume in pod["volumes"]:
+            if volume["name"] == "lock":
+                volume["configMap"]["name"] = "dask-environment-lock-cu13"
+        for container in [*pod["initContainers"], *pod["containers"]]:
+            set_env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}", "ENV_SUBDIR": d["subdir"],
+                                "PACKAGE_INDEX_URL": index.url, "PLAIN_HTTP_HOST": prepared_env.plain_http_host(index.url),
+                                "LOCK_SHA256": prepared_env.lock_digest(lock), "RECORD_KEY": prepared_env.record_key(d["subdir"])})
+            container["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
+        created = time.time()
+        apply_manifest(api, job)
+        wait_for("the GPU lock's Job completed", lambda: api_request(
+            api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs/dask-environment-cu13")["status"].get("succeeded"),
+            timeout_s=1800, interval_s=1.0)
+        job_seconds = round(time.time() - created, 1)
+        home = prepared.share / prepared.claim / d["subdir"]
+        installed = sum(p.stat().st_size for p in home.rglob("*") if p.is_file() and not p.is_symlink())
+        figures = {}
+        for name in ("gpu-lock-first", "gpu-lock-added"):
+            spec = worker_spec(prepared.cluster, name, d)
+            (container,) = spec["containers"]
+            container["resources"] = {"requests": {"cpu": "100m", "memory": "512Mi"},
+                                      "limits": {"cpu": "2", "memory": "4Gi"}}
+            worker_args = " ".join(f"'{a}'" for a in container["args"]).replace(
+                "'$(DASK_WORKER_NAME)'", "\"$DASK_WORKER_NAME\"")
+            container["command"] = ["sh", "-c", f'python -c "{GPU_IMPORTS}" && exec {worker_args}']
+            container["args"] = []
+            started = prepared.start_worker(name, spec)
+            status = prepared.pod(name)["status"]
+            (check,) = status["initContainerStatuses"]
+            done = check["state"]["terminated"]
+            check_seconds = (_when(done["finishedAt"]) - _when(done["startedAt"]))
+            figures[name] = {"seconds": started["seconds"], "check_seconds": check_seconds,
+                             "bytes": sum(r.bytes for r in index.requests(client=started["pod_ip"]))}
+        record = {
+            "what": "The GPU lock (worker-cu13.lock) on the real Kubernetes 1.33 node: the program's environment Job"
+                    " installing it from the index on the cluster's link, then workers whose container imports"
+                    f" ({GPU_IMPORTS}) from it before joining; the claim is a host directory, not NFS",
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "lock": {"flavour": "cu13", "packages": len(lock_hashes(lock)),
+                     "wheel_bytes": sum((folder / f).stat().st_size for f in lock_hashes(lock))},
+            "job_seconds": job_seconds, "job_bytes": sum(r.bytes for r in index.requests()),
+            "installed_bytes": installed,
+            "first_worker": figures["gpu-lock-first"], "added_worker": figures["gpu-lock-added"],
+        }
+        GPU_LOCK_RESULTS.write_text(json.dumps(record, indent=1) + "\n")
+        print(json.dumps(record, indent=1))
+        assert figures["gpu-lock-added"]["bytes"] == 0
+    finally:
+        index.stop()
+
+
+def _when(stamp: str) -> float:
+    import datetime
+
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def subprocess_check(command: list[str]) -> str:
+    import subprocess
+
+    out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    if out.returncode:
+        pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
+    return out.stdout.splitlines()[-1]

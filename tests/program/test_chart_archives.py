@@ -170,5 +170,6 @@ def test_the_operator_image_is_pinned_by_the_digest_given_and_warned_about_witho
 
 def test_a_malformed_operator_digest_is_refused_naming_the_key():
     error = problems(daskOperatorImageDigest="latest")
-    assert any(p.key == "daskOperatorImageDigest" and "sha256: and 64 lower-case hex digits" in p.message
+    assert "dask-tkg:daskOperatorImageDigest" in str(error)
+    assert any(p.key == "daskOperatorImageDigest" and "must be sha256: and 64 lower-case hex digits" in p.message
                for p in error.problems)

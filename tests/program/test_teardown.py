@@ -68,7 +68,7 @@ def test_the_documented_steps_release_the_claim_then_the_share():
     after_claim = destroy(unprotect(state, steps[0]))
     assert {name(u) for u in after_claim.refused} == {"vsphere-fileshare-share"}
     kept = {s.type.rsplit(":", 1)[-1] for s in after_claim.left if s.custom and not s.type.startswith("pulumi:providers")}
-    assert kept == {"VsanFileShare", "VsanStoragePolicy", "VCenterPrivileges", "SupervisorReleases"}
+    assert kept == {"VsanFileShare", "VsanStoragePolicy", "VCenterPrivileges", "VgpuManagerCheck", "SupervisorReleases"}
     policy = [s for s in after_claim.left if s.type.endswith("VsanStoragePolicy")]
     assert [name(s.urn) for s in policy] == ["vsphere-policies-vsan-r1-sw8"]  # fileSharePolicy's
     assert {name(u) for u in after_claim.retained} == {"storage-dataset"}

@@ -47,3 +47,16 @@ def test_nothing_of_the_vsphere_layer_is_built_before_the_privilege_check():
         # the content library only on vSphere 7, where the program subscribes one
         assert ("datastore" in needs) == (config.get("vsphereVersion", 7) == 7)
         assert check.inputs["at_preview"] is True
+
+
+def test_the_current_stack_checks_the_hosts_vgpu_manager_and_the_papers_does_not():
+    """The hosts' vGPU Manager is read at preview for each esxiHosts entry against vgpuDriverVersion
+    (components/vsphere/providers/vgpu_manager.py; tests/vcenter/test_vgpu_manager.py runs it on the
+    simulator); the VM classes wait for it. The paper's vSphere 7 stack declares no such check."""
+    graph = run_program("dev")
+    [check] = graph.of_type("VgpuManagerCheck")
+    assert check.inputs["hosts"] == ["lab-esxi-01.lab.example", "lab-esxi-02.lab.example"]
+    assert check.inputs["guest_driver"] == "580.159.03"
+    [classes] = [r for r in graph.of_type("VmClasses")]
+    assert graph.depends_on(classes, check)
+    assert run_program("reference").of_type("VgpuManagerCheck") == []

@@ -89,7 +89,9 @@ def test_a_driver_that_runs_the_images_cuda_loads(image, driver):
 
 @pytest.mark.parametrize("driver", ["580.65.06", "580.126.09"])  # vGPU 19.0 and 19.4: the bulletin's range
 def test_a_guest_driver_with_a_known_vulnerability_is_refused_naming_the_bulletin_and_the_fix(driver):
-    [problem] = [p for p in refused(vgpuDriverVersion=driver).problems if p.key == "vgpuDriverVersion"]
+    error = refused(vgpuDriverVersion=driver)
+    assert "dask-tkg:vgpuDriverVersion" in str(error)
+    [problem] = [p for p in error.problems if p.key == "vgpuDriverVersion"]
     assert f"{driver} is affected by NVIDIA security bulletin 5821 (May 2026): CVE-2026-24187, CVSS 8.8" in problem.message
     assert ("the first fixed guest driver is 580.159.03 (vGPU 19.5, with vGPU Manager 580.159.01 on the hosts)"
             in problem.message)

@@ -80,6 +80,7 @@ def test_a_branch_below_r580_cannot_run_the_prepared_environment():
     with pytest.raises(SettingsError) as info:
         stack_settings("dev", {"vgpuDriverVersion": "535.154.05"})
     assert "cannot run the prepared environment of worker-cu13.lock (RAPIDS 26.10 on CUDA 13" in str(info.value)
+    assert "dask-tkg:vgpuDriverVersion" in str(info.value)
 
 
 def test_a_driver_past_its_branchs_end_warns_naming_both():

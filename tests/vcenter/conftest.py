@@ -15,6 +15,7 @@ import secrets
 import selectors
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,27 +72,24 @@ def _build() -> Path:
     return binary
 
 
-@pytest.fixture(scope="session")
-def vcsim(tmp_path_factory) -> Vcsim:
+# The NVIDIA vGPU Manager VIB every simulated host holds by default: vGPU 19.5's, the release the
+# current defaults' guest driver pairs with (components/vsphere/providers/vgpu_manager.py).
+VGPU_19_5_MANAGER = {"name": "NVD-AIE_ESXi_8.0.0_Driver", "version": "580.159.01-1OEM.800.1.0.20613240",
+                     "vendor": "NVIDIA", "summary": "NVIDIA AI Enterprise vGPU driver for VMWare ESX-8.0.0"}
+DEFAULT_PACKAGES = {"*": [VGPU_19_5_MANAGER]}
+
+
+@contextmanager
+def running_vcsim(folder: Path, host_packages: dict | None = None):
+    """A vcsim process on a free loopback port (``host_packages``: software.go's -host-packages)."""
     binary = _build()
-    log = (tmp_path_factory.mktemp("vcsim") / "stderr.log").open("w+")
+    log = (folder / "stderr.log").open("w+")
     user = "administrator@vsphere.local"
     password = "Vc$im-" + secrets.token_urlsafe(12) + "!"
     cert, key = CACHE / "cert.pem", CACHE / "key.pem"
     proc = subprocess.Popen(
-        [
-            str(binary),
-            "-listen",
-            "127.0.0.1:0",
-            "-cert",
-            str(cert),
-            "-key",
-            str(key),
-            "-username",
-            user,
-            "-password",
-            password,
-        ],
+        [str(binary), "-listen", "127.0.0.1:0", "-cert", str(cert), "-key", str(key), "-username", user,
+         "-password", password, "-host-packages", json.dumps(DEFAULT_PACKAGES if host_packages is None else host_packages)],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -122,6 +120,12 @@ def vcsim(tmp_path_factory) -> Vcsim:
             terminate(proc)
         proc.stdout.close()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def vcsim(tmp_path_factory) -> Vcsim:
+    with running_vcsim(tmp_path_factory.mktemp("vcsim")) as simulator:
+        yield simulator
 
 
 @pytest.fixture
