@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.vsphere.providers.vgpu_manager import VgpuManagerProvider
-from tests.vcenter.conftest import VGPU_19_5_MANAGER, running_vcsim
+from tests.vcenter.simulator import VGPU_19_5_MANAGER, running_vcsim
 
 HOSTS = ["DC0_C0_H0", "DC0_C0_H1"]  # vcsim's VPX model: datacenter DC0, cluster DC0_C0
 VGPU_19_0_MANAGER = {**VGPU_19_5_MANAGER, "version": "580.65.05-1OEM.800.1.0.20613240"}
