@@ -30,7 +30,6 @@ from fetch_artifacts import cache_root, file_sha256  # this folder: the same cac
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_DIR = REPO / "components" / "dask" / "environment"
-LOCK = ENV_DIR / "worker-cpu.lock"
 INDEX = "https://pypi.org/simple"
 PLATFORMS = [f"manylinux_2_{m}_x86_64" for m in range(28, 4, -1)] + [
     "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]

@@ -37,6 +37,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+import components.settings.prepared_env as prepared_env  # noqa: E402 (the repository's own module)
+
 ENV_DIR = REPO / "components" / "dask" / "environment"
 SPEC = ENV_DIR / "worker.in"
 OVERRIDES = ENV_DIR / "overrides.txt"  # refused: a lock takes every declared dependency as declared
@@ -81,19 +84,10 @@ def refuse_overrides() -> None:
 
 
 def cuda_majors(pins: list[str]) -> set[int]:
-    """The CUDA majors of the resolved CUDA libraries: a ``-cu<N>`` or ``-cuda<N>x`` name, or the
-    version of ``cuda-toolkit`` / ``nvidia-cuda-runtime`` (CUDA 13's wheels drop the suffix; their
-    other libraries carry their own version numbers, not CUDA's)."""
-    majors = set()
-    for pin in pins:
-        name, _, version = pin.partition("==")
-        name = re.sub(r"[-_.]+", "-", name).lower()
-        match = re.search(r"-cu(\d+)$", name) or re.search(r"-cuda(\d+)x$", name)
-        if match:
-            majors.add(int(match.group(1)))
-        elif name in ("cuda-toolkit", "nvidia-cuda-runtime"):
-            majors.add(int(version.split(".")[0]))
-    return majors
+    """The CUDA majors of resolved ``name==version`` pins (``prepared_env.cuda_majors_of``, which
+    the program's preview checks use too)."""
+    found = {re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in (p.partition("==") for p in pins)}
+    return prepared_env.cuda_majors_of(found)
 
 
 def recorded_digest(path: Path) -> str | None:

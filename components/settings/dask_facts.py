@@ -6,6 +6,7 @@ on a guess. The values builder (``values.py``) and the render tests both read th
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -42,6 +43,30 @@ class ImageFacts:
         ref = ImageRef.parse(image)  # a digest after the tag names the same image's bytes
         return ref.repository == self.repository and (ref.tag or "").startswith(self.tag_prefix)
 
+
+# The current platform's default with workerEnvironment=prepared: only the interpreter; every
+# package comes from the prepared environment (components/settings/prepared_env.py), whose venv
+# is made by this image's python. RAPIDS' pip wheels carry their CUDA libraries (the lock's
+# CUDA 13 nvidia-* wheels) and need only the driver, which the GPU operator's container toolkit mounts.
+PYTHON_SLIM_BOOKWORM = ImageFacts(
+    repository="python",
+    tag_prefix="3.11.15-slim-bookworm",
+    source=("docker-library/python 3.11/slim-bookworm/Dockerfile (FROM debian:bookworm-slim; CPython 3.11.15"
+            " built into /usr/local, ENV PATH /usr/local/bin:$PATH; no ENTRYPOINT; CMD [\"python3\"]; no USER:"
+            " root, so the pods run as RUN_AS); glibc 2.36 (Debian 12), above the lock's manylinux_2_28"),
+    entrypoint=(),
+    cmd=("python3",),
+    dask_version=None,  # the prepared environment's (daskImageDaskVersion, checked against the lock)
+    has_jupyter=False,  # the prepared environment's
+    python="3.11",
+)
+# The same image on Debian 13, the default since Debian 12's regular security support ended (June 2026)
+PYTHON_SLIM_TRIXIE = dataclasses.replace(
+    PYTHON_SLIM_BOOKWORM, tag_prefix="3.11.15-slim-trixie",
+    source=("docker-library/repo-info repos/python/remote/3.11.15-slim-trixie.md at 2477d553 (linux/amd64: debian.sh"
+            " trixie, PYTHON_VERSION 3.11.15 built into /usr/local, ENV PATH /usr/local/bin:...; no ENTRYPOINT; CMD"
+            " [\"python3\"]; no USER: root, so the pods run as RUN_AS); glibc 2.41 (Debian 13), above the lock's"
+            " manylinux_2_28"))
 
 IMAGES: tuple[ImageFacts, ...] = (
     ImageFacts(
@@ -100,36 +125,8 @@ IMAGES: tuple[ImageFacts, ...] = (
                            "cupy", "jupyterlab", "dask_labextension"}),
         cuda_major=12,
     ),
-    # The current platform's default with workerEnvironment=prepared: only the interpreter; every
-    # package comes from the prepared environment (components/settings/prepared_env.py), whose venv
-    # is made by this image's python. RAPIDS' pip wheels carry their CUDA libraries (the lock's
-    # CUDA 13 nvidia-* wheels) and need only the driver, which the GPU operator's container toolkit mounts.
-    ImageFacts(
-        repository="python",
-        tag_prefix="3.11.15-slim-bookworm",
-        source=("docker-library/python 3.11/slim-bookworm/Dockerfile (FROM debian:bookworm-slim; CPython 3.11.15"
-                " built into /usr/local, ENV PATH /usr/local/bin:$PATH; no ENTRYPOINT; CMD [\"python3\"]; no USER:"
-                " root, so the pods run as RUN_AS); glibc 2.36 (Debian 12), above the lock's manylinux_2_28"),
-        entrypoint=(),
-        cmd=("python3",),
-        dask_version=None,  # the prepared environment's (daskImageDaskVersion, checked against the lock)
-        has_jupyter=False,  # the prepared environment's
-        python="3.11",
-    ),
-    # the same on Debian 13, the default since Debian 12's regular security support ended (June 2026)
-    ImageFacts(
-        repository="python",
-        tag_prefix="3.11.15-slim-trixie",
-        source=("docker-library/repo-info repos/python/remote/3.11.15-slim-trixie.md at 2477d553 (linux/amd64:"
-                " debian.sh trixie, PYTHON_VERSION 3.11.15 built into /usr/local, ENV PATH /usr/local/bin:...;"
-                " no ENTRYPOINT; CMD [\"python3\"]; no USER: root, so the pods run as RUN_AS); glibc 2.41"
-                " (Debian 13), above the lock's manylinux_2_28"),
-        entrypoint=(),
-        cmd=("python3",),
-        dask_version=None,  # the prepared environment's (daskImageDaskVersion, checked against the lock)
-        has_jupyter=False,  # the prepared environment's
-        python="3.11",
-    ),
+    PYTHON_SLIM_BOOKWORM,
+    PYTHON_SLIM_TRIXIE,
 )
 
 # The user the pods run as when the image's own is root (the paper's) or unknown: not root

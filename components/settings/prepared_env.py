@@ -112,11 +112,16 @@ def unhashed(text: str) -> list[str]:
 
 
 def cuda_majors(text: str) -> set[int]:
-    """The CUDA majors the lock's CUDA libraries are built for: a ``-cu<N>`` or ``-cuda<N>x``
-    name, or the version of ``cuda-toolkit`` / ``nvidia-cuda-runtime`` (NVIDIA's CUDA 13 wheels
-    drop the suffix; their other libraries carry their own version numbers, not CUDA's)."""
+    """The CUDA majors the lock's CUDA libraries are built for (``cuda_majors_of``)."""
+    return cuda_majors_of(pins(text))
+
+
+def cuda_majors_of(found: dict[str, str]) -> set[int]:
+    """The CUDA majors of ``{normalised name: version}``: a ``-cu<N>`` or ``-cuda<N>x`` name, or the
+    version of ``cuda-toolkit`` / ``nvidia-cuda-runtime`` (NVIDIA's CUDA 13 wheels drop the suffix;
+    their other libraries carry their own version numbers, not CUDA's). Also the lock script's."""
     majors = set()
-    for name, version in pins(text).items():
+    for name, version in found.items():
         match = re.search(r"-cu(\d+)$", name) or re.search(r"-cuda(\d+)x$", name)
         if match:
             majors.add(int(match.group(1)))

@@ -6,9 +6,8 @@ says why each)."""
 from __future__ import annotations
 
 from components.dask.values import service_names
-from components.settings.prepared_env import VERIFY_CONTAINER
 from tests.cluster.node import REAL_NODE_TOLERATION
-from tests.cluster.post_render import set_env, set_mounts
+from tests.cluster.post_render import set_env, set_mounts, without_environment_check
 from tests.cluster.kube import wait_for
 from tests.kube.crds import install_crd
 from tests.cluster.support import SMALL
@@ -26,11 +25,7 @@ def change_pod_spec(spec: dict, component: str, d: dict) -> None:
     spec.pop("nodeSelector", None)
     spec["tolerations"] = [*spec.get("tolerations", []), REAL_NODE_TOLERATION]
     spec["hostAliases"] = [{"ip": d["scheduler_ip"], "hostnames": d["scheduler_names"]}]
-    # the environment here is the stand-in's, which no environment Job recorded: its check is left
-    # out (tests/cluster/test_prepared_environment.py runs it on an environment the Job prepared)
-    spec["initContainers"] = [c for c in spec.get("initContainers", []) if c["name"] != VERIFY_CONTAINER]
-    if not spec["initContainers"]:
-        del spec["initContainers"]
+    without_environment_check(spec)
     for container in spec["containers"]:
         container["image"] = d["image"]
         container["imagePullPolicy"] = "Never"

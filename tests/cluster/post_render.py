@@ -81,6 +81,15 @@ def _writable(spec: dict, container: dict, paths: list[str]) -> None:
         container.setdefault("volumeMounts", []).append({"name": f"writable-{i}", "mountPath": path})
 
 
+def without_environment_check(spec: dict) -> None:
+    """The pod spec without the prepared environment's check: here the environment is the
+    stand-in's, which no environment Job recorded (tests/cluster/test_prepared_environment.py runs
+    the check on an environment the Job prepared)."""
+    spec["initContainers"] = [c for c in spec.get("initContainers", []) if c["name"] != VERIFY_CONTAINER]
+    if not spec["initContainers"]:
+        del spec["initContainers"]
+
+
 def set_env(container: dict, env: dict[str, str]) -> None:
     entries = [e for e in container.get("env", []) if e["name"] not in env]
     container["env"] = entries + [{"name": k, "value": v} for k, v in env.items()]
@@ -91,10 +100,7 @@ def change_deployment(obj: dict, d: dict[str, Any]) -> dict:
     spec = obj["spec"]["template"]["spec"]
     spec.pop("nodeSelector", None)
     spec["tolerations"] = [*spec.get("tolerations", []), d["toleration"]]
-    # no environment Job recorded the stand-in's environment (tests/cluster/dask_operator.py)
-    spec["initContainers"] = [c for c in spec.get("initContainers", []) if c["name"] != VERIFY_CONTAINER]
-    if not spec["initContainers"]:
-        del spec["initContainers"]
+    without_environment_check(spec)
     if component == "worker":
         obj["spec"]["replicas"] = d["worker_replicas"]
     for container in spec["containers"]:

@@ -122,10 +122,10 @@ def apply_guest_half(api, stack: DeclaredStack, kinds=("Namespace", "RoleBinding
             apply_manifest(api, obj)
 
 
-def set_up_report(script: Path, timeout_s: float) -> dict:
-    """The last JSON line of a set-up script run with ``--check`` (it builds and fetches
-    nothing: what make test prepared); the test fails with the script's words if it is not there."""
-    out = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True,
+def set_up_report(script: Path, timeout_s: float, *args: str) -> dict:
+    """The last JSON line of a set-up script run with ``--check`` and ``args`` (it builds and
+    fetches nothing: what make test prepared); the test fails with the script's words if it is not there."""
+    out = subprocess.run([sys.executable, str(script), "--check", *args], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, cwd=REPO, timeout=timeout_s)
     if out.returncode != 0:
         pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)

@@ -462,8 +462,7 @@ def test_measure_the_gpu_lock_on_the_node_and_record(prepared):
     index, then a first and an added worker whose container imports torch, cuDF, dask-cuDF,
     XGBoost and CuPy from it before it starts: pod created to joined, which includes the
     environment's check. The claim here is a host directory, not NFS (this node mounts no NFS)."""
-    folder = Path(json.loads(subprocess_check([sys.executable, str(WHEELS_SCRIPT), "--check", "--flavour", "cu13"]))[
-        "wheels"])
+    folder = Path(set_up_report(WHEELS_SCRIPT, 120, "--flavour", "cu13")["wheels"])
     lock = prepared_env.lock_text("cu13")
     api, ns, d = prepared.api, prepared.ns, dict(prepared.d)
     d["subdir"] = prepared_env.subdir(lock)
@@ -534,11 +533,3 @@ def _when(stamp: str) -> float:
 
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
-
-def subprocess_check(command: list[str]) -> str:
-    import subprocess
-
-    out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
-    if out.returncode:
-        pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
-    return out.stdout.splitlines()[-1]

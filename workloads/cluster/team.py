@@ -23,6 +23,9 @@ from workloads.contract import (
     ContractError,
 )
 
+# The outputs ``parse`` reads: what a person's run needs, and all the team document keeps (team_outputs.py)
+READ = (TEAM_USERS, TEAM_CLUSTER_SPEC, DATASET_MOUNT, DATASET_LAYOUT, THREADS_PER_WORKER, IMAGE, DASK_VERSION)
+
 HOW_TO_ADD = "a platform engineer adds people with the stack setting users (docs/dask.md, For a team)"
 
 

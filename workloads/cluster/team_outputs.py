@@ -21,19 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from workloads.cluster.team import parse
-from workloads.contract import (
-    DASK_VERSION,
-    DATASET_LAYOUT,
-    DATASET_MOUNT,
-    IMAGE,
-    TEAM_CLUSTER_SPEC,
-    TEAM_USERS,
-    THREADS_PER_WORKER,
-    ContractError,
-)
+from workloads.cluster.team import READ, parse
+from workloads.contract import ContractError
 
-KEPT = (TEAM_USERS, TEAM_CLUSTER_SPEC, DATASET_MOUNT, DATASET_LAYOUT, THREADS_PER_WORKER, IMAGE, DASK_VERSION)
+KEPT = READ  # the outputs workloads/cluster/team.py reads
 SECRET_MARKERS = ("-----BEGIN", "[secret]")
 
 
