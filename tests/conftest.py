@@ -52,6 +52,7 @@ STAND_IN_MODULES = {
     "tests/apiserver/test_capi_cluster.py": ("artifacts",),
     "tests/apiserver/test_gpu_pools_ready.py": ("artifacts",),
     "tests/apiserver/test_supervisor_releases.py": ("artifacts",),
+    "tests/apiserver/test_supervisor_kubernetes_releases.py": ("artifacts",),
     "tests/prepare/test_nginx.py": ("nginx",),
     "tests/report/test_browser.py": ("browser",),
     "tests/setup/test_system_programs.py::test_each_package_installs_the_programs_declared_for_it": ("system_packages",),

@@ -1,7 +1,8 @@
-"""The preview check of what a Supervisor serves, against the current stacks' real kube-apiserver 1.33 holding the
-upstream CRDs and objects shaped like a VKS Supervisor's.
+"""The preview check of what a vSphere 8 Supervisor serves (TanzuKubernetesReleases), against the current stacks'
+real kube-apiserver 1.33 holding the upstream CRDs and objects shaped like a Supervisor's. VKS 3.4+'s
+KubernetesReleases: ``test_supervisor_kubernetes_releases.py``.
 
-CRDs (pinned artifacts, installed unchanged but for the one noted in ``release_crds``):
+CRDs (pinned artifacts, installed unchanged but for the one noted in ``supervisor_stand_in.tanzu_release_crds``):
 Cluster API v1.10.10's ClusterClass (namespaced, ``cluster.x-k8s.io/v1beta1``) and
 tanzu-framework@2bcc114e's TanzuKubernetesRelease and OSImage (cluster-scoped,
 ``run.tanzu.vmware.com/v1alpha3``: ``spec.osImages``, ``spec.os.name``, conditions
@@ -11,16 +12,14 @@ kubeconfig for this server, exactly as ``pulumi preview`` runs it.
 """
 from __future__ import annotations
 
-import base64
 import copy
 
 import pytest
-import yaml
 
 from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
-from tests import artifacts
-
-from tests.kube.crds import install_crd, load_crd
+from tests.apiserver.supervisor_stand_in import (condition, kubeconfig, kubernetes_release_crd, os_image,
+                                                 tanzu_release_crds)
+from tests.kube.crds import install_crd, uninstall_crd
 from tests.kube.rest import apply_manifest, delete_object, patch_status
 
 pytestmark = pytest.mark.apiserver
@@ -41,27 +40,6 @@ POOLS = [{"key": "nodePools[0]", "name": "gpu-worker", "role": "gpu", "os": "ubu
          {"key": "nodePools[1]", "name": "cpu-worker", "role": "cpu", "os": "", "os_version": ""}]
 
 
-def release_crds() -> list[dict]:
-    """The TKR and OSImage CRDs. The TKR CRD stores v1alpha1 and a Supervisor converts to it
-    through a webhook; the stand-in has none, so v1alpha3 is made the stored version here (its
-    schema, the one read, unchanged), else the v1alpha1 schema would prune ``spec.osImages``."""
-    tkr = load_crd(artifacts.TKR_CRD)
-    for version in tkr["spec"]["versions"]:
-        version["storage"] = version["name"] == "v1alpha3"
-    return [tkr, load_crd(artifacts.OSIMAGE_CRD)]
-
-
-def condition(kind: str, status: str, why: dict | None = None) -> dict:
-    return {"type": kind, "status": status, "lastTransitionTime": "2026-11-02T10:00:00Z", **(why or {})}
-
-
-def os_image(name: str, os_name: str, version: str, k8s: str) -> dict:
-    return {"apiVersion": "run.tanzu.vmware.com/v1alpha3", "kind": "OSImage", "metadata": {"name": name},
-            "spec": {"kubernetesVersion": k8s, "os": {"name": os_name, "version": version, "arch": "amd64",
-                                                       "type": "linux"},
-                     "image": {"type": "vmop", "ref": {"name": name}}}}
-
-
 def release(api, name: str, images: list[str], ready: dict, compatible: dict) -> None:
     k8s = name.split("---")[0] + "+vmware.1"
     obj = apply_manifest(api, {
@@ -73,9 +51,12 @@ def release(api, name: str, images: list[str], ready: dict, compatible: dict) ->
 
 @pytest.fixture(scope="module")
 def supervisor(kube_apiserver, capi_crds):
-    """The Supervisor's objects: two builtin classes, five releases, their OS images."""
+    """The Supervisor's objects: two builtin classes, five releases, their OS images. A vSphere 8
+    Supervisor's: no KubernetesRelease API, and no release another module's Supervisor left."""
     api = kube_apiserver.api_client
-    for crd in release_crds():
+    for crd in (kubernetes_release_crd(), *tanzu_release_crds()):
+        uninstall_crd(api, crd["metadata"]["name"])
+    for crd in tanzu_release_crds():
         install_crd(api, crd)
     apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLASS_NAMESPACE}},
                    update_existing=True)
@@ -94,17 +75,6 @@ def supervisor(kube_apiserver, capi_crds):
     release(api, NOT_READY, ["vmi-photon-1331", "vmi-ubuntu-1331"], condition("Ready", "False", NOT_READY_WHY), ok[1])
     release(api, NOT_COMPATIBLE, [], ok[0], condition("Compatible", "False", INCOMPATIBLE))
     return kube_apiserver
-
-
-def kubeconfig(server, token: str | None = None) -> str:
-    """A kubeconfig carrying the CA as data, as a Supervisor's service-account kubeconfig does."""
-    doc = yaml.safe_load(server.kubeconfig.read_text())
-    cluster = doc["clusters"][0]["cluster"]
-    cluster["certificate-authority-data"] = base64.b64encode(server.ca_file.read_bytes()).decode()
-    del cluster["certificate-authority"]
-    if token:
-        doc["users"][0]["user"]["token"] = token
-    return yaml.safe_dump(doc)
 
 
 def props(server, **overrides) -> dict:

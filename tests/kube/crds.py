@@ -9,7 +9,8 @@ import kubernetes.client
 import yaml
 
 from tests import artifacts
-from tests.kube.rest import apply_manifest, get_object, resource_info
+from tests.kube.rest import (KubeApiError, api_request, apply_manifest, delete_object, forget_discovery, get_object,
+                             resource_info)
 
 REPO = Path(__file__).resolve().parents[2]
 TKC_CRD_V1ALPHA2 = artifacts.TKC_CRD_V1ALPHA2  # VMware's file, fetched into the cache
@@ -74,3 +75,33 @@ def install_crd(api: kubernetes.client.ApiClient, crd: dict, timeout_s: float = 
         if version.get("served", True):
             resource_info(api, f"{group}/{version['name']}", kind, wait_s=max(deadline - time.monotonic(), 1.0))
     return current
+
+
+def uninstall_crd(api: kubernetes.client.ApiClient, name: str, timeout_s: float = 60.0) -> None:
+    """Delete a CRD (and with it every object of its kinds) and wait until the server no longer
+    lists it in discovery, so that a reader of discovery sees the API gone."""
+    try:
+        crd = get_object(api, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+    except KubeApiError as exc:
+        if exc.status == 404:
+            return
+        raise
+    delete_object(api, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+    group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
+    deadline = time.monotonic() + timeout_s
+    for version in crd["spec"]["versions"]:
+        forget_discovery(api, f"{group}/{version['name']}")
+        while _discovered(api, f"/apis/{group}/{version['name']}", plural):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {name} still served in {group}/{version['name']} after {timeout_s} s")
+            time.sleep(0.2)
+
+
+def _discovered(api: kubernetes.client.ApiClient, path: str, plural: str) -> bool:
+    try:
+        listed = api_request(api, "GET", path)
+    except KubeApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return any(resource.get("name") == plural for resource in listed.get("resources") or [])

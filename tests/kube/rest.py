@@ -54,12 +54,12 @@ def api_client(url: str, ca_file: Path, token: str) -> kubernetes.client.ApiClie
 
 def api_request(api: kubernetes.client.ApiClient, method: str, path: str, *, body: Any = None,
                 query: dict[str, Any] | None = None, content_type: str = "application/json",
-                timeout: float = 30.0) -> Any:
+                accept: str = "application/json", timeout: float = 30.0) -> Any:
     """One raw request through ``api`` (its host, TLS and token); returns the decoded JSON answer.
 
     Raises KubeApiError for any non-2xx answer, with the server's Status message.
     """
-    headers = {"Accept": "application/json", "Content-Type": content_type}
+    headers = {"Accept": accept, "Content-Type": content_type}
     query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
     method_, url, header_params, body_, post_params = api.param_serialize(
         method=method, resource_path=path, query_params=query_params or None,
@@ -143,6 +143,11 @@ def resource_info(api: kubernetes.client.ApiClient, api_version: str, kind: str,
                 raise
             cache.pop(api_version, None)
         refreshed = True
+
+
+def forget_discovery(api: kubernetes.client.ApiClient, api_version: str) -> None:
+    """Drop the cached discovery answer for ``api_version`` (after its CRD is deleted)."""
+    _discovery.get(api, {}).pop(api_version, None)
 
 
 def _split(manifest: dict) -> tuple[str, str, dict]:

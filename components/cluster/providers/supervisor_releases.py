@@ -11,22 +11,45 @@ Upstream facts relied on (the CRD files are the pinned artifacts of scripts/arti
 
 - ClusterClass: ``cluster.x-k8s.io/v1beta1``, namespaced, plural ``clusterclasses``
   (kubernetes-sigs/cluster-api v1.10.10, config/crd/bases/cluster.x-k8s.io_clusterclasses.yaml).
-- TanzuKubernetesRelease: ``run.tanzu.vmware.com/v1alpha3``, cluster-scoped, plural
-  ``tanzukubernetesreleases``; ``spec.osImages`` lists OSImage names; ``status.conditions``
-  with ``type``/``status``/``reason``/``message``, the printer columns reading ``Ready`` and
-  ``Compatible`` (vmware-tanzu/tanzu-framework@2bcc114e,
-  apis/run/config/crd/bases/run.tanzu.vmware.com_tanzukubernetesreleases.yaml). The object's
-  name is the release with ``+`` written ``---``, which ``tkr`` already is.
+- Releases come in one of two APIs, and the check reads whichever the Supervisor's API discovery
+  lists (``GET /apis/<group>/<version>``), the newer first:
+
+  - KubernetesRelease (VKS 3.4 and later, ``kubectl get kr``): ``kubernetes.vmware.com/v1alpha1``,
+    cluster-scoped, plural ``kubernetesreleases``, short name ``kr``; ``spec.version`` is the
+    release with ``+`` (``v1.35.2+vmware.1-vkr.3``, the object's name writing ``+`` as ``---``);
+    ``status.conditions`` ``Ready`` and ``Compatible`` (the READY and COMPATIBLE columns). VMware's
+    VKS API reference (developer.broadcom.com/xapis/vmware-vsphere-kubernetes-service) cannot be
+    read from where this was written; these facts come from VKS 3.4-3.7 and VCF 9 Supervisors as
+    public tooling reads them (a VCF Automation action that lists
+    ``/apis/kubernetes.vmware.com/v1alpha1/kubernetesreleases``, keeps ``Ready=True`` and takes
+    ``spec.version``; a VKS dashboard that tries it after the TKR path; ``kubectl get kr`` output
+    with those columns; ``kubectl get tkr -l '!kubernetes.vmware.com/kubernetesrelease'`` on a
+    1.34 VKr, i.e. VKS still mirrors each KubernetesRelease as a labelled TKR). A KubernetesRelease
+    names no OS images: those are the OSImages (still ``kubectl get osimages`` on VKS 3.4+) whose
+    ``spec.kubernetesVersion`` is the release's version without its ``-vkr.N`` suffix, the value a
+    Cluster's ``topology.version`` takes.
+  - TanzuKubernetesRelease (vSphere 8, TKG Service): ``run.tanzu.vmware.com/v1alpha3``,
+    cluster-scoped, plural ``tanzukubernetesreleases``; ``spec.osImages`` lists OSImage names;
+    ``status.conditions`` with ``type``/``status``/``reason``/``message``, the printer columns
+    reading ``Ready`` and ``Compatible`` (vmware-tanzu/tanzu-framework@2bcc114e,
+    apis/run/config/crd/bases/run.tanzu.vmware.com_tanzukubernetesreleases.yaml). The object's
+    name is the release with ``+`` written ``---``, which ``tkr`` already is.
+
 - OSImage: ``run.tanzu.vmware.com/v1alpha3``, cluster-scoped, plural ``osimages``,
-  ``spec.os.name`` (``ubuntu``, ``photon``) and ``spec.os.version`` (same commit,
-  run.tanzu.vmware.com_osimages.yaml).
+  ``spec.os.name`` (``ubuntu``, ``photon``), ``spec.os.version`` and ``spec.kubernetesVersion``
+  (same commit, run.tanzu.vmware.com_osimages.yaml).
+
+A Supervisor that serves neither release API is refused with both named: its kubeconfig points
+elsewhere, or the vSphere Kubernetes Service is not running on it.
 
 The product does not depend on the ``kubernetes`` client package: ``kube_api`` parses the
 kubeconfig and reads the API with ``requests``.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -39,7 +62,6 @@ from components.settings.cluster_classes import UNVERSIONED_CLASS
 from components.vsphere.providers.session import changed_keys, is_unknown
 
 CLUSTERCLASSES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/clusterclasses"
-RELEASES = "/apis/run.tanzu.vmware.com/v1alpha3/tanzukubernetesreleases"
 OSIMAGES = "/apis/run.tanzu.vmware.com/v1alpha3/osimages"
 SPEC_KEYS = ("cluster_class", "class_namespace", "tkr", "pools")
 TIMEOUT_S = 30.0
@@ -47,6 +69,40 @@ TIMEOUT_S = 30.0
 
 class SupervisorReadError(RuntimeError):
     """The Supervisor's API could not be read (not a missing object: that is a refusal)."""
+
+
+class NoReleaseApi(RuntimeError):
+    """The Supervisor serves no API for Kubernetes releases at all."""
+
+
+@dataclass(frozen=True)
+class ReleaseApi:
+    """One of the two APIs a Supervisor serves its Kubernetes releases in."""
+
+    kind: str
+    group_version: str
+    plural: str
+    names_images: bool  # True: ``spec.osImages`` lists them; False: matched by Kubernetes version
+    served_by: str
+
+    @property
+    def discovery(self) -> str:
+        return f"/apis/{self.group_version}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.discovery}/{self.plural}"
+
+    def describe(self) -> str:
+        return f"{self.group_version} {self.kind}s ({self.served_by})"
+
+
+KUBERNETES_RELEASES = ReleaseApi("KubernetesRelease", "kubernetes.vmware.com/v1alpha1", "kubernetesreleases",
+                                 names_images=False, served_by="VKS 3.4 and later, `kubectl get kr`")
+TANZU_RELEASES = ReleaseApi("TanzuKubernetesRelease", "run.tanzu.vmware.com/v1alpha3", "tanzukubernetesreleases",
+                            names_images=True, served_by="vSphere 8 TKG Service, `kubectl get tkr`")
+RELEASE_APIS = (KUBERNETES_RELEASES, TANZU_RELEASES)  # the newer first: VKS 3.4+ serves both
+VKR_SUFFIX = re.compile(r"-vkr\.\d+$")
 
 
 # --- the Supervisor's API, from a kubeconfig (components.cluster.providers.kube_api) ------------
@@ -75,9 +131,21 @@ def _usable(obj: Mapping[str, Any]) -> bool:
     return all((condition(obj, kind) or {}).get("status") == "True" for kind in ("Ready", "Compatible"))
 
 
-def usable_releases(http, target: kube_api.ApiTarget) -> list[str]:
+def served_release_api(http, target: kube_api.ApiTarget) -> ReleaseApi:
+    """The release API the Supervisor's discovery lists (the newer when both are)."""
+    for api in RELEASE_APIS:
+        resources = (get(http, target, api.discovery) or {}).get("resources") or []
+        if any(resource.get("name") == api.plural for resource in resources):
+            return api
+    raise NoReleaseApi(f"the Supervisor ({target.server}) serves no Kubernetes releases: neither "
+                       f"{KUBERNETES_RELEASES.describe()} nor {TANZU_RELEASES.describe()} (GET "
+                       f"{KUBERNETES_RELEASES.discovery} and {TANZU_RELEASES.discovery} list neither); is this"
+                       " kubeconfig the Supervisor's, and is the vSphere Kubernetes Service running on it?")
+
+
+def usable_releases(http, target: kube_api.ApiTarget, api: ReleaseApi) -> list[str]:
     """The releases a Cluster can use now: Ready and Compatible."""
-    items = (get(http, target, RELEASES) or {}).get("items") or []
+    items = (get(http, target, api.path) or {}).get("items") or []
     return sorted(item["metadata"]["name"] for item in items if _usable(item))
 
 
@@ -114,25 +182,37 @@ def _condition_text(obj: Mapping[str, Any], kind: str) -> str | None:
 
 def release_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``tkr`` missing, not Ready or not Compatible; else what its OS images leave out."""
-    tkr = props["tkr"]
-    release = get(http, target, f"{RELEASES}/{tkr}")
+    tkr, api = props["tkr"], served_release_api(http, target)
+    release = get(http, target, f"{api.path}/{tkr}")
     if release is None:
-        why = f"is not on the Supervisor ({target.server}; GET {RELEASES}/{tkr} -> HTTP 404)"
+        why = f"is not on the Supervisor ({target.server}; GET {api.path}/{tkr} -> HTTP 404)"
     else:
         faults = [t for t in (_condition_text(release, k) for k in ("Ready", "Compatible")) if t]
         if not faults:
-            return os_problems(http, target, props, release)
+            return os_problems(http, target, props, api, release)
         why = " and ".join(faults)
-    usable = usable_releases(http, target)
-    return [("tkr", f"TanzuKubernetesRelease {tkr} {why}; Ready and Compatible there: "
-                    f"{', '.join(usable) or 'none'}")]
+    usable = usable_releases(http, target, api)
+    return [("tkr", f"{api.kind} {tkr} {why}; Ready and Compatible there: {', '.join(usable) or 'none'}")]
 
 
-def release_images(http, target: kube_api.ApiTarget, release: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The release's OSImage objects (``spec.osImages``) that exist, by name."""
-    wanted = {ref.get("name") for ref in (release.get("spec") or {}).get("osImages") or []}
+def kubernetes_version(release: Mapping[str, Any]) -> str:
+    """``v1.35.2+vmware.1`` of a KubernetesRelease whose ``spec.version`` is ``v1.35.2+vmware.1-vkr.3``."""
+    return VKR_SUFFIX.sub("", str((release.get("spec") or {}).get("version") or ""))
+
+
+def _belongs(api: ReleaseApi, release: Mapping[str, Any], image: Mapping[str, Any]) -> bool:
+    if api.names_images:
+        listed = (release.get("spec") or {}).get("osImages") or []
+        return image["metadata"]["name"] in {ref.get("name") for ref in listed}
+    return (image.get("spec") or {}).get("kubernetesVersion") == kubernetes_version(release)
+
+
+def release_images(http, target: kube_api.ApiTarget, api: ReleaseApi,
+                   release: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The release's OSImage objects that exist, by name: those a TanzuKubernetesRelease lists
+    in ``spec.osImages``, or those of a KubernetesRelease's Kubernetes version."""
     items = (get(http, target, OSIMAGES) or {}).get("items") or []
-    return {item["metadata"]["name"]: item for item in items if item["metadata"]["name"] in wanted}
+    return {item["metadata"]["name"]: item for item in items if _belongs(api, release, item)}
 
 
 def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
@@ -143,11 +223,11 @@ def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
     return ", ".join(one(name, image) for name, image in sorted(images.items())) or "no OS image"
 
 
-def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any],
+def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any], api: ReleaseApi,
                 release: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Pools asking for an OS (GPU pools: Ubuntu, on a current Cluster Ubuntu 22.04) the release
     does not offer: its OSImages' ``spec.os.name`` and ``spec.os.version``."""
-    images = release_images(http, target, release)
+    images = release_images(http, target, api, release)
     offered = {(os_.get("name"), str(os_.get("version"))) for os_ in
                (((image.get("spec") or {}).get("os") or {}) for image in images.values())}
     problems = []
@@ -161,7 +241,7 @@ def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any],
         why = (" (the GPU operator is validated on VKS with Ubuntu 22.04 only: choose a tkr that offers it)"
                if version else "")
         problems.append((pool["key"], f"node pool {pool['name']} (role {pool['role']}) needs {wants} of "
-                                      f"TanzuKubernetesRelease {props['tkr']} (tkr), which offers: {_describe(images)}"
+                                      f"{api.kind} {props['tkr']} (tkr), which offers: {_describe(images)}"
                                       f"{why}"))
     return problems
 
@@ -172,10 +252,13 @@ def supervisor_problems(props: Mapping[str, Any]) -> list[tuple[str, str]]:
         target = kube_api.parse_kubeconfig(props["kubeconfig"])
         with kube_api.api_session(target) as http:
             return class_problems(http, target, props) + release_problems(http, target, props)
+    except NoReleaseApi as exc:
+        return [(props["access_key"], str(exc))]
     except (SupervisorReadError, kube_api.KubeconfigError) as exc:
         return [(props["access_key"], f"cannot check what the Supervisor serves: {exc} (its user must be"
                                       " able to read ClusterClasses in clusterClassNamespace and the"
-                                      " cluster-scoped TanzuKubernetesReleases and OSImages)")]
+                                      " cluster-scoped KubernetesReleases or TanzuKubernetesReleases, and"
+                                      " OSImages)")]
 
 
 # --- the dynamic resource ---------------------------------------------------------------------
