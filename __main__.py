@@ -24,22 +24,15 @@ from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
 from components.dask.team import Team, TeamArgs, TeamReclaimer, TeamReclaimerArgs
 from components.dask.team_spec import team_cluster_spec
 from components.settings import load_settings
-from components.settings.charts import image_warnings
 from components.settings.model import CLUSTER_API
+from components.settings.notices import preview_notices
 from components.settings.operator import initial_workers
-from components.settings.support import runner_image_notice, support_notice, support_warnings
-from components.settings.team import team_warnings
-from components.settings.trust import unverified_tls_warning
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 from workloads import contract
 
 settings = load_settings()
-for notice in (support_notice(settings), runner_image_notice(settings), unverified_tls_warning(settings),
-               *support_warnings(settings)):
-    if notice:
-        pulumi.log.warn(notice)
-for notice in (*image_warnings(settings), *team_warnings(settings)):  # tag-only images; a team's GPUs
+for notice in preview_notices(settings):  # what dask-tkg check prints too: support, trust, tag-only images, GPUs
     pulumi.log.warn(notice)
 
 # --- vSphere: VM classes, storage policies, content library, namespace, NFS share ------
@@ -131,6 +124,7 @@ pulumi.export(contract.BACKEND, settings.dask.backend)
 operator = settings.dask.operator if settings.dask.backend == "operator" else None
 pulumi.export(contract.AUTOSCALE_MIN, operator.min_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.AUTOSCALE_MAX, operator.max_workers if operator and operator.autoscale else 0)
+pulumi.export(contract.SUPERVISOR_SERVER, settings.supervisor.server)
 pulumi.export(contract.SUPERVISOR_NAMESPACE, platform.namespace)
 pulumi.export(contract.CLUSTER_NAME, cluster.name)
 pulumi.export(contract.NFS_SERVER, platform.nfs_server)

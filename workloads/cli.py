@@ -5,6 +5,8 @@
     dask-tkg bench     the benchmark suite's ratios against baselines (python -m bench)
     dask-tkg prepare   download and lay out the datasets (python -m workloads.prepare)
     dask-tkg team-outputs  the document a person of the team runs with (from the stack's outputs)
+    dask-tkg check     every settings problem of a stack at once, offline (no CLI, backend or secrets)
+    dask-tkg dashboard the Dask dashboard of one's own cluster, through a port-forward, as a local URL
 
 ``dask-tkg SUBCOMMAND --help`` shows each one's options.
 """
@@ -24,6 +26,10 @@ SUBCOMMANDS = {  # name -> (module with main(argv), one line of help)
     "prepare": ("workloads.prepare", "download, verify and lay out the datasets (what the data Job runs)"),
     "team-outputs": ("workloads.cluster.team_outputs",
                      "write the non-secret document a person of the team runs with, from the stack's outputs"),
+    "check": ("components.settings.check_stack",
+              "check a stack's settings offline: every problem at once, no network, no secrets"),
+    "dashboard": ("workloads.cluster.dashboard",
+                  "open the Dask dashboard of your own cluster: a port-forward, printing the local URL"),
 }
 
 

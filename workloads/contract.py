@@ -43,6 +43,7 @@ TEAM_USERS = "teamUsers"
 TEAM_CLUSTER_SPEC = "teamClusterSpec"
 
 # Exported for the platform's operators; the runner does not read them.
+SUPERVISOR_SERVER = "supervisorServer"  # where a person logs in (kubectl vsphere login --server)
 SUPERVISOR_NAMESPACE = "supervisorNamespace"
 CLUSTER_NAME = "clusterName"  # the TanzuKubernetesCluster
 NFS_SERVER = "nfsServer"

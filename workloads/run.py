@@ -120,6 +120,9 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
     what.add_argument("--resume", action="store_true",
                       help="skip the configurations results.jsonl already records as succeeded (same"
                            " benchmark, profile, device, worker count and benchmark options)")
+    what.add_argument("--require-all-files", action=argparse.BooleanOptionalAction, default=None,
+                      help="fail a run that skipped an input file (a taxi file that gave no rows, an image that"
+                           " did not decode) instead of going on without it (default: profile, else off)")
     what.add_argument("-v", "--verbose", action="store_true")
     own_run.add_arguments(parser)
     for module in dict.fromkeys(modules.values()):  # a module registered twice adds its options once
@@ -128,6 +131,14 @@ def build_parser(modules: dict[str, ModuleType], unavailable: dict[str, str]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return start(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the runner's handlers are there (the benchmarks' imports)
+        print("interrupted (SIGINT)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def start(argv: list[str] | None) -> int:
     modules, unavailable = import_benchmarks()
     parser = build_parser(modules, unavailable)
     args = parser.parse_args(argv)

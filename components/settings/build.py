@@ -47,6 +47,7 @@ from components.settings.model import (
 )
 from components.settings.operator import read_operator
 from components.settings.schema import coerce, project
+from components.settings.soundness import Unsound, judged
 from components.settings.team import read_team, team_checks
 from components.settings.vsan import VSAN_RULE_FIELDS
 from components.settings.worker_environment import read_worker_environment
@@ -120,37 +121,53 @@ RENAMED = {"tkcApiVersion": "clusterApi"}
 
 
 def load(source: Source) -> Settings:
-    """Read, validate and freeze every setting. Raises SettingsError listing all problems."""
+    """Read, validate and freeze every setting. Raises SettingsError listing all problems: each
+    refused value, and what every rule that does not read a refused part finds (``soundness``)."""
     problems: list[Problem] = []
     r = _Reader(source, problems)
     problems.extend(Problem(old, f"is renamed {new}: set {new} instead") for old, new in RENAMED.items()
                     if source.get(old) is not None)
-
-    # read in the order the problems are reported: a part that needs another is read after it
-    parts: dict[str, Any] = {"vsphere": _vsphere(r, source), "supervisor": _supervisor(r), "vm_classes": _vm_classes(r),
-                             "storage_policies": _storage_policies(r), "namespace": _namespace(r),
-                             "content_library": _content_library(r)}
-    parts["file_share"] = _file_share(r)
-    parts["cluster"] = _cluster(r)
-    parts.update(gpu_operator=_gpu_operator(r), storage=_storage(r), data=_data(r), dask=_dask(r, parts["cluster"]))
-    site_chart_pins = read_chart_pins(r)
-    parts["team"] = read_team(r)
-
-    if problems:  # cross-field checks need sound parts
-        raise SettingsError(problems, r.project)
-    settings = with_chart_pins(Settings(project=r.project, **parts), site_chart_pins)
+    _unverified_tls(r, source)
+    parts, unsound = _parts(r, source)
+    site_chart_pins = parts.pop("chart_pins")
+    settings = with_chart_pins(Settings(project=r.project, **parts), () if "chart_pins" in unsound else site_chart_pins)
     problems.extend(checks.cross_checks(settings))
-    problems.extend(chart_checks(settings, site_chart_pins, already=problems))
-    problems.extend(team_checks(settings))
+    if "chart_pins" not in unsound:
+        problems.extend(judged((lambda s: chart_checks(s, site_chart_pins, already=problems),), settings)[0])
+    problems.extend(judged((team_checks,), settings)[0])
     if problems:
         raise SettingsError(problems, r.project)
     return settings
 
 
-def _vsphere(r: _Reader, source: Source) -> VSphereSite:
-    """The vCenter site: its address and credentials are the vsphere provider's keys. An
-    unverified vCenter is refused unless ``acknowledgeUnverifiedTls`` says it is meant."""
-    insecure = str(source.provider("vsphere", "allowUnverifiedSsl") or "false").lower() == "true"
+def _parts(r: _Reader, source: Source) -> tuple[dict[str, Any], set[str]]:
+    """Each part of the settings, read in the order the problems are reported (a part that needs
+    another after it), ``Unsound`` in place of each whose reading recorded a problem (``soundness``),
+    and their names."""
+    parts: dict[str, Any] = {}
+    unsound: set[str] = set()
+    readers: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("vsphere", lambda: _vsphere(r, source)), ("supervisor", lambda: _supervisor(r)),
+        ("vm_classes", lambda: _vm_classes(r)), ("storage_policies", lambda: _storage_policies(r)),
+        ("namespace", lambda: _namespace(r)), ("content_library", lambda: _content_library(r)),
+        ("file_share", lambda: _file_share(r)), ("cluster", lambda: _cluster(r)),
+        ("gpu_operator", lambda: _gpu_operator(r)), ("storage", lambda: _storage(r)), ("data", lambda: _data(r)),
+        ("dask", lambda: _dask(r, parts["cluster"])), ("chart_pins", lambda: read_chart_pins(r)),
+        ("team", lambda: read_team(r)))
+    for name, read in readers:
+        before = len(r.problems)
+        parts[name] = read()
+        if len(r.problems) > before:
+            unsound.add(name)
+    if "cluster" in unsound:  # the workers follow the GPU pools
+        unsound.add("dask")
+    return {name: Unsound(name) if name in unsound else part for name, part in parts.items()}, unsound
+
+
+def _unverified_tls(r: _Reader, source: Source) -> None:
+    """An unverified vCenter is refused unless ``acknowledgeUnverifiedTls`` says it is meant
+    (a refusal of the combination: the vCenter site's values stay sound)."""
+    insecure = _insecure(source)
     acknowledged = r("acknowledgeUnverifiedTls")  # read always, so that its type is checked on every stack
     if insecure and not acknowledged:
         r.problems.append(Problem("acknowledgeUnverifiedTls", (
@@ -158,12 +175,21 @@ def _vsphere(r: _Reader, source: Source) -> VSphereSite:
             " password to whoever answers at vsphereServer. Trust vCenter's CA (SSL_CERT_FILE, vcenterCaPem,"
             " supervisorCaPem) and set vsphere:allowUnverifiedSsl false, or set acknowledgeUnverifiedTls=true for"
             " a vCenter you cannot give a trusted certificate (preview still names what goes unchecked)")))
+
+
+def _insecure(source: Source) -> bool:
+    """``vsphere:allowUnverifiedSsl``: the provider (and the program's own sessions) skip vCenter's certificate."""
+    return str(source.provider("vsphere", "allowUnverifiedSsl") or "false").lower() == "true"
+
+
+def _vsphere(r: _Reader, source: Source) -> VSphereSite:
+    """The vCenter site: its address and credentials are the vsphere provider's keys."""
     return VSphereSite(
         version=r.one_of("vsphereVersion", 7, 8, 9),
         server=source.provider("vsphere", "vsphereServer") or "",
         user=source.provider("vsphere", "user") or "",
         password=source.provider("vsphere", "password", secret=True),
-        insecure=insecure,
+        insecure=_insecure(source),
         datacenter=r("datacenter"),
         compute_cluster=r("computeCluster"),
         esxi_hosts=r("esxiHosts") or (),

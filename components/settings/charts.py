@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import components.settings.dask_chart as dask_chart
 import components.settings.records as records
@@ -22,7 +23,8 @@ from components.artifacts.images import ImageRef
 from components.artifacts.store import Artifact
 from components.settings.addon_facts import NFS_CHART
 from components.settings.errors import Problem
-from components.settings.model import Settings
+from components.settings.model import DaskSpec, GpuOperatorSpec, Settings, StorageSpec
+from components.settings.soundness import Unsound
 
 F = records.Field
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -68,30 +70,56 @@ class ChartUse:
 
 
 def chart_uses(s: Settings) -> dict[str, ChartUse]:
-    g, d = s.gpu_operator, s.dask
-    return {
-        "gpu_operator": ChartUse(ChartRef(g.chart_repo, g.chart, g.version), "gpuOperatorVersion",
-                                 "gpuOperatorChartRepo", True),
-        "nfs": ChartUse(ChartRef(NFS_CHART.repo, NFS_CHART.name, s.storage.nfs_chart_version),
-                        "nfsProvisionerChartVersion", None, s.storage.provisioner == "nfs-subdir"),
-        "dask": ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.CHART, d.chart_version), "daskChartVersion", None,
-                         d.backend == "helm" or d.jupyter.enabled),
-        "operator": ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.OPERATOR_CHART,
-                                      d.operator.chart_version if d.operator else ""),
-                             "daskOperatorChartVersion", None, d.operator is not None),
-    }
+    return {"gpu_operator": _gpu_operator_use(s.gpu_operator), "nfs": _nfs_use(s.storage),
+            "dask": _dask_use(s.dask), "operator": _operator_use(s.dask)}
+
+
+def _gpu_operator_use(g: GpuOperatorSpec) -> ChartUse:
+    return ChartUse(ChartRef(g.chart_repo, g.chart, g.version), "gpuOperatorVersion", "gpuOperatorChartRepo", True)
+
+
+def _nfs_use(storage: StorageSpec) -> ChartUse:
+    return ChartUse(ChartRef(NFS_CHART.repo, NFS_CHART.name, storage.nfs_chart_version), "nfsProvisionerChartVersion",
+                    None, storage.provisioner == "nfs-subdir")
+
+
+def _dask_use(d: DaskSpec) -> ChartUse:
+    return ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.CHART, d.chart_version), "daskChartVersion", None,
+                    d.backend == "helm" or d.jupyter.enabled)
+
+
+def _operator_use(d: DaskSpec) -> ChartUse:
+    return ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.OPERATOR_CHART,
+                             d.operator.chart_version if d.operator else ""),
+                    "daskOperatorChartVersion", None, d.operator is not None)
 
 
 def with_chart_pins(s: Settings, site: tuple[Artifact, ...]) -> Settings:
-    """``s`` with each release's pinned archive (None where there is none: chart_checks refuses it)."""
-    uses = chart_uses(s)
-    pin = {name: find_pin(use.ref, site) for name, use in uses.items()}
-    dask = dataclasses.replace(s.dask, chart_pin=pin["dask"])
+    """``s`` with each release's pinned archive (None where there is none: chart_checks refuses
+    it). A part holding a refused setting (``soundness.Unsound``) is left as it is."""
+    pinned = {name: pin(getattr(s, name), site) for name, pin in _PINNERS.items()
+              if not isinstance(getattr(s, name), Unsound)}
+    return dataclasses.replace(s, **pinned)
+
+
+def _pinned_gpu_operator(g: GpuOperatorSpec, site: tuple[Artifact, ...]) -> GpuOperatorSpec:
+    return dataclasses.replace(g, chart_pin=find_pin(_gpu_operator_use(g).ref, site))
+
+
+def _pinned_storage(storage: StorageSpec, site: tuple[Artifact, ...]) -> StorageSpec:
+    return dataclasses.replace(storage, nfs_chart_pin=find_pin(_nfs_use(storage).ref, site))
+
+
+def _pinned_dask(d: DaskSpec, site: tuple[Artifact, ...]) -> DaskSpec:
+    dask = dataclasses.replace(d, chart_pin=find_pin(_dask_use(d).ref, site))
     if dask.operator is not None:
-        dask = dataclasses.replace(dask, operator=dataclasses.replace(dask.operator, chart_pin=pin["operator"]))
-    return dataclasses.replace(
-        s, gpu_operator=dataclasses.replace(s.gpu_operator, chart_pin=pin["gpu_operator"]),
-        storage=dataclasses.replace(s.storage, nfs_chart_pin=pin["nfs"]), dask=dask)
+        operator_pin = find_pin(_operator_use(d).ref, site)
+        dask = dataclasses.replace(dask, operator=dataclasses.replace(dask.operator, chart_pin=operator_pin))
+    return dask
+
+
+_PINNERS: dict[str, Callable[[Any, tuple[Artifact, ...]], Any]] = {
+    "gpu_operator": _pinned_gpu_operator, "storage": _pinned_storage, "dask": _pinned_dask}
 
 
 def chart_checks(s: Settings, site: tuple[Artifact, ...] = (), already: Sequence[Problem] = ()) -> list[Problem]:

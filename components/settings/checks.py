@@ -20,6 +20,7 @@ from components.settings.file_share_clients import client_problems
 from components.settings.model import CLUSTER_API, TKC_V1ALPHA2, Settings
 from components.settings.operator import operator_checks
 from components.settings.placement import co_placement_problems, placement_problems
+from components.settings.soundness import judged
 from components.settings.vsan import rule_problems
 from components.settings.worker_environment import pods_cuda, worker_environment_checks
 
@@ -36,23 +37,25 @@ _DNS_NAME = re.compile(rf"^(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*$")
 
 
 def cross_checks(s: Settings) -> list[Problem]:
-    problems: list[Problem] = []
-    for rule in (_site, _vm_classes, _storage, _pools, _gpu_capacity, placement_problems, _file_share,
-                 client_problems, _network, _secrets, _gpu_driver, _driver_without_known_vulnerability,
-                 _gpu_operator_apis, _driver_runs_the_images_cuda,
-                 _cni_applied, operator_checks, _class_variables, worker_environment_checks, download_checks):
-        problems.extend(rule(s))
-    if not problems:  # sums over pools need each pod and pool to be sound on its own
-        problems.extend(co_placement_problems(s))
+    """Every rule that reads only sound parts of ``s`` (``soundness``: a part holding a refused
+    setting is judged once that setting is fixed)."""
+    problems, waiting = judged(CROSS_RULES, s)
+    if not problems and not waiting:  # sums over pools need each pod and pool to be sound on its own
+        problems.extend(judged((co_placement_problems,), s)[0])
     return problems
 
 
-def _site(s: Settings) -> list[Problem]:
+def _vcenter(s: Settings) -> list[Problem]:
     out = []
     if not s.vsphere.server:
         out.append(Problem("vsphere:vsphereServer", "is required: the vCenter address"))
     if not s.vsphere.user:
         out.append(Problem("vsphere:user", "is required: the vCenter user"))
+    return out
+
+
+def _supervisor(s: Settings) -> list[Problem]:
+    out = []
     if s.vsphere.version >= 8 and s.supervisor.mode == "existing" and not s.supervisor.id:
         out.append(Problem("supervisorId", f"is required on vSphere {s.vsphere.version} with supervisorMode=existing"))
     if s.supervisor.mode == "create" and s.vsphere.version >= 8:
@@ -67,6 +70,11 @@ def _site(s: Settings) -> list[Problem]:
     if not s.supervisor.server and s.supervisor.kubeconfig is None:
         out.append(Problem("supervisorServer",
                            "is required (the Supervisor's API address) unless supervisorKubeconfig is set"))
+    return out
+
+
+def _cluster_api(s: Settings) -> list[Problem]:
+    out = []
     if s.cluster.api_version != TKC_V1ALPHA2 and s.vsphere.version < 8:
         out.append(Problem("clusterApi", f"{s.cluster.api_version} needs vsphereVersion 8 or 9;"
                                          " vSphere 7 serves run.tanzu.vmware.com/v1alpha2"))
@@ -75,6 +83,11 @@ def _site(s: Settings) -> list[Problem]:
                                   f" {s.cluster.api_version}: vSphere 8 marks the TKRs before Kubernetes 1.21"
                                   " COMPATIBLE False for v1alpha3 and the cluster never becomes ready; use a"
                                   " v1.21+ TKR or clusterApi run.tanzu.vmware.com/v1alpha2"))
+    return out
+
+
+def _tkr_library(s: Settings) -> list[Problem]:
+    out = []
     if s.supervisor.set_tkr_library and s.supervisor.mode != "existing":
         out.append(Problem("supervisorSetTkrLibrary", "applies to supervisorMode=existing; with create the"
                                                       " Supervisor is enabled with contentLibraryName"))
@@ -306,11 +319,14 @@ def _network(s: Settings) -> list[Problem]:
     return out + exposure_problems(s) + download_problems(s)
 
 
-def _secrets(s: Settings) -> list[Problem]:
-    out = []
+def _vcenter_password(s: Settings) -> list[Problem]:
     if s.vsphere.password is None:
-        out.append(Problem("vsphere:password",
-                           "is required (set it with `pulumi config set --secret vsphere:password`)"))
+        return [Problem("vsphere:password", "is required (set it with `pulumi config set --secret vsphere:password`)")]
+    return []
+
+
+def _gpu_secrets(s: Settings) -> list[Problem]:
+    out = []
     if s.gpu_nodes:
         for key, value in (("ngcApiKey", s.gpu_operator.ngc_api_key),
                            ("vgpuLicenseToken", s.gpu_operator.license_token)):
@@ -330,3 +346,10 @@ def _class_variables(s: Settings) -> list[Problem]:
     if s.cluster.cluster_class is None:  # already a problem of clusterClass
         return []
     return [Problem(key, problem) for key, problem in class_variable_problems(s.cluster)]
+
+
+# in the order their problems are reported
+CROSS_RULES = (_vcenter, _supervisor, _cluster_api, _tkr_library, _vm_classes, _storage, _pools, _gpu_capacity,
+               placement_problems, _file_share, client_problems, _network, _vcenter_password, _gpu_secrets,
+               _gpu_driver, _driver_without_known_vulnerability, _gpu_operator_apis, _driver_runs_the_images_cuda,
+               _cni_applied, operator_checks, _class_variables, worker_environment_checks, download_checks)

@@ -16,6 +16,10 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.key}: {self.message}"
 
+    def config_key(self, project: str) -> str:
+        """The key as a stack file spells it: a provider's ``ns:key``, the project's ``<project>:key``."""
+        return self.key if ":" in self.key.split("[")[0] else f"{project}:{self.key}"
+
 
 class SettingsError(ValueError):
     """Raised at program start (so at ``pulumi preview``) when any setting is invalid.
@@ -25,9 +29,8 @@ class SettingsError(ValueError):
 
     def __init__(self, problems: list[Problem], project: str = "dask-tkg"):
         self.problems = list(problems)
-        lines = "\n".join(
-            f"  - {p}" if ":" in p.key.split("[")[0] else f"  - {project}:{p}" for p in self.problems
-        )
+        self.project = project
+        lines = "\n".join(f"  - {p.config_key(project)}: {p.message}" for p in self.problems)
         super().__init__(f"{len(self.problems)} invalid setting(s):\n{lines}")
 
 

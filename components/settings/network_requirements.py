@@ -13,15 +13,14 @@ docs/deploy.md ("The network a stack needs") shows the dev stack's list, checked
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
-
 from components.artifacts.images import ImageRef
-from components.settings import DictSource
+from components.settings import SettingsError, stack_file
 from components.settings import network_facts as facts
 from components.settings.build import load
 from components.settings.exposure import fetch_urls, workers_install
@@ -174,22 +173,13 @@ def vcenter_needs(s: Settings) -> Iterator[Endpoint]:
 
 # --- the stack file, and the command --------------------------------------------------------
 
-SECRET_PLACEHOLDER = "(a secret: not read)"  # noqa: S105 (what the list shows in a secret's place)
-REQUIRED_SECRETS = ("ngcApiKey", "vgpuLicenseToken")
+REQUIRED_SECRETS = ("ngcApiKey", "vgpuLicenseToken", *stack_file.PROVIDER_SECRETS)
 
 
 def stack_file_settings(path: Path) -> Settings:
     """The settings of a stack file over ``Pulumi.yaml``'s defaults, its secrets never read (a
-    placeholder stands for each; nothing here depends on one)."""
-    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
-    project = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("dask-tkg:")}
-    provider = {k: v for k, v in config.items() if not k.startswith("dask-tkg:")}
-    secrets = dict.fromkeys((*REQUIRED_SECRETS, *(k for k, v in project.items() if _secure(v))), SECRET_PLACEHOLDER)
-    return load(DictSource({**project, **secrets}, {**provider, "vsphere:password": SECRET_PLACEHOLDER}))
-
-
-def _secure(value: object) -> bool:
-    return isinstance(value, dict) and "secure" in value
+    placeholder stands for each, set or not: nothing here depends on one)."""
+    return load(stack_file.stack_source(stack_file.stack_config(path), assume=REQUIRED_SECRETS))
 
 
 def markdown(needs: dict[str, tuple[Endpoint, ...]]) -> str:
@@ -208,7 +198,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack", required=True, help="the stack's name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--dir", type=Path, default=REPO, help="the project folder (default: this checkout)")
     args = parser.parse_args(argv)
-    print(markdown(requirements(stack_file_settings(args.dir / f"Pulumi.{args.stack}.yaml"))))
+    try:
+        settings = stack_file_settings(stack_file.stack_path(args.dir, args.stack))
+    except stack_file.StackFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SettingsError as exc:
+        for problem in exc.problems:
+            print(f"stack {args.stack}: {problem.config_key(exc.project)}: {problem.message}", file=sys.stderr)
+        print(f"stack {args.stack}: its settings have {len(exc.problems)} problem(s), so its network cannot be"
+              f" derived (dask-tkg check --stack {args.stack} lists the same)", file=sys.stderr)
+        return 1
+    print(markdown(requirements(settings)))
     return 0
 
 

@@ -121,7 +121,7 @@ def test_missing_dataset_fails_in_list_phase(client, tmp_path):
 
 def test_broken_weights_path_fails_in_load_model(client, data_root, tmp_path):
     timer = PhaseTimer()
-    with pytest.raises(FileNotFoundError, match="does not exist on this worker"):
+    with pytest.raises(model.ModelNotLoaded, match="does not exist on worker tcp://"):
         benchmark.run(client, config(data_root, weights=str(tmp_path / "missing.pt")), timer)
     assert list(timer.phases) == ["list"] and "load_model" in timer.unfinished
 

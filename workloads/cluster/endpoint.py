@@ -96,15 +96,24 @@ def read_stack(name: str, timeout: float = 120) -> Endpoint:
     return from_outputs(stack_outputs_json(name, timeout), f"stack {name}", kind="stack")
 
 
+def no_cli_hint(show_secrets: bool) -> str:
+    """Where the outputs come from without the pulumi CLI: a person of a team never needs, nor is
+    told to read, the stack's secrets; whoever runs the stack may."""
+    if not show_secrets:
+        return ("--stack needs the pulumi CLI, which is not on PATH: pass --outputs FILE instead, the team's"
+                " document your platform team gives you (dask-tkg team-outputs writes it)")
+    return ("--stack needs the pulumi CLI, which is not on PATH: install it, or on a machine that has it and the"
+            " stack's secrets run `pulumi stack output --json --show-secrets > outputs.json` (keep that file"
+            " private: it holds the scheduler's client key) and pass --outputs outputs.json")
+
+
 def stack_outputs_json(name: str, timeout: float = 120, show_secrets: bool = True) -> Any:
     """The stack's outputs from the pulumi CLI; without ``show_secrets`` each secret reads
     ``"[secret]"`` (what a person without the stack's secrets runs with)."""
     command = ["pulumi", "stack", "output", "--json", *(["--show-secrets"] if show_secrets else []),
                "--stack", name, "--non-interactive"]
     if shutil.which("pulumi") is None:
-        raise EndpointError("--stack needs the pulumi CLI, which is not on PATH: install it, or on a machine"
-                            " that has it run `pulumi stack output --json --show-secrets > outputs.json`"
-                            " and pass --outputs outputs.json")
+        raise EndpointError(no_cli_hint(show_secrets))
     cwd = PROJECT_DIR if (PROJECT_DIR / "Pulumi.yaml").exists() else None
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False,

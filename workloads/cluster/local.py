@@ -14,12 +14,30 @@ worker of that name is connected. A replacement still starting then (a loaded ma
 torch import) or lost again by then is never replaced. :func:`start` raises that timeout to
 :data:`LOST_WORKER_TIMEOUT_S` for as long as the process lives, since the cluster reads it at
 each loss.
+
+Ctrl-C in a terminal sends SIGINT to the whole foreground process group, and the worker
+processes are in the runner's. A worker that receives it dies with tracebacks of its own,
+and the worker-loss watch may then fail the run before the runner records the interrupt.
+Ctrl-C is the runner's to handle (it closes the cluster on its way out), so the workers
+never receive it: the cluster's event loop runs in a thread started with SIGINT blocked,
+every thread that loop starts inherits the block (the nannies' process-starting threads
+among them) and so does every worker process they start, restarted ones included (a
+blocked signal stays blocked across fork and exec; multiprocessing starts its resource
+tracker the same way).
+
+A SIGINT or SIGTERM to the runner while the cluster starts waits until it has started, then
+closes it and goes on as the runner's handler says: distributed cannot close a cluster whose
+workers are still starting (``SpecCluster._close`` asserts on them, and its exit hook prints
+that). A second one while it starts goes through at once.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import signal
+import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +58,7 @@ THREAD_VARIABLES = tuning.THREAD_VARIABLES
 # worker closes itself anyway (distributed nanny.py: "nanny-instantiate-failed").
 LOST_WORKER_TIMEOUT_S = 600
 LOST_WORKER_TIMEOUT_KEY = "distributed.deploy.lost-worker-timeout"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -116,14 +135,90 @@ def start(spec: LocalPlan, dashboard_address: str = ":8787", processes: bool = T
     keep_lost_workers_nannies()
     kwargs: dict[str, Any] = {"n_workers": spec.n_workers, "threads_per_worker": spec.threads_per_worker,
                               "dashboard_address": dashboard_address, "local_directory": local_directory}
-    with worker_environ(spec.environ), dask.config.set(tuning.failure_detection_config(spec.worker_ttl_s)):
-        if spec.gpus:
-            from dask_cuda import LocalCUDACluster
+    cluster = None
+    try:
+        with stops_held():
+            cluster = _start(spec, processes, kwargs)
+    except BaseException:  # a stop held during the start: the cluster is up, and closed now
+        if cluster is not None:
+            cluster.close()
+        raise
+    return cluster
 
-            return LocalCUDACluster(**kwargs)
-        from distributed import LocalCluster
 
-        return LocalCluster(processes=processes, **kwargs)
+def _start(spec: LocalPlan, processes: bool, kwargs: dict[str, Any]):
+    loop = sigint_free_loop()
+    try:
+        with worker_environ(spec.environ), dask.config.set(tuning.failure_detection_config(spec.worker_ttl_s)):
+            if spec.gpus:
+                from dask_cuda import LocalCUDACluster
+
+                return LocalCUDACluster(loop=loop.loop, **kwargs)
+            from distributed import LocalCluster
+
+            return LocalCluster(processes=processes, loop=loop.loop, **kwargs)
+    finally:
+        loop.stop()  # the cluster holds the loop from here on and stops it when it closes
+
+
+def sigint_free_loop():
+    """A started distributed ``LoopRunner`` whose thread, and what it starts, never receives
+    SIGINT (module docstring)."""
+    from multiprocessing import resource_tracker
+
+    from distributed.utils import LoopRunner
+
+    # started here, not by the first worker's spawn: it unblocks SIGINT in the thread that starts it
+    resource_tracker.ensure_running()
+    runner = LoopRunner()
+    with sigint_blocked():
+        runner.start()
+    return runner
+
+
+@contextlib.contextmanager
+def stops_held() -> Iterator[None]:
+    """SIGINT and SIGTERM meanwhile held, then handled as before once the block ends (a second
+    one goes through at once); main thread only, elsewhere Python cannot install handlers."""
+    previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    if threading.current_thread() is not threading.main_thread() or None in previous.values():
+        yield  # None: a handler Python did not install, and cannot put back
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if held:  # the second: at once
+            held.clear()
+            _restore(previous)
+            signal.raise_signal(signum)
+            return
+        held.append(signum)
+        print(f"{signal.Signals(signum).name}: the run stops once the local cluster has started", file=sys.stderr,
+              flush=True)
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, hold)
+    try:
+        yield
+    finally:
+        _restore(previous)
+        if held:
+            signal.raise_signal(held[0])
+
+
+def _restore(handlers: dict[signal.Signals, Any]) -> None:
+    for number, handler in handlers.items():
+        signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread meanwhile: a thread started meanwhile keeps it blocked."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def keep_lost_workers_nannies() -> None:

@@ -13,19 +13,26 @@ deletes the DaskCluster (``shutdown_on_close``) and the Secret goes with it, unl
 
 ``KubeCluster`` runs asynchronous in an event loop of its own (``loop_thread.py``), so that
 the runner bounds its start.
+
+The person's API answers in one line each way it can fail: a server this machine cannot
+reach (named, with what to check: the network, the kubeconfig), an expired login (HTTP 401:
+``kubectl vsphere login`` tokens last about 10 hours), a refusal (HTTP 403: the wrong
+``--user``, or a person not among the stack's users). The ``kubernetes`` client's retries
+of an unreachable server are not logged: the one line says it.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from workloads.cluster import api_answers, kr8s_compat, kubeconfig, own_spec, own_tls, quota
 from workloads.cluster import endpoint as endpoints
-from workloads.cluster import kr8s_compat, kubeconfig, own_spec, own_tls, quota
 from workloads.cluster.loop_thread import DeadlineExceeded, LoopThread
 from workloads.cluster.team import Person, TeamOutputs
 from workloads.contract import StackOutputs
@@ -34,6 +41,7 @@ from workloads.core.errors import EndpointError
 logger = logging.getLogger(__name__)
 
 DELETE_TIMEOUT_S = 120.0  # KubeCluster's close waits until the DaskCluster is gone
+FIRST_CALL_TIMEOUT_S = (10, 30)  # connect, read: a server that does not answer is named within a minute
 GROUP, VERSION, PLURAL = "kubernetes.dask.org", "v1", "daskclusters"
 
 
@@ -64,6 +72,7 @@ class OwnCluster:
 
     # ------------------------------------------------------------------ start
     def start(self, timeout: float) -> endpoints.Endpoint:
+        api_answers.quiet_retries()
         self.api = self.kube.api_client()
         cluster = own_spec.build(self.team.cluster_spec, name=self.name, namespace=self.namespace,
                                  workers=self.workers, idle_timeout=self.person.idle_timeout,
@@ -120,6 +129,8 @@ class OwnCluster:
             client.CoreV1Api(self.api).create_namespaced_secret(self.namespace, body, _request_timeout=30)
         except client.exceptions.ApiException as exc:
             raise EndpointError(self.refused(exc, f"create the Secret {own_tls.secret_name(self.name)}")) from None
+        except api_answers.no_answer() as exc:
+            raise EndpointError(self.unreachable(exc)) from None
 
     def endpoint(self, cluster: dict[str, Any], security: Any) -> endpoints.Endpoint:
         """The runner's endpoint: the scheduler by its Service name (reached through the
@@ -161,9 +172,10 @@ class OwnCluster:
     def worker_pods(self) -> int:
         from kubernetes import client
 
-        found = client.CoreV1Api(self.api).list_namespaced_pod(
-            self.namespace, label_selector=f"{own_spec.CLUSTER_LABEL}={self.name},{own_spec.COMPONENT_LABEL}=worker",
-            _request_timeout=30).items
+        workers = f"{own_spec.CLUSTER_LABEL}={self.name},{own_spec.COMPONENT_LABEL}=worker"
+        with self.answering("list pods"):
+            found = client.CoreV1Api(self.api).list_namespaced_pod(self.namespace, label_selector=workers,
+                                                                   _request_timeout=30).items
         return len(found)
 
     def quota_refusals(self) -> list[str]:
@@ -174,7 +186,7 @@ class OwnCluster:
         try:
             events = client.CoreV1Api(self.api).list_namespaced_event(
                 self.namespace, field_selector="reason=FailedCreate", _request_timeout=30).items
-        except client.exceptions.ApiException:
+        except (client.exceptions.ApiException, api_answers.no_answer()):
             return []
         mine = [e for e in events if (e.involved_object.name or "").startswith(f"{self.name}-")
                 and "exceeded quota" in (e.message or "")]
@@ -209,35 +221,61 @@ class OwnCluster:
 
     # ------------------------------------------------------------------ the person's API
     def quotas(self) -> list[dict[str, Any]]:
-        """The ResourceQuotas of the person's namespace, as plain objects."""
+        """The ResourceQuotas of the person's namespace, as plain objects (the first call to
+        the person's API: the one that finds it unreachable or the login expired)."""
         from kubernetes import client
 
-        try:
-            found = client.CoreV1Api(self.api).list_namespaced_resource_quota(self.namespace, _request_timeout=30)
-        except client.exceptions.ApiException as exc:
-            raise EndpointError(self.refused(exc, "read the ResourceQuotas")) from None
+        with self.answering("read the ResourceQuotas"):
+            found = client.CoreV1Api(self.api).list_namespaced_resource_quota(
+                self.namespace, _request_timeout=FIRST_CALL_TIMEOUT_S)
         return [self.api.sanitize_for_serialization(q) for q in found.items]
 
     def refuse_existing(self) -> None:
         """A DaskCluster of this name already there is not this run's to use or delete."""
+        if self.exists():
+            raise EndpointError(f"a DaskCluster {self.name} already exists in {self.namespace}: choose another"
+                                " --cluster-name (or leave it out)")
+
+    def exists(self) -> bool:
+        from kubernetes import client
+
+        with self.answering("read DaskClusters"):
+            try:
+                client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, PLURAL, self.name, _request_timeout=30)
+            except client.exceptions.ApiException as exc:
+                if exc.status == 404:
+                    return False
+                raise
+        return True
+
+    @contextlib.contextmanager
+    def answering(self, what: str) -> Iterator[None]:
+        """Calls to the person's API meanwhile: a refusal or an unreachable server is one line."""
         from kubernetes import client
 
         try:
-            client.CustomObjectsApi(self.api).get_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, self.name, _request_timeout=30)
+            yield
         except client.exceptions.ApiException as exc:
-            if exc.status == 404:
-                return
-            raise EndpointError(self.refused(exc, "read DaskClusters")) from None
-        raise EndpointError(f"a DaskCluster {self.name} already exists in {self.namespace}: choose another"
-                            " --cluster-name (or leave it out)")
+            raise EndpointError(self.refused(exc, what)) from None
+        except api_answers.no_answer() as exc:
+            raise EndpointError(self.unreachable(exc)) from None
+
+    @property
+    def server(self) -> str:
+        return str(self.api.configuration.host)
 
     def refused(self, exc: Any, what: str) -> str:
         who = f"the kubeconfig's user (context {self.kube.context})"
-        if exc.status in (401, 403):
+        if exc.status == 401:
+            return api_answers.expired(self.server, self.kube.context)
+        if exc.status == 403:
             return (f"{who} may not {what} in {self.namespace} (HTTP {exc.status}): is --user right, and is"
                     f" {self.person.name} among the stack's users?")
         return f"{who} could not {what} in {self.namespace}: HTTP {exc.status} {exc.reason}"
+
+    def unreachable(self, exc: BaseException) -> str:
+        return api_answers.unreachable(exc, self.server, self.kube.context, self.kube.path)
 
     def say_plan(self, cluster: dict[str, Any]) -> None:
         gpus = quota.gpus_per_worker(cluster)
@@ -281,6 +319,9 @@ class OwnCluster:
             except client.exceptions.ApiException as exc:
                 if exc.status != 404:
                     logger.warning("deleting %s: HTTP %s %s", arguments[-1], exc.status, exc.reason)
+            except api_answers.no_answer() as exc:  # say_end names what is left and how to delete it
+                logger.warning("deleting %s: %s", arguments[-1], self.unreachable(exc))
+                return False
         deadline = time.monotonic() + DELETE_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
@@ -289,6 +330,8 @@ class OwnCluster:
             except client.exceptions.ApiException as exc:
                 if exc.status == 404:
                     return True
+            except api_answers.no_answer():
+                pass  # the server away for a moment: asked again until the deadline
             time.sleep(1)
         return False
 

@@ -1,5 +1,5 @@
 """``dask-tkg team-outputs``: the document a person of the team runs with, written by a platform
-engineer from the stack's outputs, holding what a person's run reads and nothing else.
+engineer from the stack's outputs, holding what a person's login and run read and nothing else.
 
 A person never needs the stack (``--stack`` reads its state through the Pulumi CLI, and the state
 holds every secret of the stack); they need the team's outputs, none of them secret. The platform
@@ -7,8 +7,10 @@ engineer, who holds the stack, writes them out after each ``pulumi up``::
 
     pulumi stack output --json | dask-tkg team-outputs > team-outputs.json
 
-and hands the file out; the person runs ``dask-tkg run --outputs team-outputs.json --own-cluster``.
-The document keeps the outputs ``workloads/cluster/team.py`` reads (``KEPT``), checked to be a team's
+and hands the file out; the person logs in where it says and runs ``dask-tkg run --outputs
+team-outputs.json --own-cluster``. The document keeps the outputs ``workloads/cluster/team.py``
+reads and where the login goes: the Supervisor's address, the vSphere Namespace and the
+cluster's name (``KEPT``), checked to be a team's
 (a stack without ``users`` is refused, saying so), and refuses any value that looks like a secret
 (``pulumi stack output --json --show-secrets`` given by mistake: none of the kept outputs is secret).
 """
@@ -22,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from workloads.cluster.team import READ, parse
-from workloads.contract import ContractError
+from workloads.contract import CLUSTER_NAME, SUPERVISOR_NAMESPACE, SUPERVISOR_SERVER, ContractError
 
-KEPT = READ  # the outputs workloads/cluster/team.py reads
+LOGIN = (SUPERVISOR_SERVER, SUPERVISOR_NAMESPACE, CLUSTER_NAME)  # kubectl vsphere login's --server and names
+KEPT = (*READ, *LOGIN)  # what workloads/cluster/team.py reads, and where a person logs in
 SECRET_MARKERS = ("-----BEGIN", "[secret]")
 
 
@@ -51,10 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         text = sys.stdin.read() if args.outputs == "-" else Path(args.outputs).read_text(encoding="utf-8")
         outputs = json.loads(text)
-        print(json.dumps(document(outputs, source), indent=2, sort_keys=True))
+        kept = document(outputs, source)
+        print(json.dumps(kept, indent=2, sort_keys=True))
     except (OSError, ValueError) as exc:  # ContractError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    missing = [key for key in LOGIN if not kept.get(key)]
+    if missing:
+        print(f"note: the outputs hold no {', '.join(missing)}, so the document does not say where a person logs"
+              " in: a stack last updated by an older version has none (pulumi up, then write it again)",
+              file=sys.stderr)
     return 0
 
 

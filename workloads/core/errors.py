@@ -18,6 +18,11 @@ class DatasetError(WorkloadError):
     """The dataset root, a directory or a file pattern is missing or empty."""
 
 
+class WorkerError(WorkloadError):
+    """A failure on a worker that its one-line message explains, naming the worker: the runner
+    prints that line, and the worker logs no traceback of it (``workloads.images.model``)."""
+
+
 class WorkersLostError(WorkloadError):
     """More workers were lost during a run than the run allows."""
 

@@ -12,6 +12,11 @@ on the CPU, or with nvJPEG on a CUDA worker (``--decode``, :mod:`workloads.image
 A notebook calls :func:`run` the same way the runner does::
 
     metrics = run(client, ImagesConfig(dataset_dir="/ml-share/dogs"), PhaseTimer())
+
+An image that does not decode is left out and counted, not fatal: one warning names the
+first of them with their reasons, the metrics keep them as ``skipped_input``
+(:class:`workloads.runs.results.SkippedInput`) and the status reads ``succeeded, 5 of 22
+images failed``. With ``--require-all-files`` the run fails instead, naming them.
 """
 from __future__ import annotations
 
@@ -25,10 +30,11 @@ from typing import Any
 
 from distributed import get_worker
 
+from workloads.core.errors import DatasetError
 from workloads.images import dataset, jpeg, model, overlap, scoring
 from workloads.observe.progress import track
 from workloads.runs import benchmarks
-from workloads.runs.results import PhaseTimer
+from workloads.runs.results import PhaseTimer, SkippedInput
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +53,8 @@ REPORT = benchmarks.Report(
     key_metrics=("images_per_second", "images_total", "images_failed", "accuracy"),
     scaling="images_per_second",
     scaling_caption="Succeeded image-classification runs; one line per device, through the mean of the runs at"
-                    " each worker count (several runs: their values as faint dots); dashed: perfect linear scaling"
-                    " from the smallest count. Higher is better. The paper's figure 9 showed the same comparison as"
-                    " time taken.",
+                    " each worker count. Higher is better. The paper's figure 9 showed the same comparison as"
+                    " time taken.",  # the report adds the marks drawn only sometimes (report/figures.py)
     quality=benchmarks.Quality("accuracy", "Top-1 accuracy (%)",
                                "Image classification: accuracy per run (higher is better; n/a = not measured)",
                                "Share of images classified correctly (the paper: about 67 % of 20,580 photos).",
@@ -81,6 +86,7 @@ class ImagesConfig:
     warmup: bool = True  # one forward pass per worker inside load_model
     seed: int = 0  # random weights' seed
     max_listed: int = 50  # failures/conversions listed by path in the metrics
+    require_all_files: bool = False  # an image that does not decode fails the run instead of being counted
     workers: tuple[str, ...] = ()  # restrict to these worker addresses (filled by the runner)
 
     def __post_init__(self) -> None:
@@ -194,6 +200,7 @@ def make_config(args: argparse.Namespace, profile: dict[str, Any], data_dir: Pat
         torch_threads=pick("torch_threads", "torch_threads", None),
         warmup=profile.get("warmup", True),
         seed=profile.get("seed", 0),
+        require_all_files=bool(pick("require_all_files", "require_all_files", False)),
     )
 
 
@@ -261,7 +268,19 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
     finally:
         _release(client, futures)
     with timer.phase("score"):
-        return {**_metrics(config, listing, batches, outputs, timer.phases["infer"]), **agreement}
+        metrics = {**_metrics(config, listing, batches, outputs, timer.phases["infer"]), **agreement}
+    _check_failed(metrics, config.require_all_files)
+    return metrics
+
+
+def _check_failed(metrics: dict[str, Any], require_all: bool) -> None:
+    """One warning naming the first images that failed; with ``require_all`` the run fails."""
+    failed = SkippedInput.of(metrics)
+    if failed is None:
+        return
+    if require_all:
+        raise DatasetError(f"{failed.describe()} and --require-all-files is set: {failed.listing()}")
+    logger.warning("images: %s, left out of the scores: %s", failed.describe(), failed.listing())
 
 
 def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch: int,
@@ -349,6 +368,8 @@ def _metrics(config: ImagesConfig, listing: dataset.Listing, batches: list, outp
         "images_scored": score.scored,
         "images_failed": len(failed),
         "failed": [{"path": n, "reason": r} for n, r in failed[: config.max_listed]],
+        "skipped_input": SkippedInput("images", "failed", len(listing.files), len(failed),
+                                      tuple(failed[: config.max_listed])).as_metric(),
         "images_converted": len(converted),
         "converted": [{"path": n, "from": k} for n, k in converted[: config.max_listed]],
         "images_per_second": round(score.scored / infer_seconds, 3) if infer_seconds > 0 else None,

@@ -7,6 +7,12 @@ sets torch's thread count to the worker's share of cores (Dask starts workers wi
 warm model. Forward passes on one worker are serialised by a lock: concurrent tasks
 decode and preprocess in parallel while the model uses all the worker's cores (or its
 GPU), instead of N tasks each oversubscribing the cores with N x threads.
+
+A model that cannot load for a reason one line says (a weights file missing on a worker)
+fails the registration with :class:`ModelNotLoaded`, naming the file and the worker: not an
+``OSError``, so the benchmark does not broadcast it again as if a worker had left, and
+distributed's traceback of the failed setup is not logged on the worker (the runner prints
+the line).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
+from workloads.core.errors import WorkerError
 from workloads.images.graphs import GRAPHS, accelerate  # noqa: F401  (GRAPHS: the choices, for the config)
 from workloads.observe.environment import usable_cores
 
@@ -27,6 +34,27 @@ logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "workloads-images-model"
 PRECISIONS = ("fp32", "bf16", "fp16")
+PLUGIN_LOGGER = "distributed.worker"  # logs a plugin's failed setup, with its traceback
+
+
+class WeightsNotFound(FileNotFoundError):
+    """The weights file is not on this machine."""
+
+
+class ModelNotLoaded(WorkerError):
+    """The model cannot load on a worker, for the reason the message says."""
+
+
+class ExplainedFailures(logging.Filter):
+    """Drops distributed's record of a plugin setup that failed with a :class:`WorkerError`:
+    its one line reaches the runner, the traceback says no more."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, WorkerError)
+
+
+EXPLAINED = ExplainedFailures()
 
 
 @dataclass(frozen=True)
@@ -127,7 +155,7 @@ def load_state_dict(path: str) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise FileNotFoundError(f"weights file {path} does not exist on this worker") from None
+        raise WeightsNotFound(f"weights file {path} does not exist on this worker") from None
     for key in ("state_dict", "model"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]
@@ -154,8 +182,13 @@ class ModelPlugin(WorkerPlugin):
     async def setup(self, worker) -> None:
         if self.only is not None and worker.address not in self.only:
             return
+        logging.getLogger(PLUGIN_LOGGER).addFilter(EXPLAINED)  # once: the same filter is not added twice
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self.load_model, worker.state.nthreads)
+        try:
+            await loop.run_in_executor(None, self.load_model, worker.state.nthreads)
+        except WeightsNotFound:
+            raise ModelNotLoaded(f"weights file {self.spec.weights} does not exist on worker {worker.address}:"
+                                 " give --weights a path every worker sees") from None
 
     def load_model(self, nthreads: int) -> None:
         import torch

@@ -65,8 +65,8 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
     for name, spec in specs.items():
         if spec.scaling:
             add("throughput", f"{spec.title}: {spec.throughput.get(spec.scaling, spec.scaling)} by number of"
-                " Dask workers", spec.scaling_caption, figures.throughput(everything, name,
-                                                                          figure_dir / f"{name}-throughput.png"))
+                " Dask workers", figures.throughput_caption(everything, name),
+                figures.throughput(everything, name, figure_dir / f"{name}-throughput.png"))
     for name, spec in specs.items():
         add("phases", f"{spec.title}: time per phase", spec.phases_caption,
             figures.phases(everything, name, figure_dir / f"{name}-phases.png"))
@@ -78,10 +78,7 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
     if utilization_runs > 0:
         sampled = sampled[-utilization_runs:]
     for run in sampled:
-        add("utilization", f"Utilization of run {run.label}",
-            "CPU of each worker process (100 % = one core busy), GPU utilization and memory where the "
-            "workers have GPUs, and each worker's memory, sampled about once a second from Dask's own "
-            "monitors (the paper's figures 10, 11 and 13 showed the dashboard's view of the same).",
+        add("utilization", f"Utilization of run {run.label}", figures.utilization_caption(run),
             figures.utilization(run, figure_dir / f"utilization-run{run.number}.png"))
     comparison = runs.compare(results.runs, other.runs) if other is not None else None
     if comparison is not None:

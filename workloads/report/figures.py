@@ -1,6 +1,11 @@
 """The report's PNG figures (matplotlib's object API on the Agg canvas: no pyplot, no
 display, no global state). Each function writes one file and returns its path, or None
-when the runs hold nothing to draw."""
+when the runs hold nothing to draw.
+
+A figure's caption describes only what the figure draws: the marks drawn only sometimes
+(the dashed linear-scaling line, the faint dots of repeated runs, the shaded busy period,
+the GPU panels) are decided by one predicate each, which both the drawing and the
+``*_caption`` function beside it ask."""
 from __future__ import annotations
 
 import logging
@@ -78,15 +83,48 @@ class TickFormatter(Formatter):
 
 
 # ---------------------------------------------------------------------- figure 9
-def throughput(runs: list[Run], benchmark: str, path: Path) -> Path | None:
-    """The benchmark's ``scaling`` metric against worker count, one line per device (and profile)."""
-    spec = benchmarks.report(benchmark)
-    metric = spec.scaling
-    points: dict[tuple[str, str | None], dict[int, list[float]]] = {}
+Points = dict[tuple[str, str | None], dict[int, list[float]]]  # (device, profile) -> worker count -> values
+
+
+def scaling_points(runs: list[Run], benchmark: str) -> Points:
+    """The values the throughput figure draws: per line (device, profile), per worker count."""
+    metric = benchmarks.report(benchmark).scaling
+    points: Points = {}
     for run in runs:
         value = run.metrics.get(metric) if metric else None
         if run.benchmark == benchmark and run.ok and run.workers and isinstance(value, (int, float)):
             points.setdefault((run.device, run.profile), {}).setdefault(run.workers, []).append(float(value))
+    return points
+
+
+def _draws_linear(by_count: dict[int, list[float]]) -> bool:
+    """A line gets its dashed linear scaling when it has more than one worker count to scale over."""
+    return len(by_count) > 1
+
+
+def _draws_dots(values: list[float]) -> bool:
+    """A worker count gets its runs as faint dots when it has several (one is its mean)."""
+    return len(values) > 1
+
+
+def throughput_caption(runs: list[Run], benchmark: str) -> str:
+    """The benchmark's own caption, and the marks that this figure draws."""
+    lines = list(scaling_points(runs, benchmark).values())
+    parts = [benchmarks.report(benchmark).scaling_caption]
+    if any(_draws_dots(values) for by_count in lines for values in by_count.values()):
+        parts.append("Faint dots: each run's value where a worker count has several runs.")
+    if any(_draws_linear(by_count) for by_count in lines):
+        parts.append("Dashed: perfect linear scaling from the smallest worker count.")
+    elif lines:
+        parts.append("Runs at one worker count only: sweep several (--workers 1,2,4) to see how it scales.")
+    return " ".join(part for part in parts if part)
+
+
+def throughput(runs: list[Run], benchmark: str, path: Path) -> Path | None:
+    """The benchmark's ``scaling`` metric against worker count, one line per device (and profile)."""
+    spec = benchmarks.report(benchmark)
+    metric = spec.scaling
+    points = scaling_points(runs, benchmark)
     if not points:
         return None
     profiles = {profile for _, profile in points}
@@ -117,12 +155,12 @@ def _scaling_line(axes: Any, by_count: dict[int, list[float]], name: str, colour
     means = [sum(by_count[x]) / len(by_count[x]) for x in xs]
     axes.plot(xs, means, marker="o", color=colour, linewidth=2, label=f"{name}: mean of runs")
     for x in xs:
-        if len(by_count[x]) > 1:
+        if _draws_dots(by_count[x]):
             axes.scatter([x] * len(by_count[x]), by_count[x], color=colour, alpha=0.35, s=18)
     for x, mean in zip(xs, means, strict=True):
         axes.annotate(_fmt(mean), (x, mean), textcoords="offset points", xytext=(0, 7),
                       ha="center", fontsize=8, color=colour)
-    if len(xs) > 1:
+    if _draws_linear(by_count):
         ideal = [means[0] * x / xs[0] for x in xs]
         axes.plot(xs, ideal, linestyle="--", color=colour, alpha=0.5, linewidth=1,
                   label=f"{name}: linear scaling from {xs[0]} worker{'s' if xs[0] > 1 else ''}")
@@ -246,20 +284,54 @@ def _fmt_quality(value: float, spec: Quality) -> str:
 
 
 # ---------------------------------------------------------------------- figures 10, 11, 13
+def busy_span(run: Run) -> tuple[float, float] | None:
+    """The busy period the utilization figure shades; None when there is none to see (no
+    sample had a busy worker, or only one did: a span of no width)."""
+    period = (run.utilization() or {}).get("busy_period")
+    if isinstance(period, (list, tuple)) and len(period) == 2 and all(map(_number, period)) and period[1] > period[0]:
+        return float(period[0]), float(period[1])
+    return None
+
+
+def _has_gpu(samples: list[dict[str, Any]]) -> bool:
+    """The utilization figure draws the GPU panels when a sample measured a GPU."""
+    return any(_number(s.get("gpu_utilization")) for s in samples)
+
+
+def _gpu_memory_size(samples: list[dict[str, Any]]) -> float | None:
+    """The GPU memory size the figure draws as a dotted line (bytes), when the samples give it."""
+    totals = [float(s["gpu_memory_total"]) for s in samples if _number(s.get("gpu_memory_total"))]
+    return max(totals) if totals else None
+
+
+def utilization_caption(run: Run) -> str:
+    """What the run's utilization figure draws, in words."""
+    samples = run.samples or []
+    gpu = _has_gpu(samples)
+    parts = ["CPU of each worker process (100 % = one core busy), " + ("GPU utilization and memory, " if gpu else "")
+             + "and each worker's memory, sampled about once a second from Dask's own monitors (the paper's figures"
+             " 10, 11 and 13 showed the dashboard's view of the same)."]
+    if busy_span(run):
+        parts.append("Shaded: the busy period, from the first to the last sample in which a worker was busy;"
+                     " balance is measured over it.")
+    if gpu and _gpu_memory_size(samples) is not None:
+        parts.append("Dotted: the GPU's memory size.")
+    return " ".join(parts)
+
+
 def utilization(run: Run, path: Path) -> Path | None:
     """CPU, GPU and memory per worker over the run."""
     samples = run.samples or []
     if not samples:
         return None
     workers = sorted({str(s["worker"]) for s in samples}, key=_natural)
-    has_gpu = any(isinstance(s.get("gpu_utilization"), (int, float)) for s in samples)
     panels = [("cpu", "CPU (% of one core)", 1.0)]
-    if has_gpu:
+    if _has_gpu(samples):
         panels += [("gpu_utilization", "GPU utilization (%)", 1.0), ("gpu_memory", "GPU memory (GiB)", 1 / GIB)]
     panels.append(("memory", "Worker memory (GiB)", 1 / GIB))
     figure, axes_list = _figure(1.0 + 2.0 * len(panels), rows=len(panels), sharex=True)
     summary = run.utilization() or {}
-    period = summary.get("busy_period")
+    period = busy_span(run)
     for axes, (field, label, scale) in zip(axes_list, panels, strict=True):
         for i, worker in enumerate(workers):
             rows = [s for s in samples if str(s["worker"]) == worker and isinstance(s.get(field), (int, float))]
@@ -268,13 +340,11 @@ def utilization(run: Run, path: Path) -> Path | None:
                           color=f"C{i % 10}", label=worker)
         if period:
             axes.axvspan(period[0], period[1], color="grey", alpha=0.08, linewidth=0)
-        if field == "gpu_memory":
-            totals = [s["gpu_memory_total"] for s in samples
-                      if isinstance(s.get("gpu_memory_total"), (int, float))]
-            if totals:
-                axes.axhline(max(totals) / GIB, color="black", linestyle=":", linewidth=1)
-                axes.annotate("GPU memory size", (0, max(totals) / GIB), xycoords=("axes fraction", "data"),
-                              xytext=(3, -10), textcoords="offset points", fontsize=7)
+        size = _gpu_memory_size(samples) if field == "gpu_memory" else None
+        if size is not None:
+            axes.axhline(size / GIB, color="black", linestyle=":", linewidth=1)
+            axes.annotate("GPU memory size", (0, size / GIB), xycoords=("axes fraction", "data"),
+                          xytext=(3, -10), textcoords="offset points", fontsize=7)
         if field == "gpu_utilization":
             axes.set_ylim(0, 105)
         else:
@@ -283,15 +353,22 @@ def utilization(run: Run, path: Path) -> Path | None:
         axes.grid(True, alpha=0.3)
         axes.yaxis.set_major_locator(MaxNLocator(5))
     axes_list[-1].set_xlabel("Time since the run started (s)")
-    balance = summary.get("balance")
-    subtitle = (f"balance {balance:.2f} on {summary.get('basis')} (1.0 = even; shaded: busy period)"
-                if isinstance(balance, (int, float)) else "shaded: busy period")
-    axes_list[0].set_title(f"Run {run.label}: utilization per worker\n{subtitle}", fontsize=10)
+    axes_list[0].set_title(f"Run {run.label}: utilization per worker" + _utilization_subtitle(summary, period),
+                           fontsize=10)
     handles, labels = axes_list[0].get_legend_handles_labels()
     if handles:
         figure.legend(handles, labels, loc="outside right upper", fontsize=8, title="worker", title_fontsize=8,
                       ncols=1 if len(labels) <= 16 else 2)
     return _save(figure, path)
+
+
+def _utilization_subtitle(summary: dict[str, Any], period: tuple[float, float] | None) -> str:
+    """The figure's second title line: the balance, and the shading when the figure shades."""
+    notes = ["1.0 = even"] + (["shaded: busy period"] if period else [])
+    balance = summary.get("balance")
+    if _number(balance):
+        return f"\nbalance {balance:.2f} on {summary.get('basis')} ({'; '.join(notes)})"
+    return "\nshaded: busy period" if period else ""
 
 
 def _natural(name: str) -> tuple[int, Any]:

@@ -1,6 +1,7 @@
 """``report.html``: one self-contained page (figures as data URIs, inline CSS, no script,
-nothing fetched) with the figures, every run in a table, failures with their errors, and
-the comparison when there is one.
+nothing fetched) with the figures, every run in a table, failures with their errors, the
+input runs went without (each file skipped, the first images that failed, with the reason
+each), and the comparison when there is one.
 
 The markup is the Jinja2 template ``templates/report.html.j2``, rendered with autoescaping
 on, so every value a record brings (error texts, labels, notes, paths) is escaped by the
@@ -20,7 +21,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from workloads.runs.results import RESULTS_FILE
+from workloads.runs.results import NAMED, RESULTS_FILE, SkippedInput
 
 from .runs import Comparison, ResultSet, Run, describe
 
@@ -63,6 +64,17 @@ class RunRow:
     unfinished: list[tuple[str, str]]  # "<phase> (unfinished)", seconds
     utilization: list[tuple[str, str]]  # empty: not sampled
     files: list[tuple[str, str | None]]  # title, link relative to the page (None: the file is missing)
+    skipped: SkippedInput | None = None  # the input a succeeded run went without
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A run that went without some input, and the first items to name on the page."""
+
+    run: Run
+    input: SkippedInput
+    items: tuple[tuple[str, str], ...]
+    more: int  # items not named here
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,9 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
     present = [(key, title) for key, title in SECTIONS if any(f.section == key for f in figures)
                or (key == "compare" and comparison is not None)]
     failures = [r for r in runs if not r.ok]
-    links = present + [("runs", "All runs")] + ([("failures", "Failures")] if failures else [])
+    skipped = skipped_input(runs)
+    links = (present + [("runs", "All runs")] + ([("skipped", "Input left out")] if skipped else [])
+             + ([("failures", "Failures")] if failures else []))
     return environment().get_template(TEMPLATE).render(
         title=title(runs),
         directory=str(results.directory),
@@ -114,7 +128,18 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
         runs_head=RUNS_HEAD,
         run_rows=[_run_row(run, results.directory, output) for run in runs],
         failures=failures,
+        skipped=skipped,
     )
+
+
+def skipped_input(runs: list[Run]) -> list[Skipped]:
+    """The succeeded runs that went without some input, each with its first ``NAMED`` items."""
+    found = []
+    for run in runs:
+        what = SkippedInput.of(run.metrics) if run.ok else None
+        if what is not None:
+            found.append(Skipped(run, what, what.items[:NAMED], what.count - len(what.items[:NAMED])))
+    return found
 
 
 PLATFORM = "Dask on vSphere with Tanzu"  # where a stack's runs ran (--stack, --outputs, --own-cluster)
@@ -156,6 +181,7 @@ def _run_row(run: Run, results_dir: Path, output: Path) -> RunRow:
         unfinished=[(f"{p} (unfinished)", _num(s)) for p, s in run.unfinished.items()],
         utilization=_utilization_summary(run),
         files=_files(run, results_dir, output),
+        skipped=SkippedInput.of(run.metrics) if run.ok else None,
     )
 
 

@@ -110,7 +110,7 @@ class Report:
     throughput: Mapping[str, str] = field(default_factory=dict)
     key_metrics: tuple[str, ...] = ()
     scaling: str | None = None  # a throughput metric: one figure against the worker count
-    scaling_caption: str = ""
+    scaling_caption: str = ""  # what every such figure shows; the report adds the marks it draws only sometimes
     phases_caption: str = "Each bar is one configuration (mean of its succeeded runs), split into its phases."
     quality: Quality | None = None
     variant: tuple[str, ...] = ()  # dotted paths into the record, the first one set wins

@@ -6,6 +6,11 @@ A record carries ``benchmark``, ``status`` (succeeded | failed | interrupted),
 ``unfinished_phases`` (seconds spent in phases that raised or were interrupted) and
 ``artifacts`` (paths of files written beside the results, relative to the results
 directory). Lines are only ever appended: an earlier result is never overwritten.
+
+A run that went without some of its input (a taxi file that gave no rows, an image that
+did not decode) still succeeds, and its metrics say so in one shape for every benchmark,
+``skipped_input`` (:class:`SkippedInput`): the terminal summary, the report and a pipeline
+reading the JSON then tell the same story from the same place.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
+NAMED = 10  # skipped input a warning or the report names by name; the rest are counted
 STATUSES = ("succeeded", "failed", "interrupted")
 
 
@@ -49,6 +55,49 @@ class PhaseTimer:
     def record(self, name: str, seconds: float) -> None:
         """Record a phase measured elsewhere (e.g. on the workers)."""
         self.phases[name] = float(seconds)
+
+
+@dataclass(frozen=True)
+class SkippedInput:
+    """The input a run went without: how many of how many ``what`` (files, images) were
+    ``verb`` (skipped, failed), and the first of them by name with the reason, one line each."""
+
+    what: str
+    verb: str
+    total: int
+    count: int
+    items: tuple[tuple[str, str], ...] = ()  # (name, reason): the first ``count`` at most
+
+    def describe(self) -> str:
+        """``1 of 3 files skipped``."""
+        return f"{self.count} of {self.total} {self.what} {self.verb}"
+
+    def listing(self, first: int = NAMED) -> str:
+        """The first ``first`` items as ``name (reason)``, and how many more there are."""
+        shown = self.items[:first]
+        text = "; ".join(f"{name} ({reason})" for name, reason in shown)
+        more = self.count - len(shown)
+        return text + (f"; and {more} more" if more > 0 else "")
+
+    def as_metric(self) -> dict[str, Any]:
+        """The record's ``metrics.skipped_input``."""
+        return {"what": self.what, "verb": self.verb, "total": self.total, "count": self.count,
+                "items": [{"name": name, "reason": reason} for name, reason in self.items]}
+
+    @classmethod
+    def of(cls, metrics: dict[str, Any]) -> SkippedInput | None:
+        """What a record's ``metrics`` say was skipped; None when nothing was (or an older
+        record that does not say)."""
+        found = metrics.get(SKIPPED_INPUT)
+        if not isinstance(found, dict) or not found.get("count"):
+            return None
+        items = tuple((str(i.get("name")), str(i.get("reason"))) for i in found.get("items") or ()
+                      if isinstance(i, dict))
+        return cls(str(found.get("what")), str(found.get("verb")), int(found.get("total") or 0),
+                   int(found["count"]), items)
+
+
+SKIPPED_INPUT = "skipped_input"  # the metric a SkippedInput is recorded under
 
 
 def make_record(

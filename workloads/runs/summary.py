@@ -1,8 +1,12 @@
-"""The table printed at the end of a run: one row per record written."""
+"""The table printed at the end of a run: one row per record written. A run that went
+without some of its input says so in its status (``succeeded, 1 of 3 files skipped``): a
+count hidden in the record alone reads as a complete run."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from workloads.runs.results import SkippedInput
 
 COLUMNS = ("benchmark", "workers", "device", "status", "seconds", "headline")
 
@@ -17,6 +21,13 @@ def headline(record: dict[str, Any], keys: Sequence[str] | None = None) -> str:
     if not keys:
         keys = [k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:4]
     return ", ".join(f"{key}={_metric(metrics, key)}" for key in keys if key in metrics)
+
+
+def status(record: dict[str, Any]) -> str:
+    """The record's status, with the input it went without when it skipped any."""
+    skipped = SkippedInput.of(record.get("metrics") or {})
+    text = str(record.get("status", "?"))
+    return f"{text}, {skipped.describe()}" if skipped else text
 
 
 def _metric(metrics: dict[str, Any], key: str) -> str:
@@ -35,7 +46,7 @@ def render(records: Iterable[dict[str, Any]], headlines: Mapping[str, Sequence[s
             record.get("benchmark", "?"),
             str(cluster.get("workers", config.get("workers", ""))),
             str(config.get("device", "")),
-            record.get("status", "?"),
+            status(record),
             _format(seconds(record)),
             headline(record, (headlines or {}).get(record.get("benchmark") or "")),
         ))

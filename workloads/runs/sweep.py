@@ -238,7 +238,7 @@ class Runner:
             placement = dataclasses.replace(placement, used=used)
         outcome = dataclasses.replace(outcome, workers_lost=tuple(lost), workers_replaced=tuple(replaced))
         written = self.write(name, placement, outcome)  # a result already measured is never lost
-        self.echo(f"{name}: {outcome.status} in {summary.seconds(written):.1f} s"
+        self.echo(f"{name}: {summary.status(written)} in {summary.seconds(written):.1f} s"
                   + (f": {outcome.error}" if outcome.error else ""), error=bool(outcome.error))
         if escaping is not None:  # Ctrl-C, SIGTERM, or a BaseException: the sweep stops
             raise escaping

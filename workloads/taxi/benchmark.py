@@ -34,13 +34,19 @@ is what spares a second pass; ``cleanse`` is the rules and the features.
 Metrics: ``rows_raw`` (typed rows read), ``rows_clean``, ``rows_train``, ``rows_test``,
 ``dropped_by_rule`` ({rule: rows it removed, in rule order}), ``dropped_by_reason`` and
 ``problems_by_file`` (file-level problems, units in ``io``), ``unknown_columns``,
-``files`` (files that gave rows), ``files_skipped``, ``files_by_format``,
+``files`` (files that gave rows), ``files_skipped``, ``skipped_input`` (those files with
+the reason each gave no rows: :class:`workloads.runs.results.SkippedInput`), ``files_by_format``,
 ``files_by_schema``, ``chunks``, ``partitions``, ``rmse``, ``mse``, ``mae``, ``mape``,
 ``r2``, ``load_rows_per_second`` (rows_raw / load), ``train_rows_per_second``
 (rows_train / train), ``train_attempts``, ``train_workers_lost``,
 ``train_attempt_seconds``, ``train_recovery_seconds``, ``backend``, ``xgboost_device``,
 ``xgboost_nthread``, and
 ``synthetic`` (noise sd and RMSE floor) when the generator wrote every file read.
+
+A file that gives no rows (cut short, not Parquet, no fare column) is skipped: the run goes
+on with the others, says so in one warning naming each file and why, and its status reads
+``succeeded, 1 of 3 files skipped``. With ``--require-all-files`` (``require_all_files`` in a
+profile) such a run fails in ``load`` instead, naming the same files, before any training.
 """
 from __future__ import annotations
 
@@ -56,7 +62,7 @@ from distributed import Client, wait
 from workloads.core.errors import DatasetError
 from workloads.observe import progress
 from workloads.runs import benchmarks
-from workloads.runs.results import PhaseTimer
+from workloads.runs.results import PhaseTimer, SkippedInput
 
 from . import backends, features, io, rules, training
 from . import schema as s
@@ -203,6 +209,7 @@ def _load(client: Client, config: Config, backend: str,
             raise DatasetError(f"no rows could be read from the {len(plans)} file(s) matching "
                                f"{config.files!r} under {config.data_dir}: "
                                f"{reading['problems_by_file']}")
+        _check_skipped(reading, config.require_all_files)
         reading["partitions"] = len(raw)
         return raw, reading
 
@@ -261,6 +268,7 @@ def _reading_metrics(plans: list[io.FilePlan], chunks: list[io.Chunk],
         "rows_raw": sum(rows_by_file.values()),
         "files": len(read),
         "files_skipped": sorted(plan.name for plan in plans if not rows_by_file[plan.name]),
+        "skipped_input": _skipped_input(plans, by_file, rows_by_file).as_metric(),
         "files_by_format": _tally(plan.format for plan in read),
         "files_by_schema": _tally(plan.schema for plan in read),
         "dropped_by_reason": {reason: n for reason, n in by_reason.items() if n},
@@ -269,6 +277,24 @@ def _reading_metrics(plans: list[io.FilePlan], chunks: list[io.Chunk],
                             if plan.unknown_columns},
         "chunks": len(chunks),
     }
+
+
+def _skipped_input(plans: list[io.FilePlan], by_file: dict[str, dict[str, int]],
+                   rows_by_file: dict[str, int]) -> SkippedInput:
+    """The files that gave no rows, each with why (their problems, the reader's words)."""
+    items = tuple((plan.name, io.skip_reason(by_file[plan.name], plan.detail))
+                  for plan in plans if not rows_by_file[plan.name])
+    return SkippedInput("files", "skipped", len(plans), len(items), items)
+
+
+def _check_skipped(reading: dict[str, Any], require_all: bool) -> None:
+    """One warning naming the files skipped; with ``require_all`` the run fails instead."""
+    skipped = SkippedInput.of(reading)
+    if skipped is None:
+        return
+    if require_all:
+        raise DatasetError(f"{skipped.describe()} and --require-all-files is set: {skipped.listing()}")
+    logger.warning("taxi: %s, their rows left out of this run: %s", skipped.describe(), skipped.listing())
 
 
 def _tally(values: Any) -> dict[str, int]:

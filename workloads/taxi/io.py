@@ -117,6 +117,7 @@ class FilePlan:
     problems: dict[str, int] = field(default_factory=dict)
     unknown_columns: tuple[str, ...] = ()
     chunks: list[Chunk] = field(default_factory=list)
+    detail: str = ""  # why a file-level problem skips it, in the reader's words (one line)
 
 
 @dataclass
@@ -154,10 +155,25 @@ def plan(data_dir: str, pattern: str, block_bytes: int) -> list[FilePlan]:
     plans = []
     for path in find_files(data_dir, pattern):
         file_plan = with_retries(f"{path} (header)", _plan_file, path, block_bytes)
-        if file_plan.problems:
+        if file_plan.problems and file_plan.chunks:
             logger.warning("%s: %s", path, file_plan.problems)
+        elif file_plan.problems:  # the run names it on the client, beside the other files skipped
+            logger.info("%s: skipped: %s", path, skip_reason(file_plan.problems, file_plan.detail))
         plans.append(file_plan)
     return plans
+
+
+_UNITS = {"unknown_column": "columns", "wrong_field_count": "lines", "unparsable_value": "lines",
+          "unreadable_chunk": "lines"}  # the reasons not counted in files (module docstring)
+
+
+def skip_reason(problems: dict[str, int], detail: str = "") -> str:
+    """Why a file gave no rows, on one line: its problems (``unparsable_value (50 lines)``)
+    and the reader's own words for a file-level one."""
+    parts = [f"{reason} ({problems[reason]:,} {_UNITS[reason]})" if reason in _UNITS else reason
+             for reason in REASONS if problems.get(reason)]
+    text = ", ".join(parts) or "no rows"
+    return f"{text}: {detail}" if detail else text
 
 
 def _plan_file(path: Path, block_bytes: int) -> FilePlan:
@@ -166,6 +182,7 @@ def _plan_file(path: Path, block_bytes: int) -> FilePlan:
     file_plan = FilePlan(name=path.name, format=fmt, bytes=path.stat().st_size)
     if file_plan.bytes == 0:
         file_plan.problems["empty_file"] = 1
+        file_plan.detail = "0 bytes"
     elif fmt == "csv":
         _plan_csv(path, file_plan, block_bytes)
     else:
@@ -179,8 +196,11 @@ def _check_columns(columns: tuple[str, ...], file_plan: FilePlan) -> bool:
     file_plan.unknown_columns = tuple(c for c in columns if c not in s.FILE_TYPES)
     if file_plan.unknown_columns:
         file_plan.problems["unknown_column"] = len(file_plan.unknown_columns)
-    if any(name not in columns for name in s.USED):
+    missing = [name for name in s.USED if name not in columns]
+    if missing:
         file_plan.problems["missing_column"] = 1
+        more = f" and {len(missing) - 3} more" if missing[3:] else ""
+        file_plan.detail = "no column " + ", ".join(missing[:3]) + more
         return False
     return True
 
@@ -193,12 +213,14 @@ def _plan_csv(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
         header = first.decode("utf-8-sig")
     except UnicodeDecodeError:
         file_plan.problems["unreadable_file"] = 1
+        file_plan.detail = "the first line is not UTF-8 text (compressed, or not a CSV file?)"
         return
     columns = tuple(s.canonical(name) for name in header.strip().split(","))
     if not _check_columns(columns, file_plan):
         return
     if not rest.strip():
         file_plan.problems["header_only"] = 1
+        file_plan.detail = "a header without rows"
         return
     file_plan.chunks = [Chunk(str(path), "csv", columns, start, end)
                         for start, end in even_ranges(len(first), file_plan.bytes, block_bytes)]
@@ -217,15 +239,16 @@ def even_ranges(begin: int, end: int, most: int) -> list[tuple[int, int]]:
 def _plan_parquet(path: Path, file_plan: FilePlan, block_bytes: int) -> None:
     try:
         metadata = pq.ParquetFile(path).metadata
-    except pa.ArrowInvalid as error:  # not Parquet; an OSError is an I/O error: retried
-        logger.warning("%s: not readable as Parquet: %s", path, error)
+    except pa.ArrowInvalid as error:  # not Parquet, or cut short; an OSError is an I/O error: retried
         file_plan.problems["unreadable_file"] = 1
+        file_plan.detail = "not readable as Parquet: " + " ".join(str(error).split())
         return
     columns = tuple(s.canonical(name) for name in metadata.schema.to_arrow_schema().names)
     if not _check_columns(columns, file_plan):
         return
     if metadata.num_rows == 0:
         file_plan.problems["header_only"] = 1
+        file_plan.detail = "a schema without rows"
         return
     groups: list[int] = []
     size = 0

@@ -53,6 +53,7 @@ class Config:
     xgboost: XGBoostSettings = field(default_factory=XGBoostSettings)
     train_attempts: int = 3  # a worker lost mid-training: retry the whole training (workloads.taxi.training)
     recovery_timeout_s: float = 300.0  # ... once the cluster has its workers back, within this long
+    require_all_files: bool = False  # a file that gives no rows fails the run instead of being skipped
     workers: tuple[str, ...] = ()  # run only on these worker addresses (filled by the runner)
 
     def __post_init__(self) -> None:
@@ -105,6 +106,10 @@ _FLAGS: dict[str, tuple[str, Any, str | None, str]] = {
 }
 
 
+# command-line dest -> Config field, for the flags the runner defines for every benchmark (workloads/run.py)
+_SHARED = {"require_all_files": "require_all_files"}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The taxi benchmark's flags (none collides with the runner's or the images ones)."""
     group = parser.add_argument_group("taxi benchmark")
@@ -142,7 +147,7 @@ def make_config(args: argparse.Namespace | None, profile: dict[str, Any], data_d
             booster.update(_xgboost_values(value))
         else:
             values[key] = value
-    for dest, (target, _, _, _) in _FLAGS.items():
+    for dest, target in [*((dest, flag[0]) for dest, flag in _FLAGS.items()), *_SHARED.items()]:
         value = getattr(args, dest, None) if args is not None else None
         if value is None:
             continue
