@@ -37,6 +37,7 @@ stand-ins: system-packages
 	scripts/build_kube_current.sh
 	scripts/build_kube_apiserver.sh
 	scripts/build_kube_node.sh
+	scripts/build_promtool.sh
 	scripts/install_helm.sh
 
 # the default Dask image's Python environment for tests/cluster/test_default_image.py (pip, into the cache)

@@ -9,6 +9,7 @@ import pulumi_vsphere as vsphere
 import components.settings.prepared_env as prepared_env
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.environment_job import EnvironmentJob, EnvironmentJobArgs
+from components.addons.gpu_metrics.objects import GpuMetrics, GpuMetricsArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.addons.shared_storage import SharedStorage, SharedStorageArgs
 from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
@@ -65,6 +66,9 @@ workspace = GuestNamespace("workspace", GuestNamespaceArgs(settings.storage.name
                            in_guest)
 gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(spec=settings.gpu_operator, enforces_psp=enforces_psp),
                            pulumi.ResourceOptions(provider=guest, depends_on=[*cluster.ready_for_workloads]))
+# the team's GPU use, cluster-wide: recording rules, scrape jobs and dashboard for the cluster's Prometheus
+if settings.gpu_operator.metrics:
+    GpuMetrics("gpu-metrics", GpuMetricsArgs(enforces_psp=enforces_psp), in_guest)
 storage = SharedStorage("storage", SharedStorageArgs(
     spec=settings.storage, namespace=workspace.name, nfs_server=platform.nfs_server, nfs_path=platform.nfs_path,
     file_share_policy=settings.file_share.policy, enforces_psp=enforces_psp), in_guest)

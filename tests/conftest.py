@@ -30,7 +30,8 @@ ARTIFACTS = REPO / "test-artifacts"
 
 # What `make test` builds, fetches or installs beyond the venv, by the marker that names it.
 # Every test carrying one of these also gets `stand_in`.
-STAND_IN_MARKERS = ("vcsim", "apiserver", "kube_node", "helm", "artifacts", "browser", "nginx", "system_packages")
+STAND_IN_MARKERS = ("vcsim", "apiserver", "kube_node", "helm", "artifacts", "browser", "nginx", "system_packages",
+                    "promtool")
 # A fixture that starts a stand-in -> its marker.
 STAND_IN_FIXTURES = {"vcsim": "vcsim", "kube_apiserver": "apiserver", "paper_apiserver": "apiserver",
                      "apiserver_for": "apiserver", "kube_cluster": "kube_node",
@@ -55,6 +56,8 @@ STAND_IN_MODULES = {
     "tests/apiserver/test_supervisor_kubernetes_releases.py": ("artifacts",),
     "tests/prepare/test_nginx.py": ("nginx",),
     "tests/report/test_browser.py": ("browser",),
+    "tests/report/test_usage_browser.py": ("browser",),
+    "tests/monitoring/test_recording_rules.py": ("promtool",),
     "tests/setup/test_system_programs.py::test_each_package_installs_the_programs_declared_for_it": ("system_packages",),
 }
 

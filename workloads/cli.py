@@ -7,6 +7,7 @@
     dask-tkg team-outputs  the document a person of the team runs with (from the stack's outputs)
     dask-tkg check     every settings problem of a stack at once, offline (no CLI, backend or secrets)
     dask-tkg dashboard the Dask dashboard of one's own cluster, through a port-forward, as a local URL
+    dask-tkg usage     GPU-hours held and busy, per person, run and week, from run records (HTML and CSV)
 
 ``dask-tkg SUBCOMMAND --help`` shows each one's options.
 """
@@ -30,6 +31,8 @@ SUBCOMMANDS = {  # name -> (module with main(argv), one line of help)
               "check a stack's settings offline: every problem at once, no network, no secrets"),
     "dashboard": ("workloads.cluster.dashboard",
                   "open the Dask dashboard of your own cluster: a port-forward, printing the local URL"),
+    "usage": ("workloads.report.usage",
+              "GPU-hours held and busy per person, run and week, at a site rate, from run records (HTML, CSV)"),
 }
 
 

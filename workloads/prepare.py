@@ -677,9 +677,12 @@ def unverified_files(outcomes: List[Outcome]) -> List[str]:
 
 
 def _on_sigterm_interrupt():
-    """SIGTERM (a Job's pod deleted) ends the run like Ctrl-C; returns the old handler."""
+    """SIGTERM (a Job's pod deleted) ends the run like Ctrl-C; returns the old handler. Ctrl-C
+    raises KeyboardInterrupt even where the command was started with SIGINT ignored (a shell's
+    background job), which Python would otherwise keep."""
     def handler(signum, frame):
         raise Interrupted("SIGTERM", 128 + signal.SIGTERM)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     return signal.signal(signal.SIGTERM, handler)
 
 

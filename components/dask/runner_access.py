@@ -24,6 +24,9 @@ What the runner calls, and the rule each needs (``workloads/cluster``):
   subresource changes the replica count and nothing else: a patch of the group itself could
   rewrite its workers' pod template (image, volumes, service account), pod creation by proxy.
 - ``pods/log`` read, for ``kubectl logs`` with the same kubeconfig when a run fails.
+- ``workloads/observe/gpu_pods.py``: list the Dask cluster's pods (the ``pods`` read above),
+  for what each run held of the GPUs: each pod's requested GPUs, when it was scheduled and
+  when it was gone (the record's ``gpu_usage``).
 
 The token is a ``kubernetes.io/service-account-token`` Secret: the token controller fills its
 ``data.token``, and pulumi-kubernetes waits for that before it reads the Secret back (since

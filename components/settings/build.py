@@ -271,6 +271,7 @@ def _gpu_operator(r: _Reader) -> GpuOperatorSpec:
         token_in_configmap=r("licenseTokenInConfigMap"),
         ngc_api_key=r("ngcApiKey"),
         license_token=r("vgpuLicenseToken"),
+        metrics=r("gpuMetrics"),
     )
 
 

@@ -193,6 +193,7 @@ class GpuOperatorSpec:
     feature_type: int
     ngc_registry: str
     token_in_configmap: bool
+    metrics: bool  # gpuMetrics: the cluster's GPU recording rules and dashboard (addons/gpu_metrics)
     ngc_api_key: Any = field(repr=False)
     license_token: Any = field(repr=False)
     chart_pin: Artifact | None = None  # the archive pinned for chart_repo/chart/version (None: refused)

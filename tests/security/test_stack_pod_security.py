@@ -69,7 +69,7 @@ def test_every_pod_passes_its_namespaces_level(variant):
 # NFS provisioner baseline (root and an nfs volume; under PSP that is TKG's privileged policy,
 # TKG having no baseline one), the GPU operator privileged (NVIDIA require it).
 DECLARED = {"rapidsai": "restricted", "dask-operator": "restricted", "nfs-provisioner": "baseline",
-            "gpu-operator": "privileged"}
+            "gpu-operator": "privileged", "gpu-metrics": "restricted"}
 UNDER_PSP = {"restricted": "restricted", "baseline": "privileged", "privileged": "privileged"}
 
 

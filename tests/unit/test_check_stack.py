@@ -17,13 +17,13 @@ CIPHERTEXT = {"secure": "v1:Y2lwaGVydGV4dC1ub3QtYS1zZWNyZXQ="}  # what `pulumi c
 SECRETS = {"vsphere:password": CIPHERTEXT, "dask-tkg:ngcApiKey": CIPHERTEXT, "dask-tkg:vgpuLicenseToken": CIPHERTEXT}
 
 
-def run(*args: str, module: str = "workloads.cli") -> subprocess.CompletedProcess:
+def python_module(*args: str, module: str = "workloads.cli") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120, check=False)
 
 
 def check(stack: str, folder: Path | None = None) -> subprocess.CompletedProcess:
-    return run("check", "--stack", stack, *(["--dir", str(folder)] if folder else []))
+    return python_module("check", "--stack", stack, *(["--dir", str(folder)] if folder else []))
 
 
 def stack_file(folder: Path, name: str, base: str = "dev", drop: tuple[str, ...] = (), **config: object) -> Path:
@@ -94,14 +94,14 @@ def test_a_stack_file_that_is_not_yaml_is_one_line(tmp_path):
 
 
 def test_the_network_list_answers_an_unknown_stack_in_one_line():
-    done = run("--stack", "prod", module="components.settings.network_requirements")
+    done = python_module("--stack", "prod", module="components.settings.network_requirements")
     assert done.returncode == 2
     assert lines(done) == [f"error: no stack 'prod' in {REPO}: no Pulumi.prod.yaml there (its stacks: {STACKS})"]
 
 
 def test_the_network_list_names_each_settings_problem_without_a_traceback(tmp_path):
     stack_file(tmp_path, "broken", **{"dask-tkg:datasetPvcSize": "lots"})
-    done = run("--stack", "broken", "--dir", str(tmp_path), module="components.settings.network_requirements")
+    done = python_module("--stack", "broken", "--dir", str(tmp_path), module="components.settings.network_requirements")
     assert done.returncode == 1
     found = lines(done)
     assert found[0].startswith("stack broken: dask-tkg:datasetPvcSize: must be a Kubernetes quantity")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import time
 from pathlib import Path
@@ -143,7 +144,9 @@ def url_line(namespace: str, name: str, url: str) -> str:
 
 
 def hold(forward) -> None:
-    """Until Ctrl-C: the forward serves from its own threads."""
+    """Until Ctrl-C: the forward serves from its own threads. Ctrl-C ends it even where the
+    shell started the command with SIGINT ignored (a background job), which Python keeps."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             while True:

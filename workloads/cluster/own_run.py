@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +72,8 @@ def around(args: argparse.Namespace, runner: Any) -> Iterator[None]:
     person = team.pick(outputs.people, args.user, kube.namespace)
     own = OwnCluster(outputs, person, kube, cluster_name(args.cluster_name), workers_asked(args, runner.profile),
                      keep=args.keep_cluster, echo=runner.echo)
+    runner.person = person.name  # the GPU usage is the person's, from the moment the cluster is asked for
+    runner.held_since = time.time()
     try:
         runner.where = own.start(timeout=args.wait_timeout or max(300, runner.profile.get("wait_timeout_s", 0)))
         yield

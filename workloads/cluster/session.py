@@ -10,10 +10,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workloads.cluster import endpoint as endpoints
-from workloads.cluster import local, preflight
+from workloads.cluster import local, own_spec, preflight
 from workloads.core.errors import EndpointError
 from workloads.observe import environment
 
@@ -228,3 +229,48 @@ class ClusterSession:
 
     def describe_plan(self) -> dict[str, Any] | None:
         return self.plan.describe() if self.plan is not None and self.endpoint.local else None
+
+
+# the dask chart's labels (components/dask/exposure.py ``selector``) and the operator's (own_spec.py)
+HELM_PODS = "app=dask,release={release},component in (scheduler,worker)"
+OPERATOR_PODS = f"{own_spec.CLUSTER_LABEL}={{cluster}}"
+
+
+@dataclass(frozen=True)
+class DaskPods:
+    """Where the pods of a remote cluster are, and the kubeconfig that reads them: the stack's
+    runner identity, or a person's own (``--own-cluster``). Never printed (``repr`` leaves the
+    kubeconfig out)."""
+
+    namespace: str
+    selector: str
+    cluster: str  # the DaskCluster, or the dask chart's release
+    operator: bool
+    kubeconfig: str = field(default="", repr=False)
+
+    def describe(self) -> str:
+        return (f"DaskCluster {self.namespace}/{self.cluster}" if self.operator
+                else f"the dask release {self.namespace}/{self.cluster}")
+
+    def core_api(self) -> Any:
+        """A ``CoreV1Api`` on the kubeconfig (EndpointError when it cannot be used)."""
+        from kubernetes import client as k8s
+
+        from workloads.cluster import port_forward
+
+        return k8s.CoreV1Api(port_forward.api_client(self.kubeconfig))
+
+
+def dask_pods(where: endpoints.Endpoint) -> DaskPods | str:
+    """The pods of the endpoint's Dask cluster, or why they cannot be read (a string)."""
+    outputs = where.outputs
+    if outputs is None:
+        return (f"the cluster was reached at its scheduler's address alone ({where.source}): no kubeconfig to read"
+                " its pods with (--stack, --outputs or --own-cluster give one)")
+    if not outputs.kubeconfig or outputs.kubeconfig == "[secret]":
+        return (f"{where.source} carries no kubeconfig to read the pods with: read the stack's outputs with"
+                " --show-secrets (its runnerKubeconfig)")
+    operator = outputs.backend == "operator" and bool(outputs.dask_cluster)
+    cluster = outputs.dask_cluster if operator else outputs.release
+    selector = OPERATOR_PODS.format(cluster=cluster) if operator else HELM_PODS.format(release=cluster)
+    return DaskPods(outputs.namespace, selector, cluster, operator, outputs.kubeconfig)

@@ -50,6 +50,8 @@ class Instrumentation:
         the block ends; empty until then.
     notes : list of str
         Why something could not be measured or written.
+    samples : list of dict
+        The utilization samples (:mod:`workloads.observe.utilization`), when the block ends.
     """
 
     results_dir: Path
@@ -57,6 +59,7 @@ class Instrumentation:
     artifacts: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def make_run_id(benchmark: str, workers: int | None = None, started_at: str | None = None) -> str:
@@ -123,6 +126,7 @@ def instrument(client: Any, results_dir: str | os.PathLike, run_id: str, *, inte
 def _finish_sampler(sampler: UtilizationSampler, relative: str, inst: Instrumentation) -> None:
     try:
         sampler.stop()
+        inst.samples = list(sampler.samples)
         inst.metrics.update(summarize(sampler.samples))
         inst.artifacts["utilization"] = relative
         if sampler.errors:

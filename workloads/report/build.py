@@ -80,6 +80,8 @@ def render(results_dir: str | os.PathLike = "results", compare: str | os.PathLik
     for run in sampled:
         add("utilization", f"Utilization of run {run.label}", figures.utilization_caption(run),
             figures.utilization(run, figure_dir / f"utilization-run{run.number}.png"))
+    add("gpu", "GPU held and busy per run", figures.held_caption(everything),
+        figures.held_busy(everything, figure_dir / "gpu-held-busy.png"))
     comparison = runs.compare(results.runs, other.runs) if other is not None else None
     if comparison is not None:
         add("compare", "Ratio this / other per configuration and measure",

@@ -423,3 +423,102 @@ def _measure_label(cells: dict[Any, Any], measure: str) -> str:
     name = measure.replace("phase ", "").replace("_per_second", "/s").replace("_", " ")
     unit = "" if name.endswith("/s") else f"{example.unit}, "
     return f"{name} ({unit}{'higher' if example.higher_is_better else 'lower'} better)"
+
+
+# ---------------------------------------------------------------------- GPU held and busy
+HELD_PARTS = (("waiting", "waiting: scheduled, its worker not yet joined", "#e3a33b"),
+              ("working", "working: joined, a benchmark running", "#2e8b57"),
+              ("idle", "idle: joined, nothing running", "#b7bec8"))
+BUSY_COLOUR = "#23507a"
+HELD_RUNS = 40  # the figure draws the latest this-many runs that held GPUs
+
+
+def gpu_usage(run: Run) -> dict[str, Any]:
+    """The run's ``gpu_usage`` (workloads/observe/gpu_usage.py); empty for a record without one."""
+    found = run.record.get("gpu_usage")
+    return found if isinstance(found, dict) else {}
+
+
+def held_seconds(run: Run) -> float | None:
+    """GPU-seconds the run's cluster held; None when not recorded or not measured."""
+    value: Any = gpu_usage(run).get("held_gpu_seconds")
+    return float(value) if _number(value) else None
+
+
+def held_runs(runs: list[Run]) -> list[Run]:
+    """The runs the held-and-busy figure draws: those that held a GPU (the latest ``HELD_RUNS``)."""
+    return [run for run in runs if (held_seconds(run) or 0.0) > 0][-HELD_RUNS:]
+
+
+def _busy(run: Run) -> float | None:
+    value: Any = gpu_usage(run).get("busy_gpu_seconds")
+    return float(value) if _number(value) else None
+
+
+GPU_UNITS = ((10 * 3600.0, 3600.0, "GPU-hours", "GPU-h"), (600.0, 60.0, "GPU-minutes", "GPU-min"),
+             (0.0, 1.0, "GPU-seconds", "GPU-s"))
+
+
+def _gpu_unit(longest: float) -> tuple[float, str, str]:
+    """Seconds per unit, its name and its short name, for bars up to ``longest`` GPU-seconds."""
+    return next((scale, name, short) for least, scale, name, short in GPU_UNITS if longest >= least)
+
+
+def held_caption(runs: list[Run]) -> str:
+    """What the held-and-busy figure draws, in words."""
+    drawn = held_runs(runs)
+    if not drawn:
+        return ""
+    _, unit, _ = _gpu_unit(max(held_seconds(r) or 0.0 for r in drawn))
+    parts = [f"Per run, the upper bar: the {unit} its Dask cluster held over the run's window (from the end of the"
+             " previous record of the same invocation to its own), stacked as waiting, working and idle."]
+    if any(_busy(r) is not None for r in drawn):
+        parts.append(f"The lower bar: busy, the {unit} at 100 % its workers' GPU utilization adds up to (NVML),"
+                     " with its share of held.")
+    if any(_busy(r) is None for r in drawn):
+        parts.append("\u201cbusy not measured\u201d: the run's workers reported no GPU utilization.")
+    if len(drawn) < sum(1 for r in runs if (held_seconds(r) or 0.0) > 0):
+        parts.append(f"The latest {len(drawn)} runs that held a GPU.")
+    return " ".join(parts)
+
+
+def held_busy(runs: list[Run], path: Path) -> Path | None:
+    """Per run that held a GPU: held (waiting, working, idle stacked) above busy."""
+    drawn = held_runs(runs)
+    if not drawn:
+        return None
+    scale, unit, short = _gpu_unit(max(held_seconds(r) or 0.0 for r in drawn))
+    figure, (axes,) = _figure(1.6 + 0.62 * len(drawn))
+    longest = max(held_seconds(r) or 0.0 for r in drawn) / scale
+    for row, run in enumerate(drawn):
+        usage = gpu_usage(run)
+        left = 0.0
+        for key, label, colour in HELD_PARTS:
+            value: Any = usage.get(f"{key}_gpu_seconds")
+            width = float(value) / scale if _number(value) else 0.0
+            axes.barh(row - 0.19, width, left=left, height=0.36, color=colour, edgecolor="white",
+                      label=label if row == 0 else None)
+            left += width
+        held = (held_seconds(run) or 0.0) / scale
+        axes.annotate(f"{_fmt(held)} {short} held, {usage.get('gpus') or 0} GPU(s) at most", (held, row - 0.19),
+                      xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+        busy = _busy(run)
+        if busy is None:
+            axes.annotate("busy not measured", (0, row + 0.19), xytext=(2, 0), textcoords="offset points",
+                          va="center", fontsize=8, color="#718096", style="italic")
+            continue
+        axes.barh(row + 0.19, busy / scale, height=0.36, color=BUSY_COLOUR, label="busy (NVML)")
+        share = f" ({100 * busy / (held * scale):.0f} % of held)" if held else ""
+        axes.annotate(f"{_fmt(busy / scale)} {short} busy{share}", (busy / scale, row + 0.19), xytext=(4, 0),
+                      textcoords="offset points", va="center", fontsize=8)
+    axes.set_yticks(range(len(drawn)), [run.label + ("" if run.ok else f"\n({run.status})") for run in drawn],
+                    fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlim(0, longest * 1.5 or 1)
+    axes.set_xlabel(unit)
+    axes.set_title("GPU held and busy per run: what the cluster held against what its workers used", fontsize=10)
+    axes.grid(True, axis="x", alpha=0.3)
+    handles, labels = axes.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    figure.legend(list(unique.values()), list(unique), loc="outside lower center", fontsize=8, ncols=4)
+    return _save(figure, path)

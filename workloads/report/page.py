@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from workloads.runs.results import NAMED, RESULTS_FILE, SkippedInput
+from workloads.runs.results import GPU_USAGE, NAMED, RESULTS_FILE, SkippedInput
 
 from .runs import Comparison, ResultSet, Run, describe
 
@@ -42,6 +42,7 @@ SECTIONS = (
     ("phases", "Where the time goes"),
     ("quality", "Model quality"),
     ("utilization", "Utilization per worker"),
+    ("gpu", "GPU held and busy"),
     ("compare", "Comparison"),
 )
 
@@ -103,8 +104,9 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
     the links are relative to) and, when given, its ``comparison`` with ``other``."""
     runs = results.runs
     counts = {status: sum(r.status == status for r in runs) for status in STATUSES}
+    held_nothing = nothing_held(runs)
     present = [(key, title) for key, title in SECTIONS if any(f.section == key for f in figures)
-               or (key == "compare" and comparison is not None)]
+               or (key == "compare" and comparison is not None) or (key == "gpu" and held_nothing)]
     failures = [r for r in runs if not r.ok]
     skipped = skipped_input(runs)
     links = (present + [("runs", "All runs")] + ([("skipped", "Input left out")] if skipped else [])
@@ -129,7 +131,28 @@ def build(results: ResultSet, figures: list[Figure], output: Path,
         run_rows=[_run_row(run, results.directory, output) for run in runs],
         failures=failures,
         skipped=skipped,
+        nothing_held=held_nothing,
     )
+
+
+def nothing_held(runs: list[Run]) -> list[tuple[str, str]]:
+    """The runs whose record says their cluster held no GPU, or that what it held could not be
+    read, as (``No GPU held by runs #1, #2``, the record's note), one line per kind and note:
+    said in words, where the figure would draw nothing."""
+    by_note: dict[tuple[bool, str], list[str]] = {}
+    for run in runs:
+        usage = run.record.get(GPU_USAGE)
+        if not isinstance(usage, dict):
+            continue  # a record from before it was recorded
+        held: Any = usage.get("held_gpu_seconds")
+        known = isinstance(held, (int, float)) and not isinstance(held, bool)
+        if not known or held <= 0:
+            by_note.setdefault((known, str(usage.get("note") or "no note")), []).append(f"#{run.number}")
+    lines = []
+    for (known, note), numbers in by_note.items():
+        which = ("run " if len(numbers) == 1 else "runs ") + ", ".join(numbers)
+        lines.append((f"No GPU held by {which}" if known else f"GPU held not known for {which}", note))
+    return lines
 
 
 def skipped_input(runs: list[Run]) -> list[Skipped]:

@@ -82,8 +82,9 @@ def cluster_facts(context: RunContext, placement: Placement, session) -> dict[st
 
 
 def build(name: str, context: RunContext, placement: Placement, outcome: RunOutcome,
-          cluster: dict[str, Any]) -> dict[str, Any]:
-    """One record (also for a run that never started)."""
+          cluster: dict[str, Any], gpu_usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One record (also for a run that never started); ``gpu_usage``: what the cluster held of
+    the GPUs over the record's window (``workloads.observe.gpu_usage``)."""
     checked = placement.checked
     probes = checked.workers if checked else {}
     client_facts = checked.client if checked else environment.client_facts()
@@ -108,4 +109,4 @@ def build(name: str, context: RunContext, placement: Placement, outcome: RunOutc
         versions=environment.record_versions(probes, used, client_facts),
         hardware=environment.record_hardware(probes, used, client_facts),
         cluster=cluster, started_at=outcome.started_at or results.utc_now(), error=outcome.error,
-        artifacts=dict(outcome.artifacts), unfinished=timer.unfinished if timer else None)
+        artifacts=dict(outcome.artifacts), unfinished=timer.unfinished if timer else None, gpu_usage=gpu_usage)

@@ -5,7 +5,9 @@ A record carries ``benchmark``, ``status`` (succeeded | failed | interrupted),
 ``versions``, ``hardware``, ``cluster``, ``started_at`` and, where it applies, ``error``,
 ``unfinished_phases`` (seconds spent in phases that raised or were interrupted) and
 ``artifacts`` (paths of files written beside the results, relative to the results
-directory). Lines are only ever appended: an earlier result is never overwritten.
+directory); a record of the runner carries ``gpu_usage`` too (what its cluster held of the GPUs
+over the record's window, and how busy its workers kept them: ``workloads/observe/gpu_usage.py``).
+Lines are only ever appended: an earlier result is never overwritten.
 
 A run that went without some of its input (a taxi file that gave no rows, an image that
 did not decode) still succeeds, and its metrics say so in one shape for every benchmark,
@@ -27,6 +29,20 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
+# ``gpu_usage`` (issue 52): what a run held of the GPUs and what it used of them. These keys are a
+# contract with ``dask-tkg usage`` (workloads/report/usage*.py) and the cluster's recording rules,
+# built by three people at once: add keys, never rename these.
+#   person (--user of an --own-cluster run, else the runner's OS user), namespace, dask_cluster,
+#   source ("pods" | "local" | "none"), note (one line: where the numbers come from, or why zero),
+#   gpus (most held at once), held_gpu_seconds, waiting_gpu_seconds (scheduled, worker not yet
+#   joined), working_gpu_seconds (during the timed phases), idle_gpu_seconds (the rest of held),
+#   busy_gpu_seconds (utilisation 0..1 x dt; None when not measured), busy_source ("nvml" |
+#   "dcgm" | None), window {start, end} (ISO 8601), pods [{name, gpus, start, joined, end}].
+# Added beside them (workloads/observe/gpu_usage.py): unscheduled_gpu_seconds (asked for, not yet
+#   scheduled: holds nothing, shows a wait for nodes), sampling_step_s (how often the pods were
+#   looked at; None without pods), pods[].created and pods[].running (still there at the end).
+#   Numbers the runner could not read (no kubeconfig for the pods) are None, the note says why.
+GPU_USAGE = "gpu_usage"
 NAMED = 10  # skipped input a warning or the report names by name; the rest are counted
 STATUSES = ("succeeded", "failed", "interrupted")
 
@@ -114,6 +130,7 @@ def make_record(
     error: str | None = None,
     artifacts: dict[str, str] | None = None,
     unfinished: dict[str, float] | None = None,
+    gpu_usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
@@ -134,6 +151,8 @@ def make_record(
         record["unfinished_phases"] = {k: round(v, 6) for k, v in unfinished.items()}
     if artifacts:
         record["artifacts"] = artifacts
+    if gpu_usage is not None:
+        record[GPU_USAGE] = gpu_usage
     return record
 
 

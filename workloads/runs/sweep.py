@@ -17,13 +17,14 @@ from typing import Any
 from workloads import tuning
 from workloads.cluster import endpoint as endpoints
 from workloads.cluster import local, preflight
+from workloads.cluster import session as sessions
 from workloads.cluster.session import ClusterSession
 from workloads.cluster.stopping import Stopper, stop_reason
 from workloads.cluster.watch import WorkerWatch
 from workloads.core.commands import load_yaml
 from workloads.core.config import cache_dir
 from workloads.core.errors import DatasetError, WorkersLostError, WorkloadError
-from workloads.observe import instrumentation
+from workloads.observe import gpu_pods, gpu_usage, instrumentation
 from workloads.runs import benchmarks, record, results, summary
 from workloads.runs.record import Placement, RunContext, RunOutcome
 
@@ -63,6 +64,9 @@ class Runner:
         self.context: RunContext | None = None
         self.scheduler_lost: str | None = None  # why the sweep stopped early
         self.where: endpoints.Endpoint | None = None  # set beforehand: a cluster made for this run (--own-cluster)
+        self.person: str | None = None  # whose run (--own-cluster: the person's name; else the OS user)
+        self.held_since: float | None = None  # when the cluster was asked for, if before execute (--own-cluster)
+        self.gpu: gpu_usage.GpuUsage | None = None  # what the run's cluster held of the GPUs, for each record
 
     @property
     def live(self) -> ClusterSession:
@@ -90,7 +94,8 @@ class Runner:
                                   max_lost_workers=args.max_lost_workers, endpoint_kind=where.kind,
                                   local=where.local, output=args.output, data_dir=data_dir,
                                   data_generated=generated, adaptive=args.adaptive)
-        with ClusterSession(where, echo=self.echo, dashboard_address=args.dashboard_address) as self.session:
+        with ClusterSession(where, echo=self.echo, dashboard_address=args.dashboard_address) as self.session, \
+                self.held_gpus(where) as self.gpu:
             self.session.on_forward_drop = self.forward_dropped
             for count in args.workers or [None]:
                 code = self.run_count(count)
@@ -100,6 +105,28 @@ class Runner:
                     self.echo(f"error: {self.scheduler_lost}: the sweep stops here", error=True)
                     return EXIT_FAILED
         return EXIT_FAILED if any(r["status"] != "succeeded" for r in self.records) else EXIT_OK
+
+    def held_gpus(self, where: endpoints.Endpoint) -> gpu_usage.GpuUsage:
+        """What the cluster holds of the GPUs, from now (or from when it was asked for): a local
+        cluster's as the runner starts it, a remote one's from its pods."""
+        since = self.held_since or time.time()
+        if where.local:
+            return gpu_usage.GpuUsage(gpu_usage.LocalGpus(), self.person, since=since)
+        pods = sessions.dask_pods(where)
+        if isinstance(pods, str):
+            return gpu_usage.GpuUsage(gpu_usage.Unread(pods), self.person, since=since)
+        try:
+            core = pods.core_api()
+        except WorkloadError as exc:
+            return gpu_usage.GpuUsage(gpu_usage.Unread(f"the kubeconfig cannot be used: {exc}"), self.person,
+                                      pods.namespace, pods.cluster, since)
+        sampler = gpu_pods.PodSampler(core, pods.namespace, pods.selector, pods.describe(), client=self.client_now)
+        return gpu_usage.GpuUsage(sampler, self.person, pods.namespace, pods.cluster, since)
+
+    def client_now(self) -> Any:
+        """The session's Dask client while it runs, else None (for the pod sampler's thread)."""
+        session = self.session
+        return session.client if session is not None and session.running() else None
 
     def data_root(self, where: endpoints.Endpoint) -> tuple[Path, bool]:
         if self.args.data_dir:
@@ -143,7 +170,7 @@ class Runner:
         session = self.live
         timeout = self.args.wait_timeout or self.profile.get("wait_timeout_s", 300)
         if session.endpoint.local:
-            want = session.use_local(self.plan_for(count))
+            want = self.start_local(count)
         else:
             session.connect()
             want = session.remote_target(count)
@@ -153,12 +180,27 @@ class Runner:
             elif count is not None and not session.scale(want, timeout):
                 session.say_restricted(len(session.workers()))
         connected = session.wait(want, timeout)
+        if session.endpoint.local and self.gpu is not None and isinstance(self.gpu.holders, gpu_usage.LocalGpus):
+            self.gpu.holders.workers_joined(time.time())
         self.say_failure_detection()
         used = connected if count is None and not session.endpoint.local else connected[:want]
         packages = [p for m in self.modules.values() for p in m.REQUIRED_PACKAGES]
         checked = preflight.check(session.client, connected, packages, self.args.device,
                                   hooks=benchmarks.preflight_hooks(self.modules.values()))
         return Placement(count=len(used), used=tuple(used), connected=tuple(connected), checked=checked)
+
+    def start_local(self, count: int | None) -> int:
+        """The local cluster for ``count`` (started again when the plan changes); its GPUs
+        held from the moment it is asked for."""
+        session, plan, asked = self.live, self.plan_for(count), time.time()
+        before = session.cluster
+        want = session.use_local(plan)
+        if session.cluster is not before and self.gpu is not None and isinstance(self.gpu.holders,
+                                                                                gpu_usage.LocalGpus):
+            why = ("a local cluster of CPU workers (--device cpu)" if self.args.device == "cpu" else
+                   "a local cluster of CPU workers (no GPU that NVML and dask-cuda find here)")
+            self.gpu.holders.cluster_started(plan.gpus and plan.n_workers, asked, why)
+        return want
 
     def say_failure_detection(self) -> None:
         """Once per cluster: how soon a silent worker or an unreachable scheduler is noticed."""
@@ -240,8 +282,19 @@ class Runner:
         written = self.write(name, placement, outcome)  # a result already measured is never lost
         self.echo(f"{name}: {summary.status(written)} in {summary.seconds(written):.1f} s"
                   + (f": {outcome.error}" if outcome.error else ""), error=bool(outcome.error))
+        self.say_gpu_usage(name, written.get(results.GPU_USAGE) or {})
         if escaping is not None:  # Ctrl-C, SIGTERM, or a BaseException: the sweep stops
             raise escaping
+
+    def say_gpu_usage(self, name: str, usage: dict[str, Any]) -> None:
+        """One line, where the run's cluster held a GPU: held, its three parts, and busy."""
+        if not usage.get("held_gpu_seconds"):
+            return
+        busy = usage.get("busy_gpu_seconds")
+        self.echo(f"{name}: GPUs held {usage['held_gpu_seconds']:.1f} GPU-s, {usage.get('gpus')} at most (waiting"
+                  f" {usage['waiting_gpu_seconds']:.1f}, working {usage['working_gpu_seconds']:.1f}, idle"
+                  f" {usage['idle_gpu_seconds']:.1f}); busy "
+                  + (f"{busy:.1f} GPU-s ({usage.get('busy_source')})" if busy is not None else "not measured"))
 
     def attempt(self, name: str, module: ModuleType, placement: Placement, started_at: str
                 ) -> tuple[RunOutcome, tuple[str, str] | None, BaseException | None]:
@@ -254,6 +307,7 @@ class Runner:
         inst = None
         replacement: tuple[str, str] | None = None
         escaping: BaseException | None = None
+        span: list[float] = []  # when the benchmark's timed phases began and ended
         restricted = len(placement.used) < len(placement.connected)
         try:
             section = benchmark_profile(module, args.profile)
@@ -270,7 +324,11 @@ class Runner:
             with instrumentation.instrument(client, args.output, run_id,
                                             performance_report=args.performance_report) as inst, watch, \
                     self.stopper.running():
-                metrics = module.run(client, config, timer)
+                span = [time.time()]
+                try:
+                    metrics = module.run(client, config, timer)
+                finally:
+                    span.append(time.time())
             if watch.exceeded:  # the run finished before the stop reached it
                 raise WorkersLostError(watch.exceeded)
         except KeyboardInterrupt as exc:
@@ -284,6 +342,8 @@ class Runner:
             if not isinstance(exc, Exception):
                 escaping = exc
         finally:
+            if span and self.gpu is not None:  # working, and busy, also after a failure
+                self.gpu.ran(span[0], span[-1], inst.samples if inst is not None else ())
             if inst is not None:  # utilization and the performance report, also after a failure
                 artifacts.update(inst.artifacts)
                 if inst.metrics:
@@ -329,7 +389,8 @@ class Runner:
     def write(self, name: str, placement: Placement, outcome: RunOutcome) -> dict[str, Any]:
         """Build and append one record (also for runs that never started)."""
         cluster = record.cluster_facts(self.ctx, placement, self.live)
-        built = record.build(name, self.ctx, placement, outcome, cluster)
+        usage = self.gpu.record() if self.gpu is not None else None
+        built = record.build(name, self.ctx, placement, outcome, cluster, gpu_usage=usage)
         results.append_record(self.args.output, built)
         self.records.append(built)
         return built
