@@ -3,7 +3,7 @@
 #   make test   lint and types (make lint), then the test suite, with the Debian packages it starts programs from
 #               (scripts/system-packages.toml), the pinned upstream artifacts (fetched,
 #               sha256-verified) and the offline stand-ins it needs (vcsim, Kubernetes 1.33 for
-#               the current stacks and 1.20 for the paper's, Helm 3), built into
+#               the current stacks and 1.20 for the paper's, Helm 3, Prometheus' promtool), built into
 #               $(DASK_TKG__CACHE), outside the repository.
 PYTHON ?= python3.11
 export PYTHON

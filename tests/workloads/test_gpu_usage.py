@@ -1,6 +1,11 @@
 """What a run held of the GPUs and how busy its workers kept them (workloads/observe/gpu_usage.py,
 gpu_pods.py): the accounting over a record's window, the pods as a fake API server lists them,
-and the record of runs on a local cluster of CPU workers and on a bare scheduler address."""
+and the record of runs on a local cluster of CPU workers and on a bare scheduler address.
+
+The fake (``FakeCore``: ``list_namespaced_pod`` answering the pods given and a ``Date`` header) is
+here because these tests move the clocks: pods scheduled and gone at chosen moments, an API server
+five minutes ahead, a read refused midway; a real server's clock cannot be moved. The same
+sampler against the real node's API server and scheduler, with real pods: tests/cluster/test_gpu_held.py."""
 from __future__ import annotations
 
 import email.utils
