@@ -1,4 +1,4 @@
-"""Headless Chromium for the report tests, as tests/report/test_browser.py starts it: the system's
+"""Headless Chromium for the report tests (test_browser.py, test_usage_browser.py): the system's
 Chromium and ChromeDriver (scripts/install_system_packages.py installs both), no network of its
 own, a fresh profile; and a screenshot of a whole page, for a person to look at."""
 from __future__ import annotations

@@ -31,3 +31,18 @@ def burn_everywhere(client, seconds: float) -> None:
     """``burn`` once on each worker, at the same time."""
     futures = [client.submit(burn, seconds, workers=[address], pure=False) for address in client.nthreads()]
     client.gather(futures)
+
+
+def figures_kept(monkeypatch) -> dict:
+    """Every figure the report saves from now on, by file name; each is still saved as it always is."""
+    from workloads.report import figures
+
+    made: dict = {}
+    save = figures._save
+
+    def keep(figure, path: Path) -> Path:
+        made[path.name] = figure
+        return save(figure, path)
+
+    monkeypatch.setattr(figures, "_save", keep)
+    return made

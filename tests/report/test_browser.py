@@ -6,48 +6,16 @@ with scripts/install_system_packages.py, and a report nobody opened is not teste
 """
 from __future__ import annotations
 
-import base64
-import shutil
-from pathlib import Path
-
 import pytest
 
+from . import chromium
 from .support import PNG_SIGNATURE, png_size
 
 pytestmark = pytest.mark.browser
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1280,1000", "--hide-scrollbars")
-
-
-def _find(*names: str) -> str | None:
-    for name in names:
-        found = shutil.which(name) or (name if Path(name).is_file() else None)
-        if found:
-            return found
-    return None
-
-
 @pytest.fixture
 def browser(tmp_path):
-    chromium = _find("chromium", "/usr/bin/chromium", "chromium-browser", "google-chrome")
-    driver_path = _find("chromedriver", "/usr/bin/chromedriver")
-    if not chromium or not driver_path:
-        pytest.fail("headless Chromium and ChromeDriver are required for the report's browser test: install "
-                    "them with scripts/install_system_packages.py (Debian packages chromium, chromium-driver); "
-                    f"found chromium={chromium}, chromedriver={driver_path}", pytrace=False)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    # an explicit driver path: Selenium never tries to download one
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_page_load_timeout(60)
+    driver = chromium.start(tmp_path / "chromium-profile")
     yield driver
     driver.quit()
 
@@ -71,14 +39,7 @@ def test_every_figure_loads_in_chromium(browser, rendered, artifacts_dir):
     assert browser.find_element("css selector", "h1").text.startswith("Dask on vSphere with Tanzu")
     assert len(browser.find_elements("css selector", "#runs tbody tr")) == 12
 
-    # the whole page, not only the first screenful
-    metrics = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})
-    size = metrics.get("cssContentSize") or metrics["contentSize"]
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})
-    path = artifacts_dir / "report-fixture.png"
-    path.write_bytes(base64.b64decode(shot["data"]))
+    path = chromium.screenshot(browser, artifacts_dir / "report-fixture.png")  # the whole page
     assert path.read_bytes()[:8] == PNG_SIGNATURE
     width, height = png_size(path)
     assert width >= 1000 and height > 3000, (width, height)
@@ -103,11 +64,5 @@ def test_the_default_runs_report_in_chromium(browser, tmp_path, artifacts_dir):
     assert len(sizes) == 6 and all(sizes), sizes
     accuracy = [row.text for row in browser.find_elements("css selector", "#runs tbody tr") if "accuracy" in row.text]
     assert len(accuracy) == 1 and "pass --weights" in accuracy[0]
-    path = artifacts_dir / "report-local-smoke.png"
-    metrics = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})
-    size = metrics.get("cssContentSize") or metrics["contentSize"]
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})
-    path.write_bytes(base64.b64decode(shot["data"]))
+    path = chromium.screenshot(browser, artifacts_dir / "report-local-smoke.png")
     assert path.read_bytes()[:8] == PNG_SIGNATURE

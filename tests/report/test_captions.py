@@ -12,21 +12,14 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
+from tests.report.support import figures_kept
 from workloads.report import figures, render
 
 
 @pytest.fixture
 def drawn(monkeypatch) -> dict[str, Figure]:
     """Every figure the report saves, by file name (saved as it always is)."""
-    made: dict[str, Figure] = {}
-    save = figures._save
-
-    def keep(figure: Figure, path: Path) -> Path:
-        made[path.name] = figure
-        return save(figure, path)
-
-    monkeypatch.setattr(figures, "_save", keep)
-    return made
+    return figures_kept(monkeypatch)
 
 
 def _images_run(workers: int, per_second: float, utilization: str | None = None) -> dict:

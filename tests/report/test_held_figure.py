@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
+from tests.report.support import figures_kept
 from workloads.report import figures, render
 
 TITLE = "GPU held and busy per run"
@@ -20,16 +21,8 @@ TITLE = "GPU held and busy per run"
 
 @pytest.fixture
 def drawn(monkeypatch) -> dict[str, Figure]:
-    """Every figure the report saves, by file name."""
-    made: dict[str, Figure] = {}
-    save = figures._save
-
-    def keep(figure: Figure, path: Path) -> Path:
-        made[path.name] = figure
-        return save(figure, path)
-
-    monkeypatch.setattr(figures, "_save", keep)
-    return made
+    """Every figure the report saves, by file name (saved as it always is)."""
+    return figures_kept(monkeypatch)
 
 
 def usage(held: float | None, waiting: float = 0.0, working: float = 0.0, busy: float | None = None,

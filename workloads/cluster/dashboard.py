@@ -20,10 +20,7 @@ import contextlib
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from workloads.cluster import api_answers, kubeconfig, own_spec, port_forward
 from workloads.cluster.own_cluster import GROUP, PLURAL, VERSION
@@ -51,20 +48,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 # ----------------------------------------------------------------------------- the kubeconfig
 def load_kubeconfig(path: str | None, context: str | None) -> kubeconfig.Kubeconfig:
     """The kubeconfig's current context, or ``context`` when given."""
-    where = Path(path).expanduser() if path else kubeconfig.default_path()
-    if context is None:
-        return kubeconfig.load(where)
-    try:
-        config = yaml.safe_load(where.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return kubeconfig.load(where)  # raises, naming what is wrong with the file
-    names = [c.get("name") for c in (config.get("contexts") or ())] if isinstance(config, dict) else []
-    if context not in names:
-        raise EndpointError(f"the kubeconfig {where} has no context {context} (it has: {', '.join(map(str, names))})")
-    minified = kubeconfig.minify({**config, "current-context": context}, where.parent)
-    chosen = minified["contexts"][0]
-    return kubeconfig.Kubeconfig(where.absolute(), context, chosen["context"].get("namespace"),
-                                 yaml.safe_dump(minified, sort_keys=False))
+    return kubeconfig.load(path, context)
 
 
 def namespace_of(given: str | None, kube: kubeconfig.Kubeconfig) -> str:

@@ -44,8 +44,9 @@ def default_path() -> Path:
     return Path(listed[0]).expanduser() if listed else Path.home() / ".kube" / "config"
 
 
-def load(path: str | os.PathLike | None = None) -> Kubeconfig:
-    """The current context of the kubeconfig at ``path`` (default: ``default_path``)."""
+def load(path: str | os.PathLike | None = None, context: str | None = None) -> Kubeconfig:
+    """The current context of the kubeconfig at ``path`` (default: ``default_path``), or the
+    context named ``context``."""
     where = Path(path).expanduser() if path else default_path()
     try:
         config = yaml.safe_load(where.read_text(encoding="utf-8"))
@@ -54,12 +55,22 @@ def load(path: str | os.PathLike | None = None) -> Kubeconfig:
                             " --kubeconfig FILE") from None
     except (OSError, yaml.YAMLError) as exc:
         raise EndpointError(f"the kubeconfig {where} cannot be read ({type(exc).__name__})") from None
+    if context is not None:
+        config = _with_current(config, context, where)
     if not isinstance(config, dict) or not config.get("current-context"):
         raise EndpointError(f"the kubeconfig {where} has no current context: kubectl config use-context NAME")
     minified = minify(config, where.parent)
-    context = minified["contexts"][0]
-    return Kubeconfig(where.absolute(), context["name"], context["context"].get("namespace"),
+    chosen = minified["contexts"][0]
+    return Kubeconfig(where.absolute(), chosen["name"], chosen["context"].get("namespace"),
                       yaml.safe_dump(minified, sort_keys=False))
+
+
+def _with_current(config: Any, context: str, where: Path) -> dict[str, Any]:
+    """``config`` with ``context`` as its current one; EndpointError listing them when it has none of that name."""
+    names = [c.get("name") for c in (config.get("contexts") or ())] if isinstance(config, dict) else []
+    if context not in names:
+        raise EndpointError(f"the kubeconfig {where} has no context {context} (it has: {', '.join(map(str, names))})")
+    return {**config, "current-context": context}
 
 
 def minify(config: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -30,11 +30,10 @@ from typing import Any
 
 from distributed import get_worker
 
-from workloads.core.errors import DatasetError
 from workloads.images import dataset, jpeg, model, overlap, scoring
 from workloads.observe.progress import track
 from workloads.runs import benchmarks
-from workloads.runs.results import PhaseTimer, SkippedInput
+from workloads.runs.results import PhaseTimer, SkippedInput, hold_input
 
 logger = logging.getLogger(__name__)
 
@@ -269,18 +268,8 @@ def run(client, config: ImagesConfig, timer: PhaseTimer) -> dict[str, Any]:
         _release(client, futures)
     with timer.phase("score"):
         metrics = {**_metrics(config, listing, batches, outputs, timer.phases["infer"]), **agreement}
-    _check_failed(metrics, config.require_all_files)
+    hold_input(metrics, config.require_all_files, logger, "images", "left out of the scores")
     return metrics
-
-
-def _check_failed(metrics: dict[str, Any], require_all: bool) -> None:
-    """One warning naming the first images that failed; with ``require_all`` the run fails."""
-    failed = SkippedInput.of(metrics)
-    if failed is None:
-        return
-    if require_all:
-        raise DatasetError(f"{failed.describe()} and --require-all-files is set: {failed.listing()}")
-    logger.warning("images: %s, left out of the scores: %s", failed.describe(), failed.listing())
 
 
 def classify_batch(files: list[str], images_dir: str, recipe: str, forward_batch: int,

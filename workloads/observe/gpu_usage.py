@@ -186,7 +186,21 @@ class Holders(Protocol):
         """One line: where the held numbers come from, or why they are zero or unknown."""
 
 
-class LocalGpus:
+class Unsampled:
+    """Holders told what they hold (a local cluster) or that nothing can be read: no thread
+    samples them, so starting, stopping and looking again have nothing to do."""
+
+    def start(self) -> None:
+        """Nothing samples in the background."""
+
+    def stop(self) -> None:
+        """Nothing samples in the background."""
+
+    def refresh(self) -> None:
+        """What is held is known without looking."""
+
+
+class LocalGpus(Unsampled):
     """A local cluster's GPUs, as the runner starts it: a local CUDA cluster holds one GPU per
     worker from its start (the workers start with it) until it is closed or restarted."""
 
@@ -198,15 +212,6 @@ class LocalGpus:
     @property
     def source(self) -> str:
         return "local" if any(h.gpus for h in self.found) else "none"
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def refresh(self) -> None:
-        pass
 
     def cluster_started(self, gpus: int, at: float, why_none: str = "") -> None:
         """A (re)started local cluster with ``gpus`` GPU workers, asked for at ``at``; the
@@ -237,22 +242,13 @@ class LocalGpus:
                 " waiting: until its workers had started")
 
 
-class Unread:
+class Unread(Unsampled):
     """Holdings that cannot be read (no kubeconfig to read the pods with): unknown, not zero."""
 
     source = "none"
 
     def __init__(self, why: str):
         self.why = why
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def refresh(self) -> None:
-        pass
 
     def holdings(self, now: float) -> list[Holding]:
         return []

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workloads.core.errors import DatasetError
+
 logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
@@ -114,6 +116,19 @@ class SkippedInput:
 
 
 SKIPPED_INPUT = "skipped_input"  # the metric a SkippedInput is recorded under
+
+
+def hold_input(metrics: dict[str, Any], require_all: bool, log: logging.Logger, benchmark: str,
+               consequence: str) -> None:
+    """A run that went without some input: one warning on ``log`` naming the first of it
+    (``<benchmark>: 1 of 3 files skipped, <consequence>: ...``); with ``require_all``
+    (``--require-all-files``) the run fails instead."""
+    skipped = SkippedInput.of(metrics)
+    if skipped is None:
+        return
+    if require_all:
+        raise DatasetError(f"{skipped.describe()} and --require-all-files is set: {skipped.listing()}")
+    log.warning("%s: %s, %s: %s", benchmark, skipped.describe(), consequence, skipped.listing())
 
 
 def make_record(

@@ -62,7 +62,7 @@ from distributed import Client, wait
 from workloads.core.errors import DatasetError
 from workloads.observe import progress
 from workloads.runs import benchmarks
-from workloads.runs.results import PhaseTimer, SkippedInput
+from workloads.runs.results import PhaseTimer, SkippedInput, hold_input
 
 from . import backends, features, io, rules, training
 from . import schema as s
@@ -209,7 +209,7 @@ def _load(client: Client, config: Config, backend: str,
             raise DatasetError(f"no rows could be read from the {len(plans)} file(s) matching "
                                f"{config.files!r} under {config.data_dir}: "
                                f"{reading['problems_by_file']}")
-        _check_skipped(reading, config.require_all_files)
+        hold_input(reading, config.require_all_files, logger, "taxi", "their rows left out of this run")
         reading["partitions"] = len(raw)
         return raw, reading
 
@@ -285,16 +285,6 @@ def _skipped_input(plans: list[io.FilePlan], by_file: dict[str, dict[str, int]],
     items = tuple((plan.name, io.skip_reason(by_file[plan.name], plan.detail))
                   for plan in plans if not rows_by_file[plan.name])
     return SkippedInput("files", "skipped", len(plans), len(items), items)
-
-
-def _check_skipped(reading: dict[str, Any], require_all: bool) -> None:
-    """One warning naming the files skipped; with ``require_all`` the run fails instead."""
-    skipped = SkippedInput.of(reading)
-    if skipped is None:
-        return
-    if require_all:
-        raise DatasetError(f"{skipped.describe()} and --require-all-files is set: {skipped.listing()}")
-    logger.warning("taxi: %s, their rows left out of this run: %s", skipped.describe(), skipped.listing())
 
 
 def _tally(values: Any) -> dict[str, int]:
