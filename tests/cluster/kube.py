@@ -168,11 +168,11 @@ def wait_default_service_account(api: kubernetes.client.ApiClient, namespace: st
 
 def delete_namespace(api: kubernetes.client.ApiClient, namespace: str, timeout_s: float = 60.0) -> None:
     """Delete a namespace and wait until it is gone. Pods bound to kubelet-less Nodes never
-    confirm their deletion, so every pod is deleted with grace period 0 first."""
+    confirm their deletion, so every pod is deleted with grace period 0 first (and again while the
+    namespace goes: a controller may make one more). A pod that is gone before its deletion is
+    fine; the namespace's own deletion is sent whatever became of its pods."""
+    force_delete_pods(api, namespace)
     try:
-        for pod in pods(api, namespace):
-            api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
-                        body={"gracePeriodSeconds": 0})
         api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}")
     except KubeApiError as exc:
         if exc.status != 404:
@@ -183,12 +183,55 @@ def delete_namespace(api: kubernetes.client.ApiClient, namespace: str, timeout_s
             api_request(api, "GET", f"/api/v1/namespaces/{namespace}")
         except KubeApiError as exc:
             return exc.status == 404
-        for pod in pods(api, namespace):  # created after the first sweep
-            api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
-                        body={"gracePeriodSeconds": 0})
+        force_delete_pods(api, namespace)  # created after the first sweep
         return False
 
-    wait_for(f"namespace {namespace} deleted", gone, timeout_s, interval_s=1.0)
+    wait_for(f"namespace {namespace} deleted", gone, timeout_s, interval_s=1.0,
+             explain=lambda: namespace_left(api, namespace))
+
+
+def delete_namespaces(api: kubernetes.client.ApiClient, namespaces: list[str], timeout_s: float = 120.0) -> None:
+    """Each of ``namespaces`` deleted and waited for, whatever became of the ones before it (a
+    teardown that stops at the first leaves the rest to the next module); every failure is raised
+    together at the end."""
+    failures = []
+    for namespace in namespaces:
+        try:
+            delete_namespace(api, namespace, timeout_s)
+        except (KubeApiError, TimeoutError) as exc:
+            failures.append(f"{namespace}: {exc}")
+    if failures:
+        raise TimeoutError("; ".join(failures))
+
+
+def force_delete_pods(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    """Every pod of ``namespace`` deleted with grace period 0; one already gone (or the whole
+    namespace) is not an error: pods go on their own while a cluster is torn down."""
+    try:
+        listed = pods(api, namespace)
+    except KubeApiError as exc:
+        if exc.status == 404:
+            return
+        raise
+    for pod in listed:
+        try:
+            api_request(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}",
+                        body={"gracePeriodSeconds": 0})
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+
+
+def namespace_left(api: kubernetes.client.ApiClient, namespace: str) -> str:
+    """What holds a terminating namespace, in the namespace controller's own words: the
+    conditions it writes (content remaining, finalizers remaining, discovery or deletion failures)."""
+    try:
+        space = api_request(api, "GET", f"/api/v1/namespaces/{namespace}")
+    except KubeApiError as exc:
+        return f"namespace {namespace}: {exc}"
+    conditions = [f"{c['type']}={c['status']}: {c.get('message', '')}"
+                  for c in space.get("status", {}).get("conditions", []) if c.get("status") == "True"]
+    return f"phase {space.get('status', {}).get('phase')}; {'; '.join(conditions) or 'no condition yet'}"
 
 
 def delete_volumes(api: kubernetes.client.ApiClient, volumes: list[dict]) -> None:

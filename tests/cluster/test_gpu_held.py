@@ -29,7 +29,7 @@ import pytest
 
 from tests.cluster.dask_operator import apply_crds, delete_dask_resources
 from tests.cluster.kube import (
-    delete_namespace,
+    delete_namespaces,
     delete_volumes,
     event_summary,
     events,
@@ -149,8 +149,7 @@ def alice(kube_cluster, tmp_path_factory):
     finally:
         try:
             delete_dask_resources(api, NAMESPACE)
-            delete_namespace(api, NAMESPACE, timeout_s=120)
-            delete_namespace(api, stack.dask_namespace, timeout_s=120)
+            delete_namespaces(api, [NAMESPACE, stack.dask_namespace])
         finally:
             if controller is not None:
                 controller.stop()

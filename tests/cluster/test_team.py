@@ -31,7 +31,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
-from tests.cluster.kube import (delete_namespace, delete_volumes, event_summary, install_tkg_pod_security, pods,
+from tests.cluster.kube import (delete_namespaces, delete_volumes, event_summary, install_tkg_pod_security, pods,
                                 wait_for)
 from tests.cluster.people import (NODE_GPUS, TeamController, advertise_gpus, apply_person, apply_team_admission,
                                   person_kubeconfig, person_outputs, runner, start_runner, wait_team_admission)
@@ -108,8 +108,7 @@ def team(kube_cluster, tmp_path_factory):
         try:
             for namespace in NAMESPACES.values():
                 delete_dask_resources(api, namespace)  # while the controller runs: it drops its finalizers
-                delete_namespace(api, namespace, timeout_s=120)
-            delete_namespace(api, stack.dask_namespace, timeout_s=120)
+            delete_namespaces(api, [*NAMESPACES.values(), stack.dask_namespace])
         finally:
             if controller is not None:
                 controller.stop()
