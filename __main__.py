@@ -2,17 +2,19 @@
 
 settings -> vSphere layer -> cluster -> add-ons -> Dask -> exports; nothing else.
 """
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_vsphere as vsphere
 
-import components.settings.prepared_env as prepared_env
 from components.addons.dataset_job import DatasetJob, DatasetJobArgs
 from components.addons.environment_job import EnvironmentJob, EnvironmentJobArgs
 from components.addons.gpu_metrics.objects import GpuMetrics, GpuMetricsArgs
 from components.addons.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.addons.shared_storage import SharedStorage, SharedStorageArgs
-from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.artifacts import worker_lock
+from components.cluster.os_images import library_os_names
 from components.cluster.providers.supervisor_releases import SupervisorReleases
 from components.cluster.supervisor_access import supervisor_kubeconfig
 from components.cluster.tanzu_cluster import TanzuCluster, TanzuClusterArgs
@@ -20,10 +22,11 @@ from components.dask.backend import OUTPUTS as DASK_OUTPUTS
 from components.dask.backend import DaskBackendArgs
 from components.dask.backends import BACKENDS
 from components.dask.dask_release import RELEASE
-from components.dask.network_settings import outside
 from components.dask.runner_access import RunnerAccess, RunnerAccessArgs
-from components.dask.team import Team, TeamArgs, TeamReclaimer, TeamReclaimerArgs
-from components.dask.team_spec import team_cluster_spec
+from components.dask.team.cluster_spec import team_cluster_spec
+from components.dask.team.team import Team, TeamArgs, TeamReclaimer, TeamReclaimerArgs
+from components.kube.network_settings import outside
+from components.kube.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings import load_settings
 from components.settings.model import CLUSTER_API
 from components.settings.notices import preview_notices
@@ -31,6 +34,7 @@ from components.settings.operator import initial_workers
 from components.vsphere.access import VCenterAccess
 from components.vsphere.layer import VSphereLayer, VSphereLayerArgs
 from workloads import contract
+from workloads.runs import datasets
 
 settings = load_settings()
 for notice in preview_notices(settings):  # what dask-tkg check prints too: support, trust, tag-only images, GPUs
@@ -49,7 +53,8 @@ if settings.cluster.api_version == CLUSTER_API and settings.vsphere.version >= 8
     serves_cluster.append(SupervisorReleases(
         "supervisor-releases", kubeconfig=supervisor_config, spec=settings.cluster,
         access_key="supervisorKubeconfig" if settings.supervisor.kubeconfig is not None else "supervisorServer"))
-platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(settings, vcenter),
+platform = VSphereLayer("vsphere", VSphereLayerArgs.from_settings(
+                            settings, vcenter, release_os=tuple(library_os_names(settings.cluster))),
                         pulumi.ResourceOptions(providers=[vcenter_provider], depends_on=serves_cluster))
 
 # --- the TanzuKubernetesCluster, and its kubeconfig feeding the guest provider ----------
@@ -84,11 +89,11 @@ team = Team("team", TeamArgs(settings=settings, shared_claims={"dataset": storag
             in_guest) if settings.team else None
 
 # the Dask pods' locked environment, prepared once per lock change on the pip-cache claim
-environment_inputs: dict = {}
-if settings.dask.environment == "prepared":
+environment_inputs: dict[str, Any] = {}
+if settings.dask.prepared:
     environment = EnvironmentJob("environment", EnvironmentJobArgs(
         image=settings.dask.image, namespace=workspace.name, claim=storage.pip_cache_claim,
-        package_index_url=settings.dask.package_index_url, lock=prepared_env.lock_text(),
+        package_index_url=settings.dask.package_index_url, lock=worker_lock.lock_text(),
         outside=outside(settings), person_namespaces=tuple(m.namespace for m in settings.team),
         api_server_ranges=tuple(c.ips for c in settings.file_share.clients),
         enforces_psp=enforces_psp, depends_on=(storage, *([team] if team else []))), in_guest)
@@ -116,16 +121,14 @@ pulumi.export(contract.RUNNER_KUBECONFIG, runner.kubeconfig)
 pulumi.export(contract.NAMESPACE, workspace.name)
 pulumi.export(contract.RELEASE, RELEASE)
 pulumi.export(contract.DATASET_MOUNT, mount)
-pulumi.export(contract.DATASET_LAYOUT, {"dogs_images": f"{mount}/dogs/Images",
-                                        "dogs_labels": f"{mount}/dogs/imagenet1000_clsidx_to_labels.txt",
-                                        "models": f"{mount}/models", "taxi": f"{mount}/taxi"})
+pulumi.export(contract.DATASET_LAYOUT, datasets.layout(mount))  # each benchmark's dataset.json "layout"
 pulumi.export(contract.WORKERS, initial_workers(settings))
 pulumi.export(contract.GPUS_PER_WORKER, settings.dask.workers.gpus)
 pulumi.export(contract.THREADS_PER_WORKER, settings.dask.workers.threads)
 pulumi.export(contract.IMAGE, settings.dask.image)
 pulumi.export(contract.DASK_VERSION, settings.dask.dask_version)
 pulumi.export(contract.BACKEND, settings.dask.backend)
-operator = settings.dask.operator if settings.dask.backend == "operator" else None
+operator = settings.dask.operator if settings.dask.on_operator else None
 pulumi.export(contract.AUTOSCALE_MIN, operator.min_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.AUTOSCALE_MAX, operator.max_workers if operator and operator.autoscale else 0)
 pulumi.export(contract.SUPERVISOR_SERVER, settings.supervisor.server)

@@ -3,7 +3,7 @@
 test tests/cluster/test_default_image.py, into the test cache (never into the repository).
 
 The default image is RAPIDS 26.10's ``rapidsai/notebooks:26.10-cuda12-py3.11``
-(components/settings/dask_facts.py): Python 3.11, dask and distributed 2026.7.1, the RAPIDS modules
+(components/facts/dask_facts.py): Python 3.11, dask and distributed 2026.7.1, the RAPIDS modules
 the benchmarks use (pandas, pyarrow, numpy, xgboost 3.2.0) and, through its entrypoint's
 ``pip install $EXTRA_PIP_PACKAGES``, torch and torchvision. It holds nothing of this project.
 The stand-in is:
@@ -50,7 +50,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-# What the image holds that the benchmarks need (components/settings/dask_facts.py, rapidsai/notebooks)
+# What the image holds that the benchmarks need (components/facts/dask_facts.py, rapidsai/notebooks)
 INSTALL = ("dask[dataframe]==2026.7.1", "distributed==2026.7.1", "pandas", "pyarrow", "numpy", "xgboost-cpu==3.2.0")
 # What the image's EXTRA_PIP_PACKAGES installs (components/settings/support.py), linked from the runner
 LINKED = ("torch", "torchvision")

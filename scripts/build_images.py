@@ -143,7 +143,7 @@ def _rootfs_layer(root: Path) -> bytes:
 
 
 def _users_like_the_images(root: Path) -> None:
-    """The users the Dask pods run as (components/settings/dask_facts.py): the RAPIDS images' ``rapids``
+    """The users the Dask pods run as (components/facts/dask_facts.py): the RAPIDS images' ``rapids``
     (uid 1001, group ``conda`` gid 1000, home /home/rapids) and, for images that run as root,
     RUN_AS (1000:1000, whose home the pods mount themselves). ``/root`` is made traversable
     (0711): the tests mount the node's interpreter under /root at the same path, which a

@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-import components.settings.prepared_env as prepared_env  # noqa: E402
+from components.artifacts import worker_lock  # noqa: E402
 
 RESULT = REPO / "docs" / "results" / "worker-lock-install.json"
 IMPORTS = ("cudf", "dask_cudf", "dask_cuda", "torch", "xgboost", "cupy")
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--index-url", default="https://pypi.org/simple")
     parser.add_argument("--keep", action="store_true", help="keep the environment (its path is printed)")
     a = parser.parse_args(argv)
-    lock = prepared_env.lock_path()
+    lock = worker_lock.lock_path()
     home = Path(tempfile.mkdtemp(prefix="worker-lock-"))
     venv = home / "venv"
     try:
@@ -63,8 +63,8 @@ def main(argv: list[str]) -> int:
             "what": "pip install --require-hashes --no-deps --only-binary=:all: of the GPU lock in a clean venv"
                     " (CPython 3.11, x86_64, no GPU), pip check, and the GPU packages imported",
             "measured_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "lock": lock.name, "lock_sha256": prepared_env.lock_digest(lock.read_text()),
-            "packages": len(prepared_env.pins(lock.read_text())), "install_seconds": seconds,
+            "lock": lock.name, "lock_sha256": worker_lock.lock_digest(lock.read_text()),
+            "packages": len(worker_lock.pins(lock.read_text())), "install_seconds": seconds,
             "installed_bytes": size, "pip_check": check.stdout.strip() or check.stderr.strip(),
             "pip_check_ok": check.returncode == 0,
             "imports": json.loads(probe.stdout) if probe.returncode == 0 else {"error": probe.stderr[-2000:]},

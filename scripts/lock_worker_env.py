@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the Dask pods' locked environment: components/dask/environment/worker-cu13.lock
-(the GPU pods') and worker-cpu.lock (its CPU flavour, for the tests), from worker.in in the same
-folder.
+(the GPU pods') and worker-cpu.lock (its CPU flavour, for the tests), from the gathered spec:
+worker.in in the same folder (the shared base) and each benchmark's own worker.in, found
+through the registry (``workloads/runs/benchmarks.py``: a benchmark is one folder).
 
 Two steps, neither downloads a wheel:
 
@@ -19,10 +20,17 @@ Two steps, neither downloads a wheel:
 The CPU flavour is the same spec with the lines marked ``# gpu-only`` left out and a line
 marked ``# cpu: <requirement>`` replaced by that requirement.
 
-Usage: scripts/lock_worker_env.py [--index-url URL] [--flavour cu13|cpu] [--check]
-``--check`` resolves nothing: exit 1 when a lock's recorded spec digest is not the spec's
-(worker.in changed since the lock was made). Needs uv in this interpreter's
-environment (``pip install uv``: run as ``python -m uv``) and the index (PyPI) reachable.
+A lock records the digest of its flavour's requirements (each requirement line of the gathered
+spec, comments dropped, sorted): which file a line sits in, its comments and its order do not
+change what is resolved, so they do not make a lock stale.
+
+Usage: scripts/lock_worker_env.py [--index-url URL] [--flavour cu13|cpu] [--keep-pins] [--check]
+``--check`` resolves nothing and needs no network: exit 1 when a lock's recorded digest is not
+its gathered requirements' (a package added, removed or changed since the lock was made).
+``--keep-pins`` resolves with the current lock's pins as constraints (``uv pip compile
+--constraint``), so a regeneration for changed inputs moves no pin that upstream releases
+alone would move. Needs uv in this interpreter's environment (``pip install uv``: run as
+``python -m uv``) and the index (PyPI) reachable.
 """
 from __future__ import annotations
 
@@ -38,10 +46,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-import components.settings.prepared_env as prepared_env  # noqa: E402 (the repository's own module)
+from components.artifacts import worker_lock  # noqa: E402 (the repository's own module)
+from workloads.runs import benchmarks  # noqa: E402 (the registry: standard library only)
 
 ENV_DIR = REPO / "components" / "dask" / "environment"
-SPEC = ENV_DIR / "worker.in"
+SPEC = ENV_DIR / "worker.in"  # the shared base; each benchmark's folder holds its own FRAGMENT
+FRAGMENT = "worker.in"
 OVERRIDES = ENV_DIR / "overrides.txt"  # refused: a lock takes every declared dependency as declared
 FLAVOURS = ("cu13", "cpu")
 CUDA_MAJOR = 13
@@ -72,9 +82,30 @@ def flavour_spec(text: str, flavour: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def fragments() -> dict[str, Path]:
+    """``{benchmark: its worker.in}``, in registry order."""
+    return benchmarks.declared_files(FRAGMENT)
+
+
+def gathered_spec() -> str:
+    """The spec a lock is made from: the base, then each benchmark's fragment under a line naming it."""
+    parts = [SPEC.read_text()]
+    for name, path in fragments().items():
+        where = path.resolve().relative_to(REPO.resolve())
+        parts.append(f"# --- {name}'s packages: {where}\n{path.read_text()}")
+    return "\n".join(parts)
+
+
+def requirements(flavour: str) -> list[str]:
+    """The flavour's requirement lines, comments dropped, sorted: what a resolution depends on."""
+    spec = flavour_spec(gathered_spec(), flavour)
+    lines = (re.sub(r"\s+#.*$", "", line).strip() for line in spec.splitlines())
+    return sorted(line for line in lines if line and not line.startswith("#"))
+
+
 def spec_digest(flavour: str) -> str:
-    """What a lock was made from: the flavour's spec."""
-    return hashlib.sha256(flavour_spec(SPEC.read_text(), flavour).encode()).hexdigest()
+    """What a lock was made from: its flavour's gathered requirements."""
+    return hashlib.sha256(("\n".join(requirements(flavour)) + "\n").encode()).hexdigest()
 
 
 def refuse_overrides() -> None:
@@ -84,10 +115,10 @@ def refuse_overrides() -> None:
 
 
 def cuda_majors(pins: list[str]) -> set[int]:
-    """The CUDA majors of resolved ``name==version`` pins (``prepared_env.cuda_majors_of``, which
+    """The CUDA majors of resolved ``name==version`` pins (``worker_lock.cuda_majors_of``, which
     the program's preview checks use too)."""
     found = {re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in (p.partition("==") for p in pins)}
-    return prepared_env.cuda_majors_of(found)
+    return worker_lock.cuda_majors_of(found)
 
 
 def recorded_digest(path: Path) -> str | None:
@@ -113,12 +144,21 @@ def _uv() -> list[str]:
     return [sys.executable, "-m", "uv"]
 
 
-def resolve(spec: str, index_url: str, workdir: Path) -> list[str]:
+def kept_pins(flavour: str, workdir: Path) -> list[str]:
+    """``--constraint`` arguments holding the current lock's pins (none without a lock)."""
+    if not lock_path(flavour).exists():
+        return []
+    pins = worker_lock.pins(lock_path(flavour).read_text())
+    (workdir / "kept.txt").write_text("".join(f"{name}=={version}\n" for name, version in pins.items()))
+    return ["--constraint", str(workdir / "kept.txt")]
+
+
+def resolve(spec: str, index_url: str, workdir: Path, constraints: list[str] | None = None) -> list[str]:
     """``name==version`` of every package the spec needs on the target."""
     (workdir / "spec.in").write_text(spec)
     out = subprocess.run([*_uv(), "pip", "compile", "--quiet", "--no-config", "--no-header", "--no-annotate",
                           "--index-url", index_url, "--python-platform", UV_PLATFORM, "--python-version",
-                          PYTHON_VERSION, "--only-binary", ":all:", str(workdir / "spec.in")],
+                          PYTHON_VERSION, "--only-binary", ":all:", *(constraints or []), str(workdir / "spec.in")],
                          capture_output=True, text=True, env=_clean_env(), check=False)
     if out.returncode != 0:
         sys.exit(f"uv pip compile failed:\n{out.stderr}")
@@ -165,18 +205,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--index-url", default=DEFAULT_INDEX)
     parser.add_argument("--flavour", choices=FLAVOURS, action="append")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--keep-pins", action="store_true")
     a = parser.parse_args(argv)
     flavours = a.flavour or list(FLAVOURS)
     if a.check:
         stale = [f for f in flavours if recorded_digest(lock_path(f)) != spec_digest(f)]
         for f in stale:
-            print(f"{lock_path(f).relative_to(REPO)} is not worker.in's lock: run scripts/lock_worker_env.py",
-                  file=sys.stderr)
+            print(f"{lock_path(f).relative_to(REPO)} is not the gathered worker.in's lock (the base's and the"
+                  f" benchmarks': {', '.join(fragments())}): run scripts/lock_worker_env.py", file=sys.stderr)
         return 1 if stale else 0
     refuse_overrides()
     for flavour in flavours:
         with tempfile.TemporaryDirectory() as tmp:
-            pins = resolve(flavour_spec(SPEC.read_text(), flavour), a.index_url, Path(tmp))
+            kept = kept_pins(flavour, Path(tmp)) if a.keep_pins else []
+            pins = resolve(flavour_spec(gathered_spec(), flavour), a.index_url, Path(tmp), kept)
             majors = cuda_majors(pins)
             if majors - {CUDA_MAJOR}:
                 sys.exit(f"{flavour}: CUDA libraries of majors {sorted(majors)} resolved; one, {CUDA_MAJOR}, is"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 _SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fetch_artifacts.py"
 _spec = importlib.util.spec_from_file_location("fetch_artifacts", _SCRIPT)
+assert _spec is not None and _spec.loader is not None, _SCRIPT
 fetch_artifacts = importlib.util.module_from_spec(_spec)
 sys.modules["fetch_artifacts"] = fetch_artifacts  # dataclasses look their module up there
 _spec.loader.exec_module(fetch_artifacts)

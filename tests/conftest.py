@@ -58,7 +58,8 @@ STAND_IN_MODULES = {
     "tests/report/test_browser.py": ("browser",),
     "tests/report/test_usage_browser.py": ("browser",),
     "tests/monitoring/test_recording_rules.py": ("promtool",),
-    "tests/setup/test_system_programs.py::test_each_package_installs_the_programs_declared_for_it": ("system_packages",),
+    "tests/setup/test_system_programs.py::test_each_package_installs_the_programs_declared_for_it":
+        ("system_packages",),
 }
 
 
@@ -75,7 +76,10 @@ def _deselected_by_markers(config, markers: tuple[str, ...]) -> bool:
     from _pytest.mark.expression import Expression
 
     carried = {"stand_in", *markers}
-    return not Expression.compile(expression).evaluate(lambda name, **_: name in carried)
+    def matches(name: str, /, **_: str | int | bool | None) -> bool:
+        return name in carried
+
+    return not Expression.compile(expression).evaluate(matches)
 
 
 # Modules that render the stacks' charts while they are collected (their parameters come from
@@ -98,7 +102,8 @@ def pytest_ignore_collect(collection_path, config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         needs = set(_module_markers(item.nodeid))
-        needs |= {marker for fixture, marker in STAND_IN_FIXTURES.items() if fixture in getattr(item, "fixturenames", ())}
+        needs |= {marker for fixture, marker in STAND_IN_FIXTURES.items()
+                  if fixture in getattr(item, "fixturenames", ())}
         needs |= {name for name in STAND_IN_MARKERS if item.get_closest_marker(name) is not None}
         for name in sorted(needs):
             if item.get_closest_marker(name) is None:

@@ -76,16 +76,13 @@ def _test_module(module: str, repo: Path) -> str | None:
     return None
 
 
-def test_module_imports(repo: Path = REPO) -> set[tuple[str, str]]:
+def imports_of_test_modules(repo: Path = REPO) -> set[tuple[str, str]]:
     """(importer, test module) for each Python file under ``repo``/tests that imports from another test module."""
     def other_test_module(module: str, own: str) -> str | None:
         found = _test_module(module, repo)
         return found if found != own else None
 
     return _imports(repo, other_test_module)
-
-
-test_module_imports.__test__ = False  # a helper named like a test: pytest must not collect it
 
 
 def test_no_test_imports_from_a_conftest():
@@ -117,7 +114,7 @@ def test_the_check_sees_absolute_relative_and_conftest_to_conftest_imports(tmp_p
 
 
 def test_no_test_imports_helpers_from_another_test_module():
-    found = sorted(test_module_imports())
+    found = sorted(imports_of_test_modules())
     assert found == [], f"move these helpers into a support module: {found}"
 
 
@@ -128,6 +125,6 @@ def test_the_check_sees_test_modules_imported_by_name_or_from(tmp_path):
                     "test_b.py": "from tests.area import test_home\n",
                     "test_c.py": "from tests.area.support import HELPER\nimport tests.area.test_home_x\n",
                     "test_d.py": "from tests.area.test_d import itself\n"})
-    assert test_module_imports(tmp_path) == {("tests/area/support.py", "tests.area.test_home"),
+    assert imports_of_test_modules(tmp_path) == {("tests/area/support.py", "tests.area.test_home"),
                                              ("tests/area/test_a.py", "tests.area.test_home"),
                                              ("tests/area/test_b.py", "tests.area.test_home")}

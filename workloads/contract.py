@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
+
+# Kubernetes names both sides write and read, each written here once: the GPU operator's device
+# plugin advertises GPUs as this extended resource (NVIDIA k8s-device-plugin, ``nvidia.com/gpu``);
+# dask-kubernetes' controller labels each pod of a DaskCluster with its cluster and role
+# (dask-kubernetes 2026.3.0, operator/controller/controller.py ``build_scheduler_deployment_spec``,
+# ``build_worker_deployment_spec``: ``dask.org/cluster-name``, ``dask.org/component``), which the
+# program's NetworkPolicies select and the runner lists pods by.
+GPU_RESOURCE = "nvidia.com/gpu"
+CLUSTER_LABEL = "dask.org/cluster-name"
+COMPONENT_LABEL = "dask.org/component"
 
 SCHEDULER_ADDRESS = "schedulerAddress"  # tcp://host:8786 or tls://host:8786 (in-cluster DNS)
 DASHBOARD_URL = "dashboardUrl"
@@ -22,7 +33,7 @@ RUNNER_KUBECONFIG = "runnerKubeconfig"
 NAMESPACE = "daskNamespace"
 RELEASE = "daskRelease"  # Helm release name (services are <release>-scheduler, ...)
 DATASET_MOUNT = "datasetMountPath"  # where the dataset PVC is mounted in workers/Jupyter
-DATASET_LAYOUT = "datasetLayout"  # {"dogs_images", "dogs_labels", "models", "taxi"}: paths under the mount
+DATASET_LAYOUT = "datasetLayout"  # each benchmark's dataset.json "layout" keys ("dogs_images", "taxi"): paths
 WORKERS = "workerCount"
 GPUS_PER_WORKER = "gpusPerWorker"
 THREADS_PER_WORKER = "threadsPerWorker"
@@ -31,14 +42,14 @@ DASK_VERSION = "daskVersion"
 TLS_CA = "tlsCaCert"  # "" when TLS is off
 TLS_CLIENT_CERT = "tlsClientCert"  # secret
 TLS_CLIENT_KEY = "tlsClientKey"  # secret
-BACKEND = "daskBackend"  # helm | operator (absent in stacks older than the operator backend: helm)
+BACKEND = "daskBackend"  # a Backend (absent in stacks older than the operator backend: helm)
 DASK_CLUSTER_NAME = "daskClusterName"  # the DaskCluster's name (operator backend), "" with Helm
 AUTOSCALE_MIN = "autoscaleMinWorkers"  # the DaskAutoscaler's bounds; 0/0 without one
 AUTOSCALE_MAX = "autoscaleMaxWorkers"
 # A team (the ``users`` setting; absent on a stack without one): each person's namespace, GPU
 # quota and idle timeout, {"<user>@<domain>": {"namespace", "gpus", "idleTimeout"}}, and the spec
 # of a DaskCluster for a person's own cluster, the shared cluster's pods with no namespace and
-# no TLS (components/dask/team_spec.py says what the runner completes). Neither is secret.
+# no TLS (components/dask/team/cluster_spec.py says what the runner completes). Neither is secret.
 TEAM_USERS = "teamUsers"
 TEAM_CLUSTER_SPEC = "teamClusterSpec"
 
@@ -93,6 +104,14 @@ def tls_env(role: str) -> list[dict[str, str]]:
             *({"name": TLS_KEYS[key], "value": f"{TLS_DIR}/{key}"} for key in TLS_ROLE_KEYS[role] if key in TLS_KEYS)]
 
 
+class Backend(StrEnum):
+    """``daskBackend``, the setting and the output of that name: what runs the shared Dask
+    cluster. One enum for the program (settings/model.py) and the runner."""
+
+    HELM = "helm"  # the dask chart's release
+    OPERATOR = "operator"  # the Dask operator's DaskCluster
+
+
 class ContractError(ValueError):
     """Stack outputs that are missing a key or carry a value of the wrong type."""
 
@@ -118,7 +137,7 @@ class StackOutputs:
     tls_client_key: str = ""
     jupyter_password: str = ""
     kubeconfig: str = ""  # the runner's (RUNNER_KUBECONFIG), never the admin one
-    backend: str = "helm"
+    backend: Backend = Backend.HELM
     dask_cluster: str = ""  # the DaskCluster (operator backend)
     autoscale_min: int = 0
     autoscale_max: int = 0
@@ -133,6 +152,11 @@ class StackOutputs:
     @property
     def tls(self) -> bool:
         return self.scheduler_address.startswith("tls://")
+
+    @property
+    def on_operator(self) -> bool:
+        """The Dask operator runs the cluster (its pods are found by the DaskCluster's name)."""
+        return self.backend == Backend.OPERATOR
 
 
 # output name -> (field, type, required)
@@ -191,11 +215,13 @@ def parse_outputs(raw: Mapping[str, Any], source: str = "stack outputs") -> Stac
     if address.startswith("tls://") and not (values.get("tls_client_cert") and values.get("tls_client_key")):
         problems.append(f"scheduler uses TLS but {TLS_CLIENT_CERT!r}/{TLS_CLIENT_KEY!r} are missing"
                         " (read the outputs with --show-secrets)")
-    if values.get("backend", "helm") not in ("helm", "operator"):
-        problems.append(f"output {BACKEND!r} must be helm or operator, got {values['backend']!r}")
-    elif values.get("backend") == "operator" and not values.get("dask_cluster"):
-        problems.append(f"output {BACKEND!r} is operator but {DASK_CLUSTER_NAME!r} (the DaskCluster to scale)"
-                        " is missing")
+    if values.get("backend", Backend.HELM) not in tuple(Backend):
+        problems.append(f"output {BACKEND!r} must be {' or '.join(Backend)}, got {values['backend']!r}")
+    elif "backend" in values:
+        values["backend"] = Backend(values["backend"])
+        if values["backend"] == Backend.OPERATOR and not values.get("dask_cluster"):
+            problems.append(f"output {BACKEND!r} is operator but {DASK_CLUSTER_NAME!r} (the DaskCluster to scale)"
+                            " is missing")
     if problems:
         raise ContractError(f"{source}: " + "; ".join(problems))
     return StackOutputs(**values)

@@ -4,21 +4,22 @@ The cluster's data Job runs this file from a ConfigMap in a plain ``python`` ima
 is one file, standard library only, Python >= 3.8, importing nothing else from the
 project. It runs as ``python -m workloads.prepare`` or ``python /opt/dask-tkg/prepare.py``.
 
-Layout under ``--root``::
+It knows no benchmark: its arguments describe each item, under ``--root``::
 
-    dogs/images.tar                           the Stanford Dogs archive, as downloaded
-    dogs/Images/<wnid>-<breed>/*.jpg          extracted from it
-    dogs/.images.complete                     the archive's size/sha256 once extraction finished
-    dogs/imagenet1000_clsidx_to_labels.txt
-    models/<basename of the weights URL>
-    taxi/yellow_tripdata_YYYY-MM.<csv|parquet>
-    <DEST>                                    each --file DEST=URL: any other benchmark's files
-    .prepare-status.json                      what the last run did, per file
+    --fetch NAME DEST URL          one file; ``{file}`` in DEST is the URL's file name
+    --extract NAME TREE MARKER     the file fetched as NAME is a tar archive: its top directory
+                                   becomes TREE, and MARKER keeps the archive's size/sha256
+                                   once extraction finished
+    --months NAME DEST URL MONTHS  one file per YYYY-MM month (comma-separated): ``{month}``
+                                   in DEST and URL becomes it; DEST ends in the suffixes the
+                                   URL's file name may have, ``{.csv|.parquet}``, and the URL's
+                                   one ends the file's name
+    --file DEST=URL                one file of the site's (``dataFiles``), named ``files``
+    .prepare-status.json           what the last run did, per file
 
-Each benchmark declares its part of this layout and the files in it (its ``DATA``,
-``workloads/runs/benchmarks.py``); a benchmark without an option of its own here has its
-files fetched with ``--file`` (this file imports nothing of the project, so it cannot read
-the registry itself).
+NAME is what ``--only`` selects. The data Job's items come from each benchmark folder's
+``dataset.json`` (``workloads/runs/datasets.py`` turns them into these arguments; this file
+imports nothing of the project, so it cannot read them itself).
 
 Each download goes to ``<dest>.part``, with the server's validator of those bytes (its
 ETag, else its Last-Modified) kept beside it in ``<dest>.part.validator``; a resume asks
@@ -62,17 +63,16 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional, Tuple
+
+# what reports a usage error: it exits (argparse's ``error``), nothing after it runs
+Exit = Callable[[str], NoReturn]
 
 logger = logging.getLogger("dask_tkg.prepare")
 
-SOURCES = ("dogs", "labels", "weights", "taxi", "files")
-DOGS_ARCHIVE = "dogs/images.tar"
-DOGS_IMAGES = "dogs/Images"
-DOGS_MARKER = "dogs/.images.complete"
-LABELS = "dogs/imagenet1000_clsidx_to_labels.txt"
+FILES = "files"  # the --only name of the --file entries
 STATUS_FILE = ".prepare-status.json"
-TAXI_FORMATS = (".csv", ".parquet")
+SUFFIXES = re.compile(r"\{(\.[A-Za-z0-9]+(?:\|\.[A-Za-z0-9]+)*)\}$")  # a --months DEST's ending
 MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 SECRET_QUERY_KEYS = re.compile(r"token|sig|signature|secret|password|credential|key", re.I)
 CHUNK = 1 << 20
@@ -103,9 +103,11 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass(frozen=True)
 class Item:
-    source: str  # one of SOURCES
+    source: str  # its --only name
     url: str
     dest: str  # relative to --root, with forward slashes
+    tree: str = ""  # an archive's: where its top directory is extracted ("" for a plain file)
+    marker: str = ""  # an archive's: what records that extraction finished
 
 
 @dataclass(frozen=True)
@@ -466,7 +468,7 @@ def fetch(item: Item, root: str, known: Known, opts: Options) -> Outcome:
     return outcome
 
 
-# --- the dogs archive ----------------------------------------------------------------------
+# --- archives -------------------------------------------------------------------------------
 
 def _member_path(member: tarfile.TarInfo, target: str) -> str:
     name = member.name.replace("\\", "/")
@@ -505,12 +507,13 @@ def safe_extract(archive: str, target: str) -> int:
     return count
 
 
-def extract_dogs(root: str, archive_outcome: Outcome) -> Outcome:
-    """``dogs/images.tar`` -> ``dogs/Images``, via a temporary directory and a rename."""
-    outcome = Outcome("dogs", archive_outcome.url, DOGS_IMAGES)
-    archive = os.path.join(root, *DOGS_ARCHIVE.split("/"))
-    dogs = os.path.dirname(archive)
-    images, marker = os.path.join(root, *DOGS_IMAGES.split("/")), os.path.join(root, *DOGS_MARKER.split("/"))
+def extract(root: str, item: Item, archive_outcome: Outcome) -> Outcome:
+    """``item.dest`` (a tar archive) -> ``item.tree``, via a temporary directory beside the tree
+    and a rename: the archive's top directory named as the tree's last part becomes the tree."""
+    outcome = Outcome(item.source, archive_outcome.url, item.tree)
+    archive = os.path.join(root, *item.dest.split("/"))
+    images, marker = os.path.join(root, *item.tree.split("/")), os.path.join(root, *item.marker.split("/"))
+    dogs, top = os.path.dirname(images), os.path.basename(images)
     t0 = time.monotonic()
     try:
         stat = os.stat(archive)
@@ -519,31 +522,32 @@ def extract_dogs(root: str, archive_outcome: Outcome) -> Outcome:
         sha = archive_outcome.sha256 or (recorded.get("sha256") if same_file else None) \
             or _sha256_file(archive).hexdigest()
         if recorded.get("size") == stat.st_size and recorded.get("sha256") == sha and os.path.isdir(images):
-            logger.info("skip extraction: %s is from this archive (%s)", DOGS_IMAGES, DOGS_MARKER)
+            logger.info("skip extraction: %s is from this archive (%s)", item.tree, item.marker)
             outcome.status = "skipped"
             outcome.detail = {"files": recorded.get("files"), "archive_size": stat.st_size, "archive_sha256": sha}
             return outcome
         _remove(marker)  # from here on the tree is not known to be complete
+        os.makedirs(dogs, exist_ok=True)
         for name in os.listdir(dogs):
-            if name.startswith(".Images.tmp-"):
+            if name.startswith("." + top + ".tmp-"):
                 shutil.rmtree(os.path.join(dogs, name), ignore_errors=True)
-        tmp = tempfile.mkdtemp(prefix=".Images.tmp-", dir=dogs)
+        tmp = tempfile.mkdtemp(prefix="." + top + ".tmp-", dir=dogs)
         try:
-            logger.info("extracting %s", DOGS_ARCHIVE)
+            logger.info("extracting %s", item.dest)
             count = safe_extract(archive, tmp)
-            if not os.path.isdir(os.path.join(tmp, "Images")):
-                raise PrepareError("the archive has no Images/ directory")
+            if not os.path.isdir(os.path.join(tmp, top)):
+                raise PrepareError("the archive has no %s/ directory" % top)
             if os.path.exists(images):
-                logger.info("replacing the existing %s", DOGS_IMAGES)
+                logger.info("replacing the existing %s", item.tree)
                 os.rename(images, os.path.join(tmp, "previous"))
-            os.rename(os.path.join(tmp, "Images"), images)
+            os.rename(os.path.join(tmp, top), images)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         _write_json(marker, {"archive": os.path.basename(archive), "size": stat.st_size, "sha256": sha,
                              "mtime_ns": stat.st_mtime_ns, "files": count, "extracted": _now()})
         outcome.status = "done"
         outcome.detail = {"files": count, "archive_size": stat.st_size, "archive_sha256": sha}
-        logger.info("done %s: %d files", DOGS_IMAGES, count)
+        logger.info("done %s: %d files", item.tree, count)
     except (PrepareError, OSError, tarfile.TarError) as exc:
         outcome.error = "%s -> %s: refused or failed to extract: %s" % (archive, images, exc)
         logger.error("FAILED %s", outcome.error)
@@ -555,17 +559,27 @@ def extract_dogs(root: str, archive_outcome: Outcome) -> Outcome:
 
 # --- the command line -----------------------------------------------------------------------
 
+class _InOrder(argparse.Action):
+    """Keeps ``--fetch`` and ``--months`` in the order given, each as (flag, values)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), (option_string, values)])
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=os.environ.get("DASK_TKG_CLI_PROG", "prepare"),
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--root", required=True, help="the dataset root, e.g. /ml-share")
-    p.add_argument("--dogs-images", metavar="URL", help="Stanford Dogs images.tar")
-    p.add_argument("--dogs-labels", metavar="URL", help="imagenet1000_clsidx_to_labels.txt")
-    p.add_argument("--weights", metavar="URL", help="a torchvision .pth state dict, stored under models/")
-    p.add_argument("--taxi-url-template", metavar="TEMPLATE", help="one month's URL; {month} becomes YYYY-MM")
-    p.add_argument("--taxi-months", metavar="M1,M2,...", help="YYYY-MM months, comma-separated")
+    p.add_argument("--fetch", nargs=3, action=_InOrder, dest="items", default=[], metavar=("NAME", "DEST", "URL"),
+                   help="fetch URL to DEST under --root; {file} in DEST is the URL's file name (repeatable)")
+    p.add_argument("--extract", nargs=3, action="append", default=[], metavar=("NAME", "TREE", "MARKER"),
+                   help="the file fetched as NAME is a tar archive: its top directory becomes TREE under --root,"
+                        " MARKER records it (repeatable)")
+    p.add_argument("--months", nargs=4, action=_InOrder, dest="items", metavar=("NAME", "DEST", "URL", "MONTHS"),
+                   help="one file per YYYY-MM month in MONTHS (comma-separated): {month} in DEST and URL becomes"
+                        " it; DEST ends in the suffixes the URL's file may have, {.csv|.parquet} (repeatable)")
     p.add_argument("--file", action="append", default=[], metavar="DEST=URL",
-                   help="also fetch URL to DEST under --root (a benchmark's declared file; repeatable)")
+                   help="also fetch URL to DEST under --root (a site's dataFiles entry; repeatable)")
     p.add_argument("--checksums", metavar="FILE", help='JSON {"<dest>": {"size": int, "sha256": hex}}')
     p.add_argument("--retries", type=int, default=5, help="attempts per file before it fails (default 5)")
     p.add_argument("--timeout", type=float, default=60.0, help="socket timeout in seconds (default 60)")
@@ -573,7 +587,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="first retry delay, doubled each time (default 2)")
     p.add_argument("--progress-mb", type=float, default=64.0,
                    help="a progress line every this many MiB or 10%% (default 64)")
-    p.add_argument("--only", metavar="LIST", help="a subset of " + ",".join(SOURCES))
+    p.add_argument("--only", metavar="LIST", help="a subset of the NAMEs given and " + FILES)
     p.add_argument("--dry-run", action="store_true", help="print each URL -> destination; fetch nothing")
     return p
 
@@ -582,38 +596,95 @@ def _url_basename(url: str) -> str:
     return urllib.parse.unquote(PurePosixPath(urllib.parse.urlsplit(url).path).name)
 
 
-def build_plan(args: argparse.Namespace, error) -> List[Item]:
-    """The downloads the arguments ask for, in order; ``error(message)`` exits on bad usage."""
-    only = set(SOURCES)
-    if args.only:
-        only = {s.strip() for s in args.only.split(",") if s.strip()}
-        unknown = sorted(only - set(SOURCES))
-        if unknown:
-            error("--only: unknown source(s) %s (choose from %s)" % (",".join(unknown), ",".join(SOURCES)))
+def _under_root(dest: str) -> Optional[str]:
+    """``dest`` with forward slashes when it is a relative path under the root, else None."""
+    dest = dest.strip().replace("\\", "/")
+    if not dest or dest.startswith("/") or any(part in ("", ".", "..") for part in dest.split("/")):
+        return None
+    return dest
+
+
+def _place(flag: str, dest: str, error: Exit) -> str:
+    checked = _under_root(dest)
+    if checked is None:
+        error("%s: DEST must be a relative path under --root, got %r" % (flag, dest))
+    return checked
+
+
+def _extractions(entries: List[List[str]], fetched: List[str], error: Exit) -> Dict[str, Tuple[str, str]]:
+    """``--extract NAME TREE MARKER`` as {NAME: (tree, marker)}; NAME must be a ``--fetch``'s."""
+    out = {}
+    for name, tree, marker in entries:
+        if name not in fetched:
+            error("--extract %s: no --fetch %s given" % (name, name))
+        out[name] = (_place("--extract " + name, tree, error), _place("--extract " + name, marker, error))
+    return out
+
+
+def _single(name: str, dest: str, url: str, *, extraction: Tuple[str, str], error: Exit) -> Item:
+    """``--fetch NAME DEST URL`` as a download (``{file}``: the URL's file name)."""
+    if "{file}" in dest:
+        base = _url_basename(url)
+        if not base or base in (".", ".."):
+            error("--fetch %s: the URL has no file name: %s" % (name, redact(url)))
+        dest = dest.replace("{file}", base)
+    return Item(name, url, _place("--fetch " + name, dest, error), *extraction)
+
+
+def _monthly(name: str, dest: str, template: str, months_text: str, *, error: Exit) -> List[Item]:
+    """``--months NAME DEST URL MONTHS`` as one download per month, in the order given, once each."""
+    months = [m.strip() for m in months_text.split(",") if m.strip()]
+    if not months:
+        return []
+    flag = "--months " + name
+    if "{month}" not in template:
+        error("%s: needs a URL containing {month}: %s" % (flag, redact(template)))
+    ending = SUFFIXES.search(dest)
+    if ending is None or "{month}" not in dest:
+        error("%s: DEST must hold {month} and end in its suffixes, {.csv|.parquet}: %r" % (flag, dest))
+    allowed = ending.group(1).split("|")
+    suffix = os.path.splitext(_url_basename(template))[1].lower()
+    if suffix not in allowed:
+        error("%s: the file name must end in %s: %s" % (flag, " or ".join(allowed), redact(template)))
     items = []
-    if "dogs" in only and args.dogs_images:
-        items.append(Item("dogs", args.dogs_images, DOGS_ARCHIVE))
-    if "labels" in only and args.dogs_labels:
-        items.append(Item("labels", args.dogs_labels, LABELS))
-    if "weights" in only and args.weights:
-        name = _url_basename(args.weights)
-        if not name or name in (".", ".."):
-            error("--weights: the URL has no file name: %s" % redact(args.weights))
-        items.append(Item("weights", args.weights, "models/" + name))
-    months = [m.strip() for m in (args.taxi_months or "").split(",") if m.strip()]
-    if "taxi" in only and months:
-        template = args.taxi_url_template
-        if not template or "{month}" not in template:
-            error("--taxi-url-template: needs a URL containing {month} when --taxi-months is given")
-        suffix = os.path.splitext(_url_basename(template))[1].lower()
-        if suffix not in TAXI_FORMATS:
-            error("--taxi-url-template: the file name must end in .csv or .parquet: %s" % redact(template))
-        for month in dict.fromkeys(months):
-            if not MONTH.match(month):
-                error("--taxi-months: %r is not YYYY-MM" % month)
-            items.append(Item("taxi", template.replace("{month}", month),
-                              "taxi/yellow_tripdata_%s%s" % (month, suffix)))
-    if "files" in only:
+    for month in dict.fromkeys(months):
+        if not MONTH.match(month):
+            error("%s: %r is not YYYY-MM" % (flag, month))
+        items.append(Item(name, template.replace("{month}", month),
+                          _place(flag, dest[:ending.start()].replace("{month}", month) + suffix, error)))
+    return items
+
+
+def _selected(args: argparse.Namespace, names: List[str], error: Exit) -> set:
+    """The names ``--only`` keeps (all of them without it)."""
+    known = [*names, FILES]
+    twice = sorted({n for n in known if known.count(n) > 1})
+    if twice:
+        error("--fetch/--months: NAME given twice (or the reserved %r): %s" % (FILES, ",".join(twice)))
+    if not args.only:
+        return set(known)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = sorted(only - set(known))
+    if unknown:
+        error("--only: unknown source(s) %s (choose from %s)" % (",".join(unknown), ",".join(known)))
+    return only
+
+
+def build_plan(args: argparse.Namespace, error: Exit) -> List[Item]:
+    """The downloads the arguments ask for, in order; ``error(message)`` exits on bad usage."""
+    entries = getattr(args, "items", None) or []
+    only = _selected(args, [values[0] for _, values in entries], error)
+    extractions = _extractions(getattr(args, "extract", None) or [],
+                               [values[0] for flag, values in entries if flag == "--fetch"], error)
+    items = []
+    for flag, values in entries:
+        if values[0] not in only:
+            continue
+        if flag == "--months":
+            items.extend(_monthly(*values, error=error))
+        else:
+            items.append(_single(*values, extraction=extractions.get(values[0], ("", "")), error=error))
+    if FILES in only:
         items.extend(_named_files(getattr(args, "file", None) or [], error))
     for item in items:
         if urllib.parse.urlsplit(item.url).scheme not in ("http", "https"):
@@ -621,7 +692,7 @@ def build_plan(args: argparse.Namespace, error) -> List[Item]:
     return items
 
 
-def _named_files(entries: List[str], error) -> List[Item]:
+def _named_files(entries: List[str], error: Exit) -> List[Item]:
     """``--file DEST=URL`` entries as downloads; DEST stays under the root."""
     items = []
     for entry in entries:
@@ -630,7 +701,7 @@ def _named_files(entries: List[str], error) -> List[Item]:
         parts = dest.split("/")
         if not url or not dest or dest.startswith("/") or any(part in ("", ".", "..") for part in parts):
             error("--file: expected DEST=URL with DEST a relative path under --root, got %r=%s" % (dest, redact(url)))
-        items.append(Item("files", url, dest))
+        items.append(Item(FILES, url, dest))
     return items
 
 
@@ -662,18 +733,19 @@ def _fetch_all(plan: List[Item], root: str, known: Dict[str, Known], opts: Optio
         outcome = fetch(item, root, expected, opts)
         outcome.verified = outcome.status != "failed" and bool(expected.sha256)
         outcomes.append(outcome)
-        if item.dest == DOGS_ARCHIVE:
+        if item.tree:
             if outcome.status == "failed":
-                logger.error("not extracting %s: its download failed", DOGS_ARCHIVE)
+                logger.error("not extracting %s: its download failed", item.dest)
             else:
-                current[:] = ["extract", DOGS_IMAGES]
-                outcomes.append(extract_dogs(root, outcome))
+                current[:] = ["extract", item.tree, item.dest]
+                outcomes.append(extract(root, item, outcome))
     current[:] = []
 
 
-def unverified_files(outcomes: List[Outcome]) -> List[str]:
-    """The downloads in place without a sha256 checked (the extracted tree follows its archive)."""
-    return [o.dest for o in outcomes if o.dest != DOGS_IMAGES and o.status != "failed" and not o.verified]
+def unverified_files(outcomes: List[Outcome], plan: List[Item]) -> List[str]:
+    """The downloads in place without a sha256 checked (an extracted tree follows its archive)."""
+    trees = {item.tree for item in plan if item.tree}
+    return [o.dest for o in outcomes if o.dest not in trees and o.status != "failed" and not o.verified]
 
 
 def _on_sigterm_interrupt():
@@ -690,10 +762,10 @@ def interrupted_line(signal_name: str, root: str, current: List[str]) -> str:
     """The one line an interrupted run ends with: what was under way and what it left."""
     if not current:
         return "prepare: interrupted (%s); nothing was left partial" % signal_name
-    kind, dest = current
+    kind, dest = current[:2]
     if kind == "extract":
         return ("prepare: interrupted (%s) while extracting %s into %s; nothing was left partial "
-                "(the next run extracts again)" % (signal_name, DOGS_ARCHIVE, dest))
+                "(the next run extracts again)" % (signal_name, current[2], dest))
     part = os.path.join(root, *dest.split("/")) + ".part"
     if not os.path.exists(part):
         return "prepare: interrupted (%s) before %s was written; nothing was left partial" % (signal_name, dest)
@@ -718,8 +790,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         for item in plan:
             print("%s -> %s%s" % (redact(item.url), os.path.join(root, item.dest),
                                   " (size/sha256 known)" if item.dest in known else ""))
-            if item.dest == DOGS_ARCHIVE:
-                print("extract %s -> %s" % (os.path.join(root, DOGS_ARCHIVE), os.path.join(root, DOGS_IMAGES)))
+            if item.tree:
+                print("extract %s -> %s" % (os.path.join(root, item.dest), os.path.join(root, item.tree)))
         print("dry run: %d file(s), nothing fetched" % len(plan))
         return 0
     if not plan:
@@ -744,7 +816,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("done", "skipped", "failed")}
-    unverified = unverified_files(outcomes)
+    unverified = unverified_files(outcomes, plan)
     _write_json(os.path.join(root, STATUS_FILE), {
         "started": started, "finished": _now(), "root": root, "ok": counts["failed"] == 0,
         "counts": counts, "unverified": unverified, "files": [asdict(o) for o in outcomes]})

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
-from components.dask.exposure import confine
-from components.dask.network_policy import Outside, fetch_policy
-from components.dask.network_settings import data_urls
-from components.settings.dask_facts import RUN_AS
-from components.settings.downloads import CHECKSUMS_FILE, digests, file_flags, unverified_warnings
+from components.facts.dask_facts import RUN_AS
+from components.kube.exposure import confine
+from components.kube.network_policy import Outside, fetch_policy
+from components.kube.network_settings import data_urls
+from components.kube.pod_hardening import hardened_pod, pod_security_context, run_as
+from components.settings.downloads import CHECKSUMS_FILE, digests, item_arguments, unverified_warnings
 from components.settings.model import DataSpec
 
 JOB_NAME = "dataset-prepare"
@@ -50,15 +50,11 @@ def code_files(data: DataSpec) -> dict[str, str]:
 
 
 def job_args(data: DataSpec, root: str) -> list[str]:
-    """The downloader's command line for the settings' sources."""
-    args = ["python", f"{CODE_MOUNT}/prepare.py", "--root", root,
-            "--dogs-images", data.dogs_images_url, "--dogs-labels", data.dogs_labels_url,
-            "--weights", data.weights_url, "--checksums", f"{CODE_MOUNT}/{CHECKSUMS_FILE}"]
-    if data.taxi_months:
-        args += ["--taxi-url-template", data.taxi_url_template, "--taxi-months", ",".join(data.taxi_months)]
-    for entry in file_flags(data):  # another benchmark's files (dataFiles)
-        args += ["--file", entry]
-    return args
+    """The downloader's command line: the digests, then what each benchmark's dataset.json
+    declares and the site's dataFiles (``downloads.item_arguments``, which the preview's
+    checks plan with too)."""
+    return ["python", f"{CODE_MOUNT}/prepare.py", "--root", root, "--checksums", f"{CODE_MOUNT}/{CHECKSUMS_FILE}",
+            *item_arguments(data)]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The environment Job (``workerEnvironment=prepared``): installs the Dask pods' locked
 environment once per lock change onto the pip-cache claim, where scheduler, workers and
-Jupyter mount it read-only (components/settings/prepared_env.py says what and where).
+Jupyter mount it read-only (components/kube/prepared_env.py says what and where).
 
 Why the pip-cache claim and not a claim of its own: it is the stack's RWX claim for Python
 packages already (sized by ``pipCachePvcSize``, on every stack), the pods no longer mount pip's
@@ -19,15 +19,17 @@ stays until removed by hand (docs/dask.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-import components.settings.dask_facts as facts
-import components.settings.prepared_env as prepared_env
-from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
-from components.dask.exposure import confine
-from components.dask.network_policy import Outside, api_server_rule, fetch_policy
+import components.facts.dask_facts as facts
+import components.kube.prepared_env as prepared_env
+from components.artifacts import worker_lock
+from components.kube.exposure import confine
+from components.kube.network_policy import Outside, api_server_rule, fetch_policy
+from components.kube.pod_hardening import hardened_pod, pod_security_context, run_as
 
 JOB_NAME = "dask-environment"
 CONFIG_MAP = f"{JOB_NAME}-lock"
@@ -43,7 +45,7 @@ class EnvironmentJobArgs:
     namespace: pulumi.Input[str]
     claim: pulumi.Input[str]  # the pip-cache claim
     package_index_url: str
-    lock: str  # the lock's text (prepared_env.lock_text())
+    lock: str  # the lock's text (worker_lock.lock_text())
     outside: Outside  # the cluster's own ranges, which the downloads never reach (network_settings.outside)
     # where the record is read: the people's namespaces (the Dask namespace is always first)
     person_namespaces: tuple[str, ...] = ()
@@ -63,7 +65,7 @@ def record_namespaces(namespace: str, args: EnvironmentJobArgs) -> list[str]:
     return [namespace, *(n for n in args.person_namespaces if n != namespace)]
 
 
-def recorder_role(namespace: str) -> dict:
+def recorder_role(namespace: str) -> dict[str, Any]:
     """In each namespace of the record: ``get`` and ``patch`` of the digests ConfigMap, by name,
     and nothing else (no create: the program makes it; no other ConfigMap: the team's
     admission parameters live beside it)."""
@@ -72,13 +74,13 @@ def recorder_role(namespace: str) -> dict:
                        "resourceNames": [prepared_env.DIGESTS_CONFIG_MAP], "verbs": ["get", "patch"]}]}
 
 
-def recorder_binding(namespace: str, job_namespace: str) -> dict:
+def recorder_binding(namespace: str, job_namespace: str) -> dict[str, Any]:
     return {"metadata": {"name": RECORDER_ROLE, "namespace": namespace, "labels": dict(PART_OF)},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": RECORDER_ROLE},
             "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": job_namespace}]}
 
 
-def job_spec(args: EnvironmentJobArgs, claim: str, namespace: str) -> dict:
+def job_spec(args: EnvironmentJobArgs, claim: str, namespace: str) -> dict[str, Any]:
     """The Job's spec: an init container makes the environment's directory through the whole
     claim, the main one fills it through the subPath the pods mount and records it."""
     subdir = prepared_env.subdir(args.lock)
@@ -103,7 +105,7 @@ def job_spec(args: EnvironmentJobArgs, claim: str, namespace: str) -> dict:
                     "command": ["sh", "-c", prepared_env.JOB_SCRIPT],
                     "env": [{"name": "PACKAGE_INDEX_URL", "value": args.package_index_url},
                             {"name": "PLAIN_HTTP_HOST", "value": prepared_env.plain_http_host(args.package_index_url)},
-                            {"name": "LOCK_SHA256", "value": prepared_env.lock_digest(args.lock)},
+                            {"name": "LOCK_SHA256", "value": worker_lock.lock_digest(args.lock)},
                             {"name": "RECORD_NAMESPACES", "value": ",".join(record_namespaces(namespace, args))},
                             {"name": "RECORD_KEY", "value": prepared_env.record_key(subdir)},
                             {"name": "RECORD_CONFIG_MAP", "value": prepared_env.DIGESTS_CONFIG_MAP},
@@ -153,7 +155,7 @@ class EnvironmentJob(pulumi.ComponentResource):
             f"{name}-job",
             metadata={"name": JOB_NAME, "namespace": args.namespace,
                       "labels": {"app.kubernetes.io/part-of": "dask-tkg",
-                                 "dask-tkg.io/environment": prepared_env.lock_digest(args.lock)[:16]}},
+                                 "dask-tkg.io/environment": worker_lock.lock_digest(args.lock)[:16]}},
             spec=pulumi.Output.all(args.claim, args.namespace).apply(lambda a: job_spec(args, a[0], a[1])),
             # Awaited (no skipAwait): the Dask pods depend on a complete environment. A changed
             # lock changes the pod template, which a Job cannot update: it is replaced.
@@ -184,7 +186,7 @@ class EnvironmentJob(pulumi.ComponentResource):
 
 
 
-def job_policy(namespace: str, args: EnvironmentJobArgs) -> dict:
+def job_policy(namespace: str, args: EnvironmentJobArgs) -> dict[str, Any]:
     """The Job pod's NetworkPolicy: DNS and the package index (``fetch_policy``), and the API
     server's endpoints on the node network (``api_server_rule``) for the record."""
     policy = fetch_policy(namespace, f"{JOB_NAME}-egress", POD_LABELS, [args.package_index_url], args.outside)

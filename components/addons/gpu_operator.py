@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,7 +18,7 @@ from components.addons.values import (
     licensing_uses_secret,
 )
 from components.artifacts.charts import verified_chart
-from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.kube.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings.model import GpuOperatorSpec
 
 NAMESPACE = "gpu-operator"
@@ -36,7 +37,7 @@ class GpuOperatorArgs:
 
 
 class GpuOperator(pulumi.ComponentResource):
-    release_status: pulumi.Output[dict]
+    release_status: pulumi.Output[dict[str, Any]]
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:addons:GpuOperator", name, None, opts)

@@ -7,14 +7,15 @@ volumes whose claim is deleted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.addons.values import nfs_provisioner_values
 from components.artifacts.charts import verified_chart
-from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.settings.addon_facts import NFS_CHART
+from components.facts.addon_facts import NFS_CHART
+from components.kube.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings.model import StorageSpec
 
 PROVISIONER_NAMESPACE = "nfs-provisioner"
@@ -90,6 +91,6 @@ class SharedStorage(pulumi.ComponentResource):
                                "pip_cache_claim": self.pip_cache_claim})
 
 
-def _claim_spec(storage_class: str, size: str) -> dict:
+def _claim_spec(storage_class: str, size: str) -> dict[str, Any]:
     return {"accessModes": ["ReadWriteMany"], "storageClassName": storage_class,
             "resources": {"requests": {"storage": size}}}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.settings.addon_facts import NFS_IMAGE_REGISTRY, gpu_operator_facts
+from components.facts.addon_facts import NFS_IMAGE_REGISTRY, gpu_operator_facts
 from components.settings.model import GpuOperatorSpec, StorageSpec
 
 LICENSING_NAME = "licensing-config"
@@ -39,7 +39,7 @@ def gpu_operator_values(spec: GpuOperatorSpec, enforces_psp: bool) -> dict[str, 
     the NGC secret, licensed through NLS (NVAIE 1.1 and later license through NLS only).
 
     ``nlsEnabled`` is always true: before it, the operator mounts only gridd.conf and never
-    the client configuration token (``components/settings/addon_facts.py``), and gridd.conf without a
+    the client configuration token (``components/facts/addon_facts.py``), and gridd.conf without a
     legacy ServerAddress licenses nothing."""
     licensing: dict[str, Any]
     if licensing_uses_secret(spec):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.settings import class_variables, cluster_classes
+from components.facts import cluster_classes
+from components.settings import class_variables
 from components.settings.model import CLUSTER_API, ClusterSpec, NodePool
 
 WAIT_FOR = {
@@ -86,7 +87,7 @@ def tkc_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
     }
 
 
-def _pool(pool: NodePool, spec: ClusterSpec, tkr: dict) -> dict[str, Any]:
+def _pool(pool: NodePool, spec: ClusterSpec, tkr: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": pool.name,
         "replicas": pool.replicas,
@@ -110,7 +111,7 @@ def capi_cluster_manifest(spec: ClusterSpec, namespace: str) -> dict[str, Any]:
     pool, the pool's VM class (the vGPU class for GPU pools), storage class, volumes and
     role label as that pool's variable overrides, Ubuntu for GPU pools (NVIDIA ships no vGPU
     guest driver for Photon), and the cluster-wide variables in the generation the class
-    takes (``components.settings.cluster_classes``)."""
+    takes (``components.facts.cluster_classes``)."""
     structured = cluster_classes.generation(spec.cluster_class).structured
     topology: dict[str, Any] = {"class": spec.cluster_class}
     if spec.cluster_class != cluster_classes.UNVERSIONED_CLASS:

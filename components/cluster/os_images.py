@@ -10,7 +10,7 @@ declares, so they cannot drift from it.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.cluster.manifests import UBUNTU_ANNOTATION, cluster_manifest
@@ -41,7 +41,8 @@ def asked_os_version(annotations: Mapping[str, str] | None) -> str:
 UBUNTU = asked_os(UBUNTU_ANNOTATION)
 
 
-def _deployment_asks(manifest: Mapping[str, Any], ask=asked_os) -> dict[str, str]:
+def _deployment_asks(manifest: Mapping[str, Any],
+                     ask: Callable[[Mapping[str, str] | None], str] = asked_os) -> dict[str, str]:
     """A Cluster's machineDeployments by name, with the OS (or, with ``asked_os_version``, the
     OS version) each asks for."""
     if manifest["kind"] != "Cluster":

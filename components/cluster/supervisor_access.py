@@ -18,6 +18,8 @@ from components.cluster.providers.kube_api import ContextAdapter
 if TYPE_CHECKING:
     import pulumi
 
+    from components.settings.model import Settings
+
 
 class SupervisorLoginError(RuntimeError):
     """The Supervisor refused the login or could not be reached (no credentials in it)."""
@@ -52,7 +54,8 @@ def login(server: str, user: str, password: str, *, insecure: bool = False, ca_p
     token = body.get("session_id") if isinstance(body, dict) else None
     if not token:
         raise SupervisorLoginError(f"login at {url} as {user} returned no session_id")
-    return token
+    session_id: str = token
+    return session_id
 
 
 def _reason(exc: requests.RequestException) -> str:
@@ -80,10 +83,11 @@ def kubeconfig(server: str, token: str, namespace: str, *, insecure: bool = Fals
             "cluster": "supervisor", "user": "supervisor-user", "namespace": namespace}}],
         "current-context": "supervisor",
     }
-    return yaml.safe_dump(doc, sort_keys=False)
+    text: str = yaml.safe_dump(doc, sort_keys=False)
+    return text
 
 
-def supervisor_kubeconfig(settings) -> pulumi.Output[str]:
+def supervisor_kubeconfig(settings: Settings) -> pulumi.Output[str]:
     """The Supervisor kubeconfig as a secret Output: the configured one, else a login."""
     import pulumi
 

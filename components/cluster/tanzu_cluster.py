@@ -68,7 +68,7 @@ class TanzuCluster(pulumi.ComponentResource):
         self.ready_for_workloads = (self.gpu_pools_ready,) if self.gpu_pools_ready else ()
         self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})
 
-    def _gpu_pools_ready(self, name: str, args: TanzuClusterArgs, manifest: dict) -> GpuPoolsReady | None:
+    def _gpu_pools_ready(self, name: str, args: TanzuClusterArgs, manifest: dict[str, Any]) -> GpuPoolsReady | None:
         """The wait for the GPU pools of a Cluster API Cluster, created once the Cluster is Ready."""
         spec = args.spec
         if spec.api_version != CLUSTER_API or not spec.pools("gpu") or args.supervisor_kubeconfig is None:

@@ -14,10 +14,10 @@ from typing import ClassVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.dask.exposure import ExposureArgs, external_host, external_service
 from components.dask.jupyter_password import JupyterPassword
 from components.dask.tls import DaskTls
-from components.settings.dask_chart import DASHBOARD_PORT, JUPYTER_CONTAINER_PORT, JUPYTER_PORT, SCHEDULER_PORT
+from components.facts.dask_chart import DASHBOARD_PORT, JUPYTER_CONTAINER_PORT, JUPYTER_PORT, SCHEDULER_PORT
+from components.kube.exposure import ExposureArgs, external_host, external_service
 from components.settings.model import DaskSpec, Settings
 from workloads import contract
 

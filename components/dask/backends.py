@@ -5,5 +5,6 @@ from __future__ import annotations
 from components.dask.backend import DaskBackend
 from components.dask.dask_release import DaskRelease
 from components.dask.operator_cluster import DaskOperatorCluster
+from components.settings.model import Backend
 
-BACKENDS: dict[str, type[DaskBackend]] = {"helm": DaskRelease, "operator": DaskOperatorCluster}
+BACKENDS: dict[Backend, type[DaskBackend]] = {Backend.HELM: DaskRelease, Backend.OPERATOR: DaskOperatorCluster}

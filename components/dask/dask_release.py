@@ -2,18 +2,17 @@
 a generated Jupyter password and, where asked, guarded external Services."""
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
-import components.settings.dask_chart as chart
-import components.settings.dask_facts as facts
+import components.facts.dask_chart as chart
+import components.facts.dask_facts as facts
 from components.artifacts.charts import verified_chart
 from components.dask import podspec, post_render
 from components.dask.backend import DaskBackend, DaskBackendArgs
-from components.dask.exposure import guard_namespace
 from components.dask.jupyter_password import JupyterPassword
-from components.dask.network_policy import DaskPodSelectors, dask_network_policies
-from components.dask.network_settings import namespace_network
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import (
     DaskValuesInputs,
@@ -24,6 +23,9 @@ from components.dask.values import (
     scheduler_host,
     service_names,
 )
+from components.kube.exposure import guard_namespace
+from components.kube.network_policy import DaskPodSelectors, dask_network_policies
+from components.kube.network_settings import namespace_network
 from components.settings.placement import DaskPlacement  # also the name this module gave it before
 
 RELEASE = "dask"
@@ -64,7 +66,7 @@ class DaskRelease(DaskBackend):
                                    if d.jupyter.enabled else None),
                 jupyter_external_host=self._external_host("jupyter")), child)
 
-        def build(a: list) -> dict:
+        def build(a: list[Any]) -> dict[str, Any]:
             ns, dataset, pip_cache, password_hash = a
             return dask_values(DaskValuesInputs(
                 dask=d, namespace=ns, release=RELEASE,

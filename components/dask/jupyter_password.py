@@ -15,7 +15,8 @@ def jupyter_hash(password: str, salt: str) -> str:
     """The ``argon2:...`` form Jupyter server's ``passwd_check`` accepts."""
     encoded = hash_secret(password.encode(), salt.encode(), time_cost=_TIME_COST, memory_cost=_MEMORY_COST,
                           parallelism=_PARALLELISM, hash_len=32, type=Type.ID)
-    return "argon2:" + encoded.decode()
+    hashed: str = "argon2:" + encoded.decode()
+    return hashed
 
 
 class JupyterPassword(pulumi.ComponentResource):

@@ -9,19 +9,21 @@ and the stack outputs are the Helm backend's.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.artifacts.charts import verified_chart
-from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.dask import operator_rbac, operator_spec, podspec, post_render
 from components.dask.backend import DaskBackend, DaskBackendArgs
-from components.dask.exposure import guard_namespace
 from components.dask.jupyter_password import JupyterPassword
-from components.dask.network_policy import DaskPodSelectors, dask_network_policies
-from components.dask.network_settings import namespace_network
 from components.dask.tls import DaskTls, DaskTlsArgs
 from components.dask.values import DaskValuesInputs, dask_values, jupyter_url, service_names
+from components.kube.exposure import guard_namespace
+from components.kube.network_policy import DaskPodSelectors, dask_network_policies
+from components.kube.network_settings import namespace_network
+from components.kube.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings.model import POOL_ROLE_LABEL, OperatorSpec, Settings
 from components.settings.operator import initial_workers
 from components.settings.placement import pool_selector
@@ -40,11 +42,11 @@ def _operator(s: Settings) -> OperatorSpec:
 
 def served_namespaces(s: Settings) -> list[str]:
     """The namespaces the controller watches: the Dask namespace and each person's (users),
-    where the program grants it its Role (components/dask/person_space.py)."""
+    where the program grants it its Role (components/dask/team/person_space.py)."""
     return [s.storage.namespace, *(m.namespace for m in s.team)]
 
 
-def jupyter_only_values(values: dict) -> dict:
+def jupyter_only_values(values: dict[str, Any]) -> dict[str, Any]:
     """The dask chart's values with only Jupyter running: the operator runs scheduler and workers."""
     values = {**values, "scheduler": {**values["scheduler"], "enabled": False},
               "worker": {**values["worker"], "replicas": 0}}
@@ -90,7 +92,7 @@ class DaskOperatorCluster(DaskBackend):
         self._follow_load_balancers(d, dashboard_tls=False)  # HTTP: see _declare_jupyter
         self._declare_outputs(self.password, self.tls)
 
-    def _operator_rights(self, name: str, args: DaskBackendArgs, operator_namespace: str) -> list:
+    def _operator_rights(self, name: str, args: DaskBackendArgs, operator_namespace: str) -> list[pulumi.Resource]:
         """The controller's Role and RoleBinding in the Dask namespace, the only one it serves
         (its kopf flags), and its read-only ClusterRole (namespaces, CRDs), there before it
         starts: the chart grants it nothing (operator_rbac)."""
@@ -114,7 +116,8 @@ class DaskOperatorCluster(DaskBackend):
                                            opts=child),
         ]
 
-    def _tls(self, name: str, args: DaskBackendArgs, secret: str | None, child) -> DaskTls | None:
+    def _tls(self, name: str, args: DaskBackendArgs, secret: str | None,
+             child: pulumi.ResourceOptions) -> DaskTls | None:
         if not secret:
             return None
         ns = args.settings.storage.namespace
@@ -129,7 +132,7 @@ class DaskOperatorCluster(DaskBackend):
     def _declare_cluster(self, name: str, args: DaskBackendArgs, tls_secret: str | None) -> None:
         s = args.settings
 
-        def inputs(a: list) -> operator_spec.DaskClusterInputs:
+        def inputs(a: list[Any]) -> operator_spec.DaskClusterInputs:
             ns, dataset, pip_cache = a
             return operator_spec.DaskClusterInputs(
                 dask=s.dask, name=CLUSTER_NAME, namespace=ns,
@@ -167,11 +170,15 @@ class DaskOperatorCluster(DaskBackend):
                 ns, selectors, operator_namespace=operator_namespace, network=network, name_prefix=CLUSTER_NAME),
             CLUSTER_NAME, pulumi.ResourceOptions(parent=self))
 
-    def _custom(self, name: str, kind: str, manifest: pulumi.Output, after: list, replace_on_changes=None):
-        return k8s.apiextensions.CustomResource(
+    def _custom(self, name: str, kind: str, manifest: pulumi.Output[Any], after: list[pulumi.Resource],
+                replace_on_changes: list[str] | None = None) -> pulumi.CustomResource:
+        # ``manifest`` is a dict; Output[Any] because the optional ones' builders (cpu_worker_group,
+        # autoscaler) are typed ``dict | None``: None when their option is off, and then no call comes here.
+        resource: pulumi.CustomResource = k8s.apiextensions.CustomResource(
             name, api_version=operator_spec.API_VERSION, kind=kind,
             metadata=manifest.apply(lambda m: m["metadata"]), spec=manifest.apply(lambda m: m["spec"]),
             opts=pulumi.ResourceOptions(parent=self, depends_on=after, replace_on_changes=replace_on_changes))
+        return resource
 
     def _declare_jupyter(self, name: str, args: DaskBackendArgs, tls_secret: str | None) -> None:
         s, d = args.settings, args.settings.dask
@@ -180,7 +187,7 @@ class DaskOperatorCluster(DaskBackend):
         if not d.jupyter.enabled:
             return
 
-        def build(a: list) -> dict:
+        def build(a: list[Any]) -> dict[str, Any]:
             ns, dataset, pip_cache, password_hash = a
             return jupyter_only_values(dask_values(DaskValuesInputs(
                 dask=d, namespace=ns, release=JUPYTER_RELEASE, scheduler_selector=pool_selector(s, "scheduler"),

@@ -27,18 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import components.settings.prepared_env as prepared_env
-from components.cluster.pod_hardening import hardened_pod, pod_security_context
 from components.dask import operator_rbac, podspec
-from components.settings import dask_chart
+from components.facts import dask_chart
+from components.kube.pod_hardening import pod_security_context
 from components.settings.model import DaskSpec, OperatorSpec
-from workloads import contract
+from workloads.contract import CLUSTER_LABEL, COMPONENT_LABEL
 
 API_VERSION = "kubernetes.dask.org/v1"
 # The dask chart's ports: both backends' scheduler Services answer on the same ones.
 SCHEDULER_PORT, DASHBOARD_PORT = dask_chart.SCHEDULER_PORT, dask_chart.DASHBOARD_PORT
-CLUSTER_LABEL = "dask.org/cluster-name"
-COMPONENT_LABEL = "dask.org/component"
 OPERATOR_IMAGE = "ghcr.io/dask/dask-kubernetes-operator"  # the pinned chart's image (values.yaml)
 
 # distributed's default scheduler routes (distributed.yaml, 2022.10 to 2026.7) plus the HTTP
@@ -54,7 +51,7 @@ SCHEDULER_HTTP_ROUTES = [
 class DaskClusterInputs:
     dask: DaskSpec
     name: str  # the DaskCluster's name: its Services are <name>-scheduler
-    # None: namespace-neutral (a person's cluster, components/dask/team_spec.py): the workers are
+    # None: namespace-neutral (a person's cluster, components/dask/team/cluster_spec.py): the workers are
     # given no scheduler address, the controller sets DASK_SCHEDULER_ADDRESS in the cluster's own
     namespace: str | None
     scheduler_selector: Mapping[str, str]
@@ -84,20 +81,14 @@ def dashboard_url(name: str, namespace: str) -> str:
     return f"http://{scheduler_host(name, namespace)}:{DASHBOARD_PORT}"
 
 
-def _pod(inputs: DaskClusterInputs, role: str, container: dict[str, Any], volumes: list | None,
+def _pod(inputs: DaskClusterInputs, role: podspec.Role, container: dict[str, Any],
          selector: Mapping[str, str]) -> dict[str, Any]:
-    """A hardened pod of one container running as the image's user, with ``role``'s TLS files."""
-    volumes = list(volumes or [])
-    if inputs.tls_secret:
-        volumes.append(contract.tls_volume(role, inputs.tls_secret))
-        container = {**container, "volumeMounts": [*container.get("volumeMounts", []), contract.TLS_MOUNT]}
-    spec: dict[str, Any] = {"containers": [container]}
-    if volumes:
-        spec["volumes"] = volumes
-    if selector:
-        spec["nodeSelector"] = dict(selector)
-    return hardened_pod(podspec.with_environment_check(spec), podspec.pod_security(inputs.dask.image,
-                                                                                  inputs.enforces_psp))
+    """``container`` of ``role`` with its mounts, in its pod (``podspec.role_pod``)."""
+    mounts = podspec.role_mounts(inputs.dask, inputs.claims, role)
+    if mounts["volumeMounts"]:
+        container = {**container, "volumeMounts": mounts["volumeMounts"]}
+    return podspec.role_pod(inputs.dask, role, container, mounts["volumes"], selector, inputs.tls_secret,
+                            inputs.enforces_psp)
 
 
 def _quantities(resources: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +110,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
     if inputs.tls_secret:
         args += ["--protocol", "tls"]
     env = [{"name": "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES", "value": repr(SCHEDULER_HTTP_ROUTES)},
-           *podspec.scheduler_env(inputs.tls_secret), *podspec.environment_env(d)]
+           *podspec.role_env(d, "scheduler", inputs.tls_secret)]
     container = {
         "name": "scheduler", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
         "resources": _quantities(podspec.resources(d.scheduler.cpu, d.scheduler.memory)),
@@ -128,10 +119,6 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
         "readinessProbe": {**_health_probe(0, 1), "timeoutSeconds": 300},
         "livenessProbe": _health_probe(15, 20),
     }
-    volumes = None
-    if inputs.claims.environment:  # the prepared environment only: the scheduler reads no data
-        volumes = [prepared_env.pod_volume(inputs.claims.pip_cache_claim)]
-        container["volumeMounts"] = [prepared_env.pod_mount(inputs.claims.environment)]
     service = {
         "type": "ClusterIP",  # exposure is a separate, guarded Service (exposure.py), as for Helm
         "selector": {CLUSTER_LABEL: inputs.name, COMPONENT_LABEL: "scheduler"},
@@ -139,7 +126,7 @@ def scheduler_spec(inputs: DaskClusterInputs) -> dict[str, Any]:
                   {"name": "http-dashboard", "protocol": "TCP", "port": DASHBOARD_PORT,
                    "targetPort": "http-dashboard"}],
     }
-    return {"spec": _pod(inputs, "scheduler", container, volumes, inputs.scheduler_selector), "service": service}
+    return {"spec": _pod(inputs, "scheduler", container, inputs.scheduler_selector), "service": service}
 
 
 def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int, memory: str,
@@ -151,17 +138,16 @@ def worker_spec(inputs: DaskClusterInputs, *, replicas: int, gpus: int, cpu: int
     args = [*command, "--name", "$(DASK_WORKER_NAME)", "--nthreads", str(threads),
             "--memory-limit", podspec.worker_memory_limit(memory), "--no-dashboard",
             "--local-directory", podspec.SCRATCH_MOUNT]
-    env = [*podspec.worker_env(d), *podspec.tls_env("worker", inputs.tls_secret)]
+    env = podspec.role_env(d, "worker", inputs.tls_secret)
     if inputs.namespace is not None:
         address = scheduler_address(inputs.name, inputs.namespace, bool(inputs.tls_secret))
         args.insert(len(command), address)
         env.append({"name": "DASK_SCHEDULER_ADDRESS", "value": address})
-    mounts = podspec.mounts(inputs.claims, scratch=True, image=d.image)
     container = {
         "name": "worker", "image": d.image, "imagePullPolicy": "IfNotPresent", "args": args, "env": env,
-        "resources": _quantities(podspec.resources(cpu, memory, gpus)), "volumeMounts": mounts["volumeMounts"],
+        "resources": _quantities(podspec.resources(cpu, memory, gpus)),
     }
-    return {"replicas": replicas, "spec": _pod(inputs, "worker", container, mounts["volumes"], selector)}
+    return {"replicas": replicas, "spec": _pod(inputs, "worker", container, selector)}
 
 
 def dask_cluster(inputs: DaskClusterInputs) -> dict[str, Any]:

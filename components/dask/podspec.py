@@ -5,23 +5,32 @@ failure detection. One source for the Helm values
 (``values.py``) and the operator's ``DaskCluster`` (``operator_spec.py``), so both backends
 start the same workers.
 
+Each role's pod is asked for here once per concern: ``role_env`` (its variables),
+``role_mounts`` (its volumes) and, for the pods this program writes whole, ``role_pod`` (TLS
+files, the prepared environment's check, hardening). Where the pods' packages come from
+(``DaskSpec.prepared``) reaches the pods only through these, and they alone call
+``components/kube/prepared_env.py``.
+
 Pure functions on plain data; the tests compare both backends' output of them.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeAlias, TypedDict, get_args
 
-import components.settings.dask_facts as facts
-import components.settings.prepared_env as prepared_env
-from components.cluster.pod_hardening import pod_security_context, run_as
+import components.facts.dask_facts as facts
+import components.kube.prepared_env as prepared_env
+from components.kube.pod_hardening import hardened_pod, pod_security_context, run_as
 from components.settings.model import DaskSpec
 from components.settings.values import quantity_bytes
 from workloads import contract, tuning
-from workloads.contract import TLS_DIR, TLS_KEYS, TLS_ROLE_KEYS
+from workloads.contract import GPU_RESOURCE, TLS_DIR, TLS_KEYS, TLS_ROLE_KEYS
 
 SCRATCH_MOUNT = "/scratch"
-GPU_RESOURCE = "nvidia.com/gpu"
+# A Dask pod's role: a closed choice mypy holds every caller to (a misspelt role is a type error)
+Role: TypeAlias = Literal["scheduler", "worker", "jupyter"]
+ROLES: tuple[Role, ...] = get_args(Role)
 # Every pod: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab in the
 # background unless this is set (facts.IMAGES); harmless for images without one.
 NO_BACKGROUND_JUPYTER = {"name": "DISABLE_JUPYTER", "value": "true"}
@@ -56,7 +65,7 @@ class Claims:
     # (prepared_env.subdir), mounted read-only instead of pip's cache; None: the image as it is
     environment: str | None = None
     # every claim mounted read-only: a person's own claims of the shared volumes, bound to
-    # read-only PersistentVolumes (components/dask/team.py), which a pod must mount read-only too
+    # read-only PersistentVolumes (components/dask/team/team.py), which a pod must mount read-only too
     read_only: bool = False
 
 
@@ -84,14 +93,14 @@ def worker_env(dask: DaskSpec) -> list[dict[str, str]]:
     """Scratch directory, tuning and extra packages of a GPU worker (without TLS)."""
     env = [NO_BACKGROUND_JUPYTER, {"name": "DASK_TEMPORARY_DIRECTORY", "value": SCRATCH_MOUNT},
            *worker_tuning_env(dask.workers.threads, dask.workers.tcmalloc, dask.dask_version)]
-    if dask.extra_pip_packages and dask.environment != "prepared":
+    if dask.extra_pip_packages and not dask.prepared:
         env.append({"name": "EXTRA_PIP_PACKAGES", "value": dask.extra_pip_packages})
     return env + environment_env(dask) + user_env(dask.image)
 
 
 def environment_env(dask: DaskSpec) -> list[dict[str, str]]:
     """With workerEnvironment=prepared, the prepared environment first on PATH (every pod)."""
-    return prepared_env.pod_env() if dask.environment == "prepared" else []
+    return prepared_env.pod_env() if dask.prepared else []
 
 
 def user_env(image: str) -> list[dict[str, str]]:
@@ -142,6 +151,58 @@ def jupyter_tls_args(secret: str | None) -> list[str]:
     return [f"--certfile={TLS_DIR}/jupyter.crt", f"--keyfile={TLS_DIR}/jupyter.key"] if secret else []
 
 
+def role_env(dask: DaskSpec, role: Role, tls_secret: str | None) -> list[dict[str, Any]]:
+    """Every variable a Dask pod of ``role`` gets from this program (a backend's own come
+    before): what the role needs, the prepared environment's PATH where the pods run it, HOME
+    where the image gives its user none, and the role's TLS files."""
+    if role == "scheduler":
+        return [*scheduler_env(tls_secret), *environment_env(dask)]
+    if role == "worker":
+        return [*worker_env(dask), *tls_env("worker", tls_secret)]
+    if role == "jupyter":
+        return [NO_BACKGROUND_JUPYTER, *environment_env(dask), *user_env(dask.image), *tls_env("jupyter", tls_secret)]
+    raise ValueError(f"no Dask role {role!r}: one of {', '.join(ROLES)}")
+
+
+class PodMounts(TypedDict):
+    """A Dask pod's volumes and its container's mounts of them: the two keys a PodSpec and a
+    container take them under (a misspelt key would reach the API server as an unknown field)."""
+
+    volumes: list[dict[str, Any]]
+    volumeMounts: list[dict[str, Any]]
+
+
+def role_mounts(dask: DaskSpec, claims: Claims, role: Role) -> PodMounts:
+    """The volumes and mounts of a Dask pod of ``role``: workers and Jupyter the shared claims
+    (``mounts``; workers their scratch too); the scheduler reads no data, only the prepared
+    environment where the pods run it."""
+    if role == "scheduler":
+        if not claims.environment:
+            return {"volumes": [], "volumeMounts": []}
+        return {"volumes": [prepared_env.pod_volume(claims.pip_cache_claim)],
+                "volumeMounts": [prepared_env.pod_mount(claims.environment)]}
+    if role in ("worker", "jupyter"):
+        return mounts(claims, scratch=role == "worker", image=dask.image)
+    raise ValueError(f"no Dask role {role!r}: one of {', '.join(ROLES)}")
+
+
+def role_pod(dask: DaskSpec, role: Role, container: dict[str, Any], volumes: list[dict[str, Any]],
+             selector: Mapping[str, str], tls_secret: str | None, enforces_psp: bool) -> dict[str, Any]:
+    """A hardened PodSpec of one container of ``role`` running as the image's user, with the
+    role's TLS files from ``tls_secret`` and the prepared environment's check where it mounts it
+    (the operator's pods; the Helm chart's get the same from the post-renderer)."""
+    volumes = list(volumes)
+    if tls_secret:
+        volumes.append(contract.tls_volume(role, tls_secret))
+        container = {**container, "volumeMounts": [*container.get("volumeMounts", []), contract.TLS_MOUNT]}
+    spec: dict[str, Any] = {"containers": [container]}
+    if volumes:
+        spec["volumes"] = volumes
+    if selector:
+        spec["nodeSelector"] = dict(selector)
+    return hardened_pod(with_environment_check(spec), pod_security(dask.image, enforces_psp))
+
+
 def tls_role(env: list[dict[str, Any]]) -> str | None:
     """The role whose TLS files a container's environment names (None: no TLS files): the
     Dask comm keys it names, which differ per role."""
@@ -161,13 +222,14 @@ def resources(cpu: Any, memory: str, gpus: int = 0) -> dict[str, Any]:
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 
-def mounts(claims: Claims, scratch: bool, image: str) -> dict[str, list]:
+def mounts(claims: Claims, scratch: bool, image: str) -> PodMounts:
     """Volumes and mounts: dataset and pip cache on the shared claims (the cache where the
     image's user keeps it, ``facts.pip_cache_mount``); worker scratch on the node's local
     disk (emptyDir), never on the NFS share."""
     read_only = {"readOnly": True} if claims.read_only else {}
-    volumes = [{"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim, **read_only}}]
-    volume_mounts = [{"name": "dataset", "mountPath": claims.dataset_mount, **read_only}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "dataset", "persistentVolumeClaim": {"claimName": claims.dataset_claim, **read_only}}]
+    volume_mounts: list[dict[str, Any]] = [{"name": "dataset", "mountPath": claims.dataset_mount, **read_only}]
     if claims.environment:  # the prepared environment, read-only; nothing installs at start
         volumes.append(prepared_env.pod_volume(claims.pip_cache_claim))
         volume_mounts.append(prepared_env.pod_mount(claims.environment))

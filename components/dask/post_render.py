@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from components.cluster.pod_hardening import hardened_pod
 from components.dask import podspec
 from components.dask.values import fullname
+from components.kube.pod_hardening import hardened_pod
 from workloads import contract
 
 LAUNCHER = Path(__file__).resolve().with_name("post-render")

@@ -87,7 +87,7 @@ def role_rules(dask_cluster: str | None) -> list[dict[str, Any]]:
     return rules
 
 
-def _current_cluster(doc: Mapping[str, Any]) -> tuple[str, dict]:
+def _current_cluster(doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The name and entry of the admin kubeconfig's current context's cluster."""
     contexts = {c.get("name"): c.get("context") or {} for c in doc.get("contexts") or [] if isinstance(c, dict)}
     context = contexts.get(doc.get("current-context")) or (next(iter(contexts.values())) if len(contexts) == 1 else {})
@@ -114,7 +114,7 @@ def runner_kubeconfig(cluster_kubeconfig: str, token_b64: str | None, namespace:
         raise RunnerKubeconfigError(f"the cluster's kubeconfig gives cluster {name!r} no server or no"
                                     " certificate-authority-data: the runner's kubeconfig would not verify it")
     user = f"{NAME}@{name}"
-    return yaml.safe_dump({
+    text: str = yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": name, "cluster": {"server": cluster["server"],
                                                 "certificate-authority-data": cluster["certificate-authority-data"]}}],
@@ -122,6 +122,7 @@ def runner_kubeconfig(cluster_kubeconfig: str, token_b64: str | None, namespace:
         "contexts": [{"name": user, "context": {"cluster": name, "user": user, "namespace": namespace}}],
         "current-context": user,
     }, sort_keys=False)
+    return text
 
 
 @dataclass(frozen=True)

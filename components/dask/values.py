@@ -17,22 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import components.settings.dask_chart as chart
+import components.facts.dask_chart as chart
 from components.artifacts.images import ImageRef
 from components.dask import podspec
-
-# The pod parts both backends share (image env, TLS, mounts, resources) live in podspec.py;
-# the names stay importable from here.
-from components.dask.podspec import (  # noqa: F401
-    GPU_RESOURCE,
-    NO_BACKGROUND_JUPYTER,
-    SCRATCH_MOUNT,
-    TLS_KEYS,
-    worker_memory_limit,
-    worker_tuning_env,
-)
+from components.dask.podspec import SCRATCH_MOUNT, worker_memory_limit
 from components.dask.podspec import resources as _resources
-from components.dask.podspec import tls_env as _tls_env
 from components.settings.model import DaskSpec
 
 # Every pod of the release: the RAPIDS images' entrypoint starts an unauthenticated JupyterLab
@@ -105,9 +94,9 @@ def service_names(service: str, namespace: str) -> list[str]:
     return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
 
 
-def _claims(inputs: DaskValuesInputs, scratch: bool) -> dict[str, list]:
+def _mounts(inputs: DaskValuesInputs, role: podspec.Role) -> podspec.PodMounts:
     claims = podspec.Claims(inputs.dataset_claim, inputs.pip_cache_claim, inputs.dataset_mount, inputs.environment)
-    return podspec.mounts(claims, scratch, inputs.dask.image)
+    return podspec.role_mounts(inputs.dask, claims, role)
 
 def _pod_security(inputs: DaskValuesInputs) -> dict[str, Any]:
     """The chart's pod-level ``securityContext`` (its containers' own are set by post_render.py)."""
@@ -148,7 +137,9 @@ def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any
         "serviceType": "ClusterIP",
         "servicePort": chart.SCHEDULER_PORT,
         "extraArgs": ["--protocol", "tls"] if inputs.tls_secret else [],
-        "env": podspec.scheduler_env(inputs.tls_secret) + podspec.dashboard_tls_env(_dashboard_secret(inputs)),
+        # the chart's scheduler runs only with daskBackend=helm, whose pods run the image as it is
+        # (the prepared environment is the operator's): no environment of its own
+        "env": [*podspec.scheduler_env(inputs.tls_secret), *podspec.dashboard_tls_env(_dashboard_secret(inputs))],
         "resources": _resources(d.scheduler.cpu, d.scheduler.memory),
         "nodeSelector": dict(inputs.scheduler_selector),
         **_pod_security(inputs),
@@ -157,7 +148,6 @@ def _scheduler(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any
 
 def _worker(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
     d = inputs.dask
-    env = podspec.worker_env(d)
     return {
         "image": {**image, "dask_worker": podspec.worker_command(d)},
         "replicas": d.workers.replicas,
@@ -166,9 +156,9 @@ def _worker(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         # After the chart's own --memory-limit (the container limit): the last one wins
         # (facts.CLICK_LAST_OPTION_WINS).
         "extraArgs": ["--local-directory", SCRATCH_MOUNT, "--memory-limit", worker_memory_limit(d.workers.memory)],
-        "env": env + _tls_env("worker", inputs.tls_secret),
+        "env": podspec.role_env(d, "worker", inputs.tls_secret),
         "resources": _resources(d.workers.cpu, d.workers.memory, d.workers.gpus),
-        "mounts": _claims(inputs, scratch=True),
+        "mounts": _mounts(inputs, "worker"),
         "nodeSelector": dict(inputs.worker_selector),
         **_pod_security(inputs),
     }
@@ -189,12 +179,11 @@ def _jupyter(inputs: DaskValuesInputs, image: dict[str, str]) -> dict[str, Any]:
         "servicePort": chart.JUPYTER_PORT,
         "password": inputs.jupyter_password_hash,
         "passwordHint": "see the jupyterPassword stack output (pulumi stack output --show-secrets)",
-        "env": [NO_BACKGROUND_JUPYTER, *podspec.environment_env(d), *podspec.user_env(d.image),
-                *_tls_env("jupyter", inputs.tls_secret)],
+        "env": podspec.role_env(d, "jupyter", inputs.tls_secret),
         "extraConfig": labextension_config(dashboard_url(inputs.release, inputs.namespace,
                                                          bool(_dashboard_secret(inputs)))),
         "resources": _resources(d.jupyter.cpu, d.jupyter.memory, 1 if d.jupyter.gpu else 0),
-        "mounts": _claims(inputs, scratch=False),
+        "mounts": _mounts(inputs, "jupyter"),
         "nodeSelector": dict(inputs.jupyter_selector),
         **_pod_security(inputs),
     }

@@ -9,20 +9,21 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import components.settings.addon_facts as addon_facts
+import components.facts.addon_facts as addon_facts
+import components.facts.cluster_classes as cluster_classes
 import components.settings.checks as checks
-import components.settings.cluster_classes as cluster_classes
 import components.settings.downloads as downloads
 import components.settings.records as records
 import components.settings.values as values
+from components.facts.dask_facts import nanny_environ_fact
+from components.facts.vm_classes import PREDEFINED_VM_CLASS_SIZES
 from components.settings.charts import chart_checks, read_chart_pins, with_chart_pins
-from components.settings.dask_facts import nanny_environ_fact
 from components.settings.errors import Problem, SettingsError
 from components.settings.model import (
     CLUSTER_APIS,
     POOL_ROLES,
-    PREDEFINED_VM_CLASS_SIZES,
     AccessEntry,
+    Backend,
     ClusterSpec,
     ContentLibrarySpec,
     DaskSpec,
@@ -51,6 +52,7 @@ from components.settings.soundness import Unsound, judged
 from components.settings.team import read_team, team_checks
 from components.settings.vsan import VSAN_RULE_FIELDS
 from components.settings.worker_environment import read_worker_environment
+from workloads.runs import datasets
 
 F = records.Field
 
@@ -289,15 +291,15 @@ def _storage(r: _Reader) -> StorageSpec:
 
 
 def _data(r: _Reader) -> DataSpec:
-    """The data Job: what it downloads, from where, with which digests."""
+    """The data Job: what the benchmarks declare, the settings their URLs come from (each
+    read and checked by what it holds: ``datasets.settings``), the site's files and digests."""
+    declared = datasets.downloads()
+    read: dict[str, Callable[[Any], Any]] = {"url": _url, "template": _month_template, "months": _months}
     return DataSpec(
         enabled=r("dataPrepEnabled"),
         image=r.check("dataJobImage", values.pinned_image),
-        dogs_images_url=r.check("dogsImagesUrl", _url),
-        dogs_labels_url=r.check("dogsLabelsUrl", _url),
-        weights_url=r.check("modelWeightsUrl", _url),
-        taxi_months=r.check("taxiMonths", values.expand_months) or (),
-        taxi_url_template=r.check("taxiUrlTemplate", _month_template),
+        downloads=declared,
+        values={key: r.check(key, read[kind]) for key, kind in datasets.settings(declared)},
         checksums=tuple(FileDigest(**rec) for rec in r.records("dataChecksums", downloads.DIGEST_FIELDS)),
         files=tuple(NamedFile(**rec) for rec in r.records("dataFiles", downloads.FILE_FIELDS)),
     )
@@ -468,7 +470,7 @@ def _dask(r: _Reader, cluster: ClusterSpec) -> DaskSpec:
         tls=r("daskTls"),
         lb_source_ranges=tuple(_each(r, "loadBalancerSourceRanges", values.cidr)),
         allow_public_lb=r("allowPublicLoadBalancer"),
-        backend=r("daskBackend"),
+        backend=_backend(r("daskBackend")),
         operator=read_operator(r, max(gpu_nodes - (1 if jupyter_takes_gpu else 0), 0)),
         **read_worker_environment(r),
     )
@@ -487,10 +489,20 @@ def _each(r: _Reader, key: str, parse: Callable[[str], str]) -> list[str]:
 # --- small parsers ---------------------------------------------------------------------
 
 
+def _backend(value: Any) -> Backend:
+    """``daskBackend`` as its choice; any other value only beside the problem ``read_operator``
+    records (the settings are refused, the spec never used)."""
+    return Backend(value) if value in tuple(Backend) else Backend.HELM
+
+
 def _url(text: str) -> str:
     if not text.startswith(("http://", "https://")):
         raise ValueError("must be an http:// or https:// URL")
     return text
+
+
+def _months(items: tuple[str, ...]) -> tuple[str, ...]:
+    return values.expand_months(tuple(items)) or ()
 
 
 def _month_template(text: str) -> str:

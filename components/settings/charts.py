@@ -16,14 +16,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import components.settings.dask_chart as dask_chart
+import components.facts.dask_chart as dask_chart
 import components.settings.records as records
 from components.artifacts.charts import ChartRef, find_pin, pinned_elsewhere, project_pins, repo_key, site_pin
 from components.artifacts.images import ImageRef
 from components.artifacts.store import Artifact
-from components.settings.addon_facts import NFS_CHART
+from components.facts.addon_facts import NFS_CHART
 from components.settings.errors import Problem
 from components.settings.model import DaskSpec, GpuOperatorSpec, Settings, StorageSpec
+from components.settings.reader import SettingsReader
 from components.settings.soundness import Unsound
 
 F = records.Field
@@ -53,7 +54,7 @@ PIN_FORMAT = ("repo=<repository URL>,chart=<name>,version=<version>,sha256=<the 
               "[,url=<https URL of the .tgz>]")
 
 
-def read_chart_pins(r) -> tuple[Artifact, ...]:
+def read_chart_pins(r: SettingsReader) -> tuple[Artifact, ...]:
     """The site's ``chartPins`` (``r`` is the settings reader, ``build._Reader``)."""
     return tuple(site_pin(p["repo"], p["chart"], p["version"], p["sha256"], p["url"])
                  for p in r.records("chartPins", PIN_FIELDS))
@@ -85,7 +86,7 @@ def _nfs_use(storage: StorageSpec) -> ChartUse:
 
 def _dask_use(d: DaskSpec) -> ChartUse:
     return ChartUse(ChartRef(dask_chart.REPOSITORY, dask_chart.CHART, d.chart_version), "daskChartVersion", None,
-                    d.backend == "helm" or d.jupyter.enabled)
+                    not d.on_operator or d.jupyter.enabled)
 
 
 def _operator_use(d: DaskSpec) -> ChartUse:
@@ -169,7 +170,7 @@ def operator_image_warnings(s: Settings) -> list[str]:
     its digest could not be read where this program was made (ghcr.io unreachable, no public
     record of it), so the platform engineer pins it."""
     op = s.dask.operator
-    if s.dask.backend != "operator" or op is None or op.image_digest:
+    if not s.dask.on_operator or op is None or op.image_digest:
         return []
     image = f"ghcr.io/dask/dask-kubernetes-operator:{op.chart_version}"
     return [f"the Dask operator's image {image} is pinned by tag only: the registry may point the tag at other"

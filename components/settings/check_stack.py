@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from components.settings import SettingsError, load
 from components.settings.errors import Problem
@@ -76,7 +77,7 @@ def _refused(name: str, path: Path, problems: list[Problem]) -> int:
     return 1
 
 
-def _clean(name: str, path: Path, config: dict, settings: Settings) -> int:
+def _clean(name: str, path: Path, config: dict[str, Any], settings: Settings) -> int:
     for notice in preview_notices(settings):
         print(f"stack {name}: warning: {notice}")
     secrets = sum(is_secret(v) for v in config.values())

@@ -8,9 +8,9 @@ from __future__ import annotations
 import ipaddress
 import re
 
-import components.settings.addon_facts as addon_facts
+import components.facts.addon_facts as addon_facts
+import components.facts.support_matrix as support_matrix
 import components.settings.schema as schema
-import components.settings.support_matrix as support_matrix
 import components.settings.values as values
 from components.settings.class_variables import class_variable_problems
 from components.settings.downloads import download_checks

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import components.settings.cluster_classes as cluster_classes
+import components.facts.cluster_classes as cluster_classes
 from components.settings.model import CLUSTER_API, ClusterSpec, NodePool
 
 

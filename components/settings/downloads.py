@@ -19,32 +19,35 @@ pickle.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any, NoReturn
 
 import components.settings.records as records
 from components.settings.errors import Problem
 from components.settings.model import DataSpec, Settings
 from workloads import prepare
+from workloads.runs import datasets
 
 CHECKSUMS_FILE = "checksums.json"  # in the workloads package, beside prepare.py
-SOURCE_SETTING = {"dogs": "dogsImagesUrl", "labels": "dogsLabelsUrl", "weights": "modelWeightsUrl",
-                  "taxi": "taxiUrlTemplate", "files": "dataFiles"}
-FLAG_SETTING = {"--weights": "modelWeightsUrl", "--taxi-url-template": "taxiUrlTemplate",
-                "--taxi-months": "taxiMonths"}
+_ITEM_ERROR = re.compile(r"^--(?:fetch|months|extract) (\S+):")  # prepare's usage error about one item
 RECORD = "file={file},size=<bytes>,sha256=<64 hex digits>"
 NAMED_PER_SETTING = 3  # a warning names this many files of one setting, then counts the rest
 
 
 @dataclass(frozen=True)
 class DataFile:
-    setting: str  # the URL setting it comes from
+    setting: str  # the URL setting it comes from; "" for a URL a benchmark's dataset.json gives
     url: str
     dest: str  # where the Job stores it under the dataset root
+    origin: str = ""  # what a message names as its URL's origin
+
+    @property
+    def named(self) -> str:
+        return f"dask-tkg:{self.setting}" if self.setting else self.origin
 
 
 def _data_file(text: str) -> str:
@@ -85,25 +88,45 @@ def file_flags(data: DataSpec) -> list[str]:
     return [f"{f.file}={f.url}" for f in data.files]
 
 
+def item_arguments(data: DataSpec) -> list[str]:
+    """The downloader's arguments naming what it fetches: the benchmarks' declared items, then
+    the site's ``dataFiles``. The Job runs them; the checks below plan with them."""
+    files = [arg for entry in file_flags(data) for arg in ("--file", entry)]
+    return [*datasets.prepare_arguments(data.downloads, data.values), *files]
+
+
 @lru_cache(maxsize=1)
-def committed() -> dict[str, dict]:
+def committed() -> dict[str, dict[str, Any]]:
     """The committed digests, keyed by destination (entries also carry ``url`` and ``source``)."""
-    return json.loads(resources.files("workloads").joinpath(CHECKSUMS_FILE).read_text(encoding="utf-8"))
+    entries: dict[str, dict[str, Any]] = json.loads(
+        resources.files("workloads").joinpath(CHECKSUMS_FILE).read_text(encoding="utf-8"))
+    return entries
 
 
 def data_files(data: DataSpec) -> list[DataFile]:
-    """The Job's downloads, planned by the downloader itself (``prepare.build_plan``).
-    Raises ValueError with the downloader's message for a URL it cannot use."""
-    def error(message: str):
+    """The Job's downloads, planned by the downloader itself from the Job's own arguments
+    (``prepare.build_plan``). Raises ValueError with the downloader's message for a URL it
+    cannot use."""
+    def error(message: str) -> NoReturn:
         raise ValueError(message)
 
-    args = argparse.Namespace(only=None, dogs_images=data.dogs_images_url, dogs_labels=data.dogs_labels_url,
-                              weights=data.weights_url, taxi_url_template=data.taxi_url_template,
-                              taxi_months=",".join(data.taxi_months), file=file_flags(data))
-    return [DataFile(SOURCE_SETTING[item.source], item.url, item.dest) for item in prepare.build_plan(args, error)]
+    plan = prepare.build_plan(prepare._parser().parse_args(["--root", ".", *item_arguments(data)]), error)
+    setting = {**{d.name: d.setting for d in data.downloads}, prepare.FILES: "dataFiles"}
+    origin = {d.name: d.source for d in data.downloads}
+    return [DataFile(setting[item.source], item.url, item.dest, origin.get(item.source, "")) for item in plan]
 
 
-def digests(data: DataSpec) -> dict[str, dict]:
+def _error_setting(message: str, data: DataSpec) -> str:
+    """The setting a downloader's usage error is about: its item's URL setting, or its months
+    setting for a month that is not YYYY-MM."""
+    match = _ITEM_ERROR.match(message)
+    item = next((d for d in data.downloads if match and d.name == match.group(1)), None)
+    if item is None:
+        return "dataPrepEnabled"
+    return item.months if item.months and "YYYY-MM" in message else (item.setting or "dataPrepEnabled")
+
+
+def digests(data: DataSpec) -> dict[str, dict[str, Any]]:
     """The Job's ``--checksums`` file: size and sha256 of each file it downloads that has
     them, the site's (``dataChecksums``) over the committed ones."""
     known = {dest: {"size": entry["size"], "sha256": entry["sha256"]} for dest, entry in committed().items()}
@@ -115,11 +138,11 @@ def digests(data: DataSpec) -> dict[str, dict]:
 
 def _named(files: list[DataFile]) -> str:
     out = []
-    for setting in dict.fromkeys(f.setting for f in files):
-        dests = [f.dest for f in files if f.setting == setting]
+    for named in dict.fromkeys(f.named for f in files):
+        dests = [f.dest for f in files if f.named == named]
         if len(dests) > NAMED_PER_SETTING:
             dests = [*dests[:NAMED_PER_SETTING - 1], f"... {dests[-1]} ({len(dests)} files)"]
-        out += [f"{dest} (dask-tkg:{setting})" for dest in dests]
+        out += [f"{dest} ({named})" for dest in dests]
     return ", ".join(out)
 
 
@@ -131,10 +154,10 @@ def download_checks(s: Settings) -> list[Problem]:
     try:
         files = data_files(data)
     except ValueError as exc:
-        return [Problem(FLAG_SETTING.get(str(exc).split(":", 1)[0], "dataPrepEnabled"), str(exc))]
+        return [Problem(_error_setting(str(exc), data), str(exc))]
     known = digests(data)
     out = []
-    for setting in SOURCE_SETTING.values():
+    for setting in dict.fromkeys(f.setting for f in files if f.setting):
         bare = [f for f in files if f.setting == setting and f.url.startswith("http://") and f.dest not in known]
         if bare:
             out.append(Problem(setting, f"{bare[0].url} is plain http and {bare[0].dest} has no sha256"

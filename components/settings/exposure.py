@@ -16,10 +16,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from components.settings.errors import Problem
 from components.settings.model import DataSpec, Settings
+from workloads.runs import datasets
 
 EXPOSED = ("NodePort", "LoadBalancer")
 API_SERVER_PORT = 6443
@@ -63,16 +65,14 @@ def urls_in(text: str) -> list[str]:
 def workers_install(s: Settings) -> bool:
     """Whether the workers pip-install ``extraPipPackages`` at start: the condition on which
     ``podspec.worker_env`` gives them ``EXTRA_PIP_PACKAGES`` (a test keeps the two equal)."""
-    return bool(s.dask.extra_pip_packages) and s.dask.environment != "prepared"
+    return bool(s.dask.extra_pip_packages) and not s.dask.prepared
 
 
 def data_urls(data: DataSpec) -> dict[str, str]:
-    """Setting -> the URL the data Job downloads by it (the taxi template once: its months
-    share a host)."""
-    urls = {"dogsImagesUrl": data.dogs_images_url, "dogsLabelsUrl": data.dogs_labels_url,
-            "modelWeightsUrl": data.weights_url}
+    """Setting -> the URL the data Job downloads by it: the benchmarks' declared downloads
+    (a month template once: its months share a host), then ``dataFiles``."""
     files = {f"dataFiles[{i}]": f.url for i, f in enumerate(data.files)}
-    return {**urls, **({"taxiUrlTemplate": data.taxi_url_template} if data.taxi_months else {}), **files}
+    return {**datasets.urls(data.downloads, data.values), **files}
 
 
 def fetch_urls(s: Settings) -> dict[str, list[str]]:
@@ -80,7 +80,7 @@ def fetch_urls(s: Settings) -> dict[str, list[str]]:
     data is prepared), the environment Job's index (workerEnvironment=prepared), the URLs in
     the workers' ``EXTRA_PIP_PACKAGES`` (when they install at start)."""
     out = {key: [url] for key, url in data_urls(s.data).items()} if s.data.enabled else {}
-    if s.dask.environment == "prepared":
+    if s.dask.prepared:
         out["packageIndexUrl"] = [s.dask.package_index_url]
     if workers_install(s):
         out["extraPipPackages"] = urls_in(s.dask.extra_pip_packages)
@@ -155,7 +155,7 @@ def download_problems(s: Settings) -> list[Problem]:
     return out
 
 
-def _inside(host: str, networks: list) -> str:
+def _inside(host: str, networks: list[Any]) -> str:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:

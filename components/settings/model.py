@@ -7,31 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from components.artifacts.store import Artifact
+from workloads.contract import Backend
+from workloads.runs.datasets import Download
 
 # The label every worker pool carries; Dask pods select nodes by it (not by node names,
 # which the paper's scripts grep for).
 POOL_ROLE_LABEL = "dask-tkg.io/pool-role"
 POOL_ROLES = ("gpu", "cpu", "scheduler", "jupyter")
-
-# VMware's pre-defined VM classes (vCPU, memory MiB): facts used for capacity checks.
-PREDEFINED_VM_CLASS_SIZES: Mapping[str, tuple[int, int]] = {
-    f"{kind}-{size}": dims
-    for kind in ("best-effort", "guaranteed")
-    for size, dims in {
-        "xsmall": (2, 2048),
-        "small": (2, 4096),
-        "medium": (2, 8192),
-        "large": (4, 16384),
-        "xlarge": (4, 32768),
-        "2xlarge": (8, 65536),
-        "4xlarge": (16, 131072),
-        "8xlarge": (32, 131072),
-    }.items()
-}
-
 
 @dataclass(frozen=True)
 class VmClass:
@@ -217,8 +203,8 @@ class StorageSpec:
 
 @dataclass(frozen=True)
 class NamedFile:
-    """A file the data Job fetches for a benchmark beyond the paper's two (``dataFiles``): the
-    benchmark's ``DATA.files`` say which (workloads/runs/benchmarks.py)."""
+    """A file the data Job fetches that no benchmark's ``dataset.json`` declares (``dataFiles``):
+    a site's own, for any benchmark."""
 
     file: str  # where the Job stores it under the dataset root
     url: str
@@ -235,15 +221,20 @@ class FileDigest:
 
 @dataclass(frozen=True)
 class DataSpec:
+    """The data Job's downloads: what each benchmark folder's ``dataset.json`` declares
+    (gathered through the registry, ``workloads/runs/datasets.py``), the values of the
+    settings those declarations name, the site's own files and digests."""
+
     enabled: bool
     image: str
-    dogs_images_url: str
-    dogs_labels_url: str
-    weights_url: str
-    taxi_months: tuple[str, ...]  # expanded YYYY-MM
-    taxi_url_template: str
+    downloads: tuple[Download, ...]  # the benchmarks' declared files, registry order
+    values: Mapping[str, Any]  # {setting: value} of the settings they name (months expanded YYYY-MM)
     checksums: tuple[FileDigest, ...]  # the site's, over the committed workloads/checksums.json
-    files: tuple[NamedFile, ...]  # other benchmarks' files, fetched as `prepare --file DEST=URL`
+    files: tuple[NamedFile, ...]  # the site's files for any benchmark, fetched as `prepare --file DEST=URL`
+
+    def value(self, setting: str) -> Any:
+        """One declared setting's value (``modelWeightsUrl``, ``taxiMonths``)."""
+        return self.values[setting]
 
 
 @dataclass(frozen=True)
@@ -288,6 +279,13 @@ class OperatorSpec:
     chart_pin: Artifact | None = None  # the dask-kubernetes-operator archive pinned for chart_version
 
 
+class WorkerEnvironment(StrEnum):
+    """``workerEnvironment``: where the Dask pods' packages come from."""
+
+    PREPARED = "prepared"  # the locked environment on the shared claim (operator backend only)
+    IMAGE = "image"  # the image as it is
+
+
 @dataclass(frozen=True)
 class DaskSpec:
     chart_version: str
@@ -300,19 +298,28 @@ class DaskSpec:
     tls: bool
     lb_source_ranges: tuple[str, ...]
     allow_public_lb: bool
-    backend: str  # helm | operator
-    operator: OperatorSpec | None = None  # set when backend == "operator"
-    # Where the pods' packages come from: "prepared" (the locked environment on the shared claim,
-    # operator backend only: components/settings/prepared_env.py) or "image" (the image as it is)
-    environment: str = "image"
+    backend: Backend
+    operator: OperatorSpec | None = None  # set when the backend is the operator
+    # Where the pods' packages come from (components/kube/prepared_env.py for the prepared one)
+    environment: WorkerEnvironment = WorkerEnvironment.IMAGE
     package_index_url: str = "https://pypi.org/simple"
     chart_pin: Artifact | None = None  # the dask chart's archive pinned for chart_version
+
+    @property
+    def on_operator(self) -> bool:
+        """The Dask operator runs the pods (DaskCluster, worker groups, autoscaler)."""
+        return self.backend == Backend.OPERATOR
+
+    @property
+    def prepared(self) -> bool:
+        """The pods run the prepared environment from the shared claim."""
+        return self.environment == WorkerEnvironment.PREPARED
 
 
 @dataclass(frozen=True)
 class TeamMember:
     """A person of ``users`` (or an SSO group of people): their own namespace in the workload
-    cluster, where their Dask clusters run under their own identity (components/dask/team.py)."""
+    cluster, where their Dask clusters run under their own identity (components/dask/team/team.py)."""
 
     name: str  # the vSphere SSO identity, <user>@<domain> (a group's <group>@<domain>)
     kind: str  # User | Group: how the RoleBinding names the subject

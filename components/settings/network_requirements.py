@@ -20,8 +20,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from components.artifacts.images import ImageRef
+from components.facts import network_facts as facts
 from components.settings import SettingsError, stack_file
-from components.settings import network_facts as facts
 from components.settings.build import load
 from components.settings.exposure import fetch_urls, workers_install
 from components.settings.model import Settings
@@ -89,7 +89,7 @@ def _chart_images(chart: str, version: str, what: str) -> Iterator[Endpoint]:
 
 def _images(s: Settings) -> Iterator[Endpoint]:
     d, g = s.dask, s.gpu_operator
-    users = "scheduler, workers, Jupyter" + (", the environment Job" if d.environment == "prepared" else "")
+    users = "scheduler, workers, Jupyter" + (", the environment Job" if d.prepared else "")
     yield from _image(d.image, f"daskImage ({users})")
     if s.data.enabled:
         yield from _image(s.data.image, "dataJobImage (the data Job)")
@@ -97,7 +97,7 @@ def _images(s: Settings) -> Iterator[Endpoint]:
     yield from _chart_images("gpu-operator", g.version, f"GPU operator {g.version}")
     if s.storage.provisioner == "nfs-subdir":
         yield from _chart_images("nfs-subdir-external-provisioner", s.storage.nfs_chart_version, "the NFS provisioner")
-    if d.backend == "operator" and d.operator is not None:
+    if d.on_operator and d.operator is not None:
         yield from _chart_images("dask-kubernetes-operator", d.operator.chart_version, "the Dask operator")
 
 
@@ -140,9 +140,9 @@ def _chart_pins(s: Settings) -> Iterator[tuple[str, object]]:
     yield f"GPU operator {s.gpu_operator.version}", s.gpu_operator.chart_pin
     if s.storage.provisioner == "nfs-subdir":
         yield f"NFS provisioner {s.storage.nfs_chart_version}", s.storage.nfs_chart_pin
-    if d.backend == "helm" or d.jupyter.enabled:
+    if not d.on_operator or d.jupyter.enabled:
         yield f"dask chart {d.chart_version}", d.chart_pin
-    if d.backend == "operator" and d.operator is not None:
+    if d.on_operator and d.operator is not None:
         yield f"Dask operator chart {d.operator.chart_version}", d.operator.chart_pin
 
 

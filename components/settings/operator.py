@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 
 import components.settings.values as values
-from components.settings.errors import Problem, SettingsReader
-from components.settings.model import OperatorSpec, Settings
+from components.settings.errors import Problem
+from components.settings.model import Backend, OperatorSpec, Settings
+from components.settings.reader import SettingsReader
 
-BACKENDS = ("helm", "operator")
+BACKENDS = tuple(Backend)
 PINNED_OPERATOR_CHART = "2026.3.0"
 MIN_OPERATOR_DASK = (2022, 10, 0)
 _MIN_TEXT = "2022.10.0"
@@ -68,7 +69,7 @@ def read_operator(r: SettingsReader, free_gpu_nodes: int) -> OperatorSpec | None
         cpu_worker_memory=r.check("cpuWorkerMemory", values.quantity),
         image_digest=r.check("daskOperatorImageDigest", _digest) or "",
     )
-    if backend == "operator":
+    if backend == Backend.OPERATOR:
         return spec
     for key in _OPERATOR_ONLY:
         if r(key):
@@ -80,7 +81,7 @@ def read_operator(r: SettingsReader, free_gpu_nodes: int) -> OperatorSpec | None
 def operator_checks(s: Settings) -> list[Problem]:
     """Cross-field checks of the operator backend (none for the Helm backend)."""
     op = s.dask.operator
-    if s.dask.backend != "operator" or op is None:
+    if not s.dask.on_operator or op is None:
         return []
     out = []
     try:

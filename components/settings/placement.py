@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-import components.settings.dask_chart as dask_chart
+import components.facts.dask_chart as dask_chart
 import components.settings.values as values
 from components.settings.errors import Problem
 from components.settings.model import POOL_ROLE_LABEL, NodePool, Settings
@@ -52,7 +53,7 @@ class PoolCapacity:
                 f" {_mib(self.memory_bytes)} / {self.gpus} GPU per node)")
 
 
-def surge_pods(replicas: int, strategy: dict | None) -> int:
+def surge_pods(replicas: int, strategy: dict[str, Any] | None) -> int:
     """Extra pods a Deployment's rollout starts at once (Kubernetes: maxSurge, default 25 %
     rounded up; Recreate starts none)."""
     strategy = strategy or {"type": "RollingUpdate"}

@@ -8,7 +8,7 @@ Facts, each with its source:
   and upstream support for Kubernetes 1.20 ended on 2022-02-28 (kubernetes.io, "Patch
   Releases", non-active branch history).
 * A GPU operator release whose objects use APIs Kubernetes 1.25 removed
-  (``components.settings.addon_facts``: ``removed_apis``, with its source; v1.9.1 ships a
+  (``components.facts.addon_facts``: ``removed_apis``, with its source; v1.9.1 ships a
   ``policy/v1beta1`` PodSecurityPolicy and creates ``node.k8s.io/v1beta1`` RuntimeClasses).
 """
 from __future__ import annotations
@@ -17,10 +17,10 @@ import datetime
 import importlib.metadata
 import sys
 
-import components.settings.addon_facts as addon_facts
-import components.settings.dask_facts as dask_facts
+import components.facts.addon_facts as addon_facts
+import components.facts.dask_facts as dask_facts
+import components.facts.support_matrix as support_matrix
 import components.settings.schema as schema
-import components.settings.support_matrix as support_matrix
 from components.settings.checks import MIN_V1ALPHA3_KUBERNETES
 from components.settings.model import TKC_V1ALPHA2, Settings
 
@@ -81,7 +81,7 @@ def support_warnings(s: Settings, today: datetime.date | None = None) -> list[st
 
     Warnings, not refusals: the hosts' vGPU manager decides the guest driver, so a site on an
     older vGPU release must be able to deploy its matching driver; it is told, at preview, that
-    the pairing is out of support (``components.settings.support_matrix``, with the sources)."""
+    the pairing is out of support (``components.facts.support_matrix``, with the sources)."""
     if not s.gpu_nodes:
         return []
     day = today or datetime.date.today()

@@ -1,6 +1,6 @@
 """``users``: a team on one stack. Each person (or SSO group) gets a namespace of their own in
 the workload cluster, a GPU quota and an idle timeout for their Dask clusters
-(components/dask/team.py declares them). Read here into ``Settings.team``; whatever could not
+(components/dask/team/team.py declares them). Read here into ``Settings.team``; whatever could not
 work is refused at ``pulumi preview``, naming ``users[<i>].<field>``.
 
 Why each refusal:
@@ -29,12 +29,12 @@ well give five people 4 each; a request that finds the GPUs taken waits (the run
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import components.settings.records as records
 from components.settings.errors import Problem
 from components.settings.model import Settings, TeamMember
 from components.settings.operator import free_gpu_nodes, initial_workers
+from components.settings.reader import SettingsReader
 
 NAMESPACE_PREFIX = "dask-"
 KINDS = ("User", "Group")
@@ -72,8 +72,8 @@ _FIELDS = {
 }
 
 
-def read_team(r: Any) -> tuple[TeamMember, ...]:
-    """``users``, ``teamIdleTimeout`` and ``teamMaxLifetime`` (``r`` is ``build._Reader``): one
+def read_team(r: SettingsReader) -> tuple[TeamMember, ...]:
+    """``users``, ``teamIdleTimeout`` and ``teamMaxLifetime``: one
     ``TeamMember`` per entry, or problems naming ``users[<i>].<field>``."""
     default_timeout = r.at_least("teamIdleTimeout", 0)
     default_lifetime = r.at_least("teamMaxLifetime", 0)
@@ -113,7 +113,7 @@ def team_checks(s: Settings) -> list[Problem]:
     vSphere Namespace's permissions. Entries are in ``users`` order (all parsed by now)."""
     if not s.team:
         return []
-    if s.dask.backend != "operator" or s.dask.operator is None:
+    if not s.dask.on_operator or s.dask.operator is None:
         return [Problem("users", "needs daskBackend=operator: each person's Dask clusters are DaskClusters, run by"
                                  " the Dask operator, which the Helm backend does not deploy")]
     out: list[Problem] = []

@@ -3,6 +3,8 @@ types SPBM expects, and what each allows. Facts from the SPBM API (pyVmomi 9.1.1
 ``pbm.capability``)."""
 from __future__ import annotations
 
+from typing import Any
+
 import components.settings.records as records
 
 RAID1 = "RAID-1 (Mirroring) - Performance"
@@ -29,7 +31,7 @@ VSAN_RULE_FIELDS: dict[str, records.Field] = {
 }
 
 
-def rule_problems(rules: dict) -> list[str]:
+def rule_problems(rules: dict[str, Any]) -> list[str]:
     """Combinations vSAN refuses: erasure coding tolerates 1 (RAID-5) or 2 (RAID-6)
     host failures only."""
     problems = []

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.cluster.os_images import library_os_names
 from components.settings.model import (
     ContentLibrarySpec,
     FileShareSpec,
@@ -60,12 +59,14 @@ class VSphereLayerArgs:
     guest_driver: str = ""  # vgpuDriverVersion, checked against the hosts' vGPU Manager ("" = no GPU nodes)
 
     @classmethod
-    def from_settings(cls, s: Settings, vcenter: VCenterAccess) -> VSphereLayerArgs:
+    def from_settings(cls, s: Settings, vcenter: VCenterAccess, release_os: tuple[str, ...] = ()) -> VSphereLayerArgs:
+        """``release_os``: the OS images the cluster's pools ask ``tkr`` for; the cluster's layer,
+        above this one, knows them (``components.cluster.os_images.library_os_names``)."""
         return cls(site=s.vsphere, supervisor=s.supervisor, vm_classes=s.vm_classes,
                    storage_policies=s.storage_policies, content_library=s.content_library,
                    namespace=s.namespace, file_share=s.file_share, tkr=s.cluster.tkr,
                    control_plane_policy=s.cluster.control_plane.storage_class, vcenter=vcenter,
-                   release_os=tuple(library_os_names(s.cluster)),
+                   release_os=release_os,
                    guest_driver=s.gpu_operator.driver_version if s.gpu_nodes else "")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_vsphere as vsphere
@@ -87,7 +88,7 @@ def _access_list(spec: NamespaceSpec) -> list[dict[str, str]]:
             for a in spec.access]
 
 
-def _storage_specs(spec: NamespaceSpec, policy_ids: Mapping[str, pulumi.Input[str]]) -> list[dict]:
+def _storage_specs(spec: NamespaceSpec, policy_ids: Mapping[str, pulumi.Input[str]]) -> list[dict[str, Any]]:
     """Each policy as an ``Instances.StorageSpec``, with its ``namespaceStorageLimits`` limit if any."""
     return [{"policy": policy_id, **({"limit": _mib(spec.storage_limits[policy])}
                                      if policy in spec.storage_limits else {})}

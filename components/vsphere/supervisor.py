@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_vsphere as vsphere
@@ -76,7 +77,7 @@ class Supervisor(pulumi.ComponentResource):
         self.register_outputs({"ref": self.ref})
 
 
-def _cidr(text: str) -> dict:
+def _cidr(text: str) -> dict[str, Any]:
     net = ipaddress.ip_network(text)
     return {"address": str(net.network_address), "prefix": net.prefixlen}
 
@@ -85,7 +86,7 @@ def _list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _create_args(args: SupervisorArgs) -> dict:
+def _create_args(args: SupervisorArgs) -> dict[str, Any]:
     """vsphere.Supervisor's arguments from the ``supervisorCreateSpec`` lines."""
     spec = args.spec.create_spec
     return {

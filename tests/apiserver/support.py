@@ -24,4 +24,4 @@ def create_fresh(api, manifest: dict, dry_run: bool) -> dict:
 def declared(stack: str, **config):
     graph = run_program(stack, config=config)
     assert graph.error is None, graph.traceback
-    return graph, [r for r in graph.kubernetes_objects()]
+    return graph, list(graph.kubernetes_objects())

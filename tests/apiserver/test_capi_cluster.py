@@ -12,9 +12,9 @@ import copy
 
 import pytest
 
+from tests.apiserver.support import create_fresh, declared
 from tests.kube.binaries import CURRENT as CURRENT_BUILD
 from tests.kube.crds import CAPI_CRDS, load_crd
-from tests.apiserver.support import create_fresh, declared
 from tests.kube.rest import KubeApiError, apply_manifest, assert_invalid, get_object
 
 pytestmark = pytest.mark.apiserver
@@ -187,14 +187,15 @@ CURRENT = {"vsphereVersion": 8, "supervisorId": "sv-1", "clusterApi": API_VERSIO
 
 # Each current-platform stack as it is (Pulumi.yaml's defaults), and with each class generation.
 @pytest.mark.parametrize("stack", ["dev", "full"])
-@pytest.mark.parametrize("cluster_class", ["builtin-generic-v3.4.0", "builtin-generic-v3.1.0", "tanzukubernetescluster"])
+@pytest.mark.parametrize("cluster_class",
+                         ["builtin-generic-v3.4.0", "builtin-generic-v3.1.0", "tanzukubernetescluster"])
 def test_every_object_of_a_current_platform_stack_is_accepted(kube_apiserver, capi_crds, operator_crds, stack,
                                                              cluster_class):
     """The stack on vSphere 8 with a Cluster: the Cluster is created and read back with the
     spec the program sent (nothing pruned), and every other object the program declares is
     accepted as on the paper's stack."""
     api = kube_apiserver.api_client
-    graph, objects = declared(stack, clusterClass=cluster_class)
+    _graph, objects = declared(stack, clusterClass=cluster_class)
     (cluster,) = [o for o in objects if o.manifest()["kind"] == "Cluster"]
     assert not [o for o in objects if o.manifest()["kind"] == "TanzuKubernetesCluster"]
     manifest = cluster.manifest()

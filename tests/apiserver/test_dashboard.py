@@ -32,7 +32,7 @@ pytestmark = pytest.mark.apiserver
 REPO = Path(__file__).resolve().parents[2]
 DASK = "kubernetes.dask.org"
 URL_LINE = re.compile(r"^Dask dashboard of (\S+)/(\S+): http://127\.0\.0\.1:(\d+)/status \(Ctrl-C to stop\)$")
-PERSON_RULES = [  # what components/dask/person_space.py's dask-user Role grants that the command uses
+PERSON_RULES = [  # what components/dask/team/person_space.py's dask-user Role grants that the command uses
     {"apiGroups": [DASK], "resources": ["daskclusters"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["services", "endpoints", "pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["get", "create"]},

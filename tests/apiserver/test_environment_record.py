@@ -16,9 +16,9 @@ import sys
 
 import pytest
 
-import components.settings.prepared_env as prepared_env
-from tests.operator.operator_identity import request_token
+import components.kube.prepared_env as prepared_env
 from tests.kube.rest import api_request, apply_manifest
+from tests.operator.operator_identity import request_token
 from tests.program.graph import run_program
 
 pytestmark = pytest.mark.apiserver

@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from components.cluster.providers.pool_readiness import GpuPoolsReadyProvider, PoolsNotReadyError
-
 from tests.kube.rest import apply_manifest, patch_object, patch_status
 
 pytestmark = pytest.mark.apiserver
@@ -93,7 +92,11 @@ def props(server, namespace: str, pools: dict[str, int], timeout_s: float, **ext
 
 
 def later(delay_s: float, action) -> threading.Thread:
-    thread = threading.Thread(target=lambda: (time.sleep(delay_s), action()), daemon=True)
+    def act() -> None:
+        time.sleep(delay_s)
+        action()
+
+    thread = threading.Thread(target=act, daemon=True)
     thread.start()
     return thread
 
@@ -172,7 +175,7 @@ def test_the_kubeconfig_ca_is_the_one_trusted(api, kube_apiserver, kube_namespac
     make_pki(tmp_path / "other")
     other_ca = (tmp_path / "other" / "ca.crt").read_bytes()
     wrong = kubeconfig(kube_apiserver, other_ca)
-    with pytest.raises(PoolsNotReadyError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+    with pytest.raises(PoolsNotReadyError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
         GpuPoolsReadyProvider().create(props(kube_apiserver, kube_namespace, {"gpu-worker": 2}, 1, kubeconfig=wrong))
 
 

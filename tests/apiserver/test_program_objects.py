@@ -8,9 +8,9 @@ import copy
 
 import pytest
 
-from tests.kube.rest import KubeApiError, apply_manifest, get_object, patch_status
 from tests.apiserver.readiness import satisfied
 from tests.apiserver.support import create_fresh, declared
+from tests.kube.rest import KubeApiError, apply_manifest, get_object, patch_status
 
 pytestmark = pytest.mark.apiserver
 

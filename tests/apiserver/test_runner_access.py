@@ -17,8 +17,8 @@ import secrets
 
 import pytest
 
-from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
 from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
+from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
 from tests.operator.support import OPERATOR
 from tests.program.graph import run_program
 
@@ -33,7 +33,8 @@ ALLOWED = [  # (verb, group, resource, subresource, name): what the runner calls
     ("get", "", "pods", "portforward", "dask-scheduler-0"), ("create", "", "pods", "portforward", "dask-scheduler-0"),
 ]
 RESIZING = [
-    ("get", DASK, "daskworkergroups", "scale", "dask-default"), ("patch", DASK, "daskworkergroups", "scale", "dask-default"),
+    ("get", DASK, "daskworkergroups", "scale", "dask-default"),
+    ("patch", DASK, "daskworkergroups", "scale", "dask-default"),
     ("get", DASK, "daskautoscalers", "", "dask"), ("patch", DASK, "daskautoscalers", "", "dask"),
     ("delete", DASK, "daskautoscalers", "", "dask"), ("create", DASK, "daskautoscalers", "", ""),
 ]
@@ -142,11 +143,13 @@ def test_real_requests_for_secrets_other_namespaces_and_exec_are_answered_403(ku
 
 def scheduler_objects(api, ns: str) -> tuple[dict, dict]:
     """A scheduler Service, its Endpoints and a pod (Pending: no node here), as the runner finds them."""
-    pod = apply_manifest(api, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dask-scheduler-0", "namespace": ns},
+    pod = apply_manifest(api,
+                         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dask-scheduler-0", "namespace": ns},
                                "spec": {"containers": [{"name": "scheduler", "image": "x"}]}})
     service = apply_manifest(api, {"apiVersion": "v1", "kind": "Service", "metadata": {
         "name": "dask-scheduler", "namespace": ns}, "spec": {"ports": [{"name": "tcp-comm", "port": 8786}]}})
-    apply_manifest(api, {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "dask-scheduler", "namespace": ns},
+    apply_manifest(api,
+                   {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "dask-scheduler", "namespace": ns},
                          "subsets": [{"addresses": [{"ip": "10.1.0.5", "targetRef": {
                              "kind": "Pod", "name": "dask-scheduler-0", "namespace": ns}}],
                                       "ports": [{"name": "tcp-comm", "port": 8786}]}]})

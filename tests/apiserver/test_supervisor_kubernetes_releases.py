@@ -13,8 +13,15 @@ from __future__ import annotations
 import pytest
 
 from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
-from tests.apiserver.supervisor_stand_in import (KR_API, condition, kubeconfig, kubernetes_release,
-                                                 kubernetes_release_crd, os_image, tanzu_release_crds)
+from tests.apiserver.supervisor_stand_in import (
+    KR_API,
+    condition,
+    kubeconfig,
+    kubernetes_release,
+    kubernetes_release_crd,
+    os_image,
+    tanzu_release_crds,
+)
 from tests.kube.crds import install_crd, uninstall_crd
 from tests.kube.rest import api_request, apply_manifest, patch_status
 

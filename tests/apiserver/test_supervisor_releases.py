@@ -17,8 +17,13 @@ import copy
 import pytest
 
 from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
-from tests.apiserver.supervisor_stand_in import (condition, kubeconfig, kubernetes_release_crd, os_image,
-                                                 tanzu_release_crds)
+from tests.apiserver.supervisor_stand_in import (
+    condition,
+    kubeconfig,
+    kubernetes_release_crd,
+    os_image,
+    tanzu_release_crds,
+)
 from tests.kube.crds import install_crd, uninstall_crd
 from tests.kube.rest import apply_manifest, delete_object, patch_status
 

@@ -15,7 +15,7 @@ import secrets
 
 import pytest
 
-from components.dask.team_admission import PARAMS
+from components.dask.team.admission import PARAMS
 from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
 from tests.program.graph import run_program
 
@@ -43,7 +43,8 @@ REFUSED_AT_HOME = [
     ("list", "", "secrets", "", ""), ("watch", "", "secrets", "", ""), ("update", "", "secrets", "", "x"),
     ("update", "", "resourcequotas", "", "dask-quota"), ("delete", "", "resourcequotas", "", "dask-quota"),
     ("create", "", "persistentvolumeclaims", "", ""), ("delete", "", "persistentvolumeclaims", "", "external-nfs-pvc"),
-    ("create", "rbac.authorization.k8s.io", "rolebindings", "", ""), ("patch", "rbac.authorization.k8s.io", "roles", "", "dask-user"),
+    ("create", "rbac.authorization.k8s.io", "rolebindings", "", ""),
+    ("patch", "rbac.authorization.k8s.io", "roles", "", "dask-user"),
     ("create", "", "serviceaccounts", "token", "default"), ("create", "apps", "deployments", "", ""),
     ("delete", "", "namespaces", "", "dask-alice"),
 ]

@@ -26,8 +26,8 @@ import time
 import pytest
 
 from components.addons import environment_job
-from components.dask import team_reclaim
-from components.dask.team_admission import PARAMS, RULE_PREFIX
+from components.dask.team import reclaim as team_reclaim
+from components.dask.team.admission import PARAMS, RULE_PREFIX
 from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.program.graph import run_program
 from workloads.cluster import own_spec
@@ -272,7 +272,8 @@ def test_no_container_runs_unbounded_nor_past_one_worker(kube_apiserver, team):
     for container in pod["spec"]["containers"]:
         container.pop("resources", None)
     [container] = apply_manifest(api, pod, dry_run=True)["spec"]["containers"]
-    assert container["resources"] == {"limits": {"cpu": "1", "memory": "4Gi"}, "requests": {"cpu": "1", "memory": "4Gi"}}
+    assert container["resources"] == {"limits": {"cpu": "1", "memory": "4Gi"},
+                                      "requests": {"cpu": "1", "memory": "4Gi"}}
     for container in pod["spec"]["containers"]:
         container["resources"] = {"limits": {"cpu": "64", "memory": "48Gi"}}
     message = refused(api, pod)

@@ -1,4 +1,4 @@
-"""The team's reclaimer (components/dask/reclaimer.py) against the current stacks' real 1.33 API
+"""The team's reclaimer (components/dask/team/reclaimer.py) against the current stacks' real 1.33 API
 server, with exactly the rights the program gives it: its ServiceAccount, Role and RoleBinding as
 declared for the dev stack with ``users``, a token the server issues for that account, the script
 run as the CronJob runs it (its ConfigMap's files), from outside a pod (the server's address and
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from components.dask.team_admission import RULE_PREFIX
-from tests.operator.operator_identity import request_token
+from components.dask.team.admission import RULE_PREFIX
 from tests.kube.rest import KubeApiError, access_review, api_request, apply_manifest
+from tests.operator.operator_identity import request_token
 from tests.program.graph import run_program
 
 pytestmark = pytest.mark.apiserver
@@ -117,7 +117,8 @@ def test_the_cron_job_is_admitted_as_declared(kube_apiserver, reclaimer):
     namespace = api_request(kube_apiserver.api_client, "GET", f"/api/v1/namespaces/{OPERATOR_NAMESPACE}")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     # its pod, as the Job controller would create it, passes the namespace's restricted level
-    job_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "reclaimer-probe", "namespace": OPERATOR_NAMESPACE},
+    job_pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "reclaimer-probe", "namespace": OPERATOR_NAMESPACE},
                "spec": pod}
     apply_manifest(kube_apiserver.api_client, job_pod, dry_run=True)
 
@@ -155,4 +156,5 @@ def test_a_namespace_the_reclaimer_cannot_read_is_reported_and_the_others_done(k
 
 def test_the_script_is_the_repositorys(reclaimer):
     repo = Path(__file__).resolve().parents[2]
-    assert (reclaimer["folder"] / "reclaimer.py").read_text() == (repo / "components/dask/reclaimer.py").read_text()
+    assert (reclaimer["folder"] / "reclaimer.py").read_text() == \
+        (repo / "components/dask/team/reclaimer.py").read_text()

@@ -6,13 +6,12 @@ project's own schema (components/cluster/crds/), served by the same CRD object.
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
 
 from tests.artifacts import artifact_path
-
 from tests.kube.crds import TKC_CRD_V1ALPHA2, load_tkc_crd
 from tests.kube.rest import KubeApiError, apply_manifest, assert_invalid, get_object, patch_status
 
@@ -167,7 +166,7 @@ def test_status_subresource_round_trip(paper_apiserver, tkc_crd, paper_namespace
     created = apply_manifest(api, manifest)
     assert "phase" not in (created.get("status") or {})
 
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     patched = patch_status(api, created, {
         "phase": "running",
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],

@@ -150,7 +150,8 @@ def test_load_limit_adds_dasks_fixed_cost_measured_on_the_same_graph(recorded):
     fixed, work_rate = limit["fixed_seconds"][0], notes["ceiling"]["rows_per_second"][0]
     assert fixed > 0
     expected = notes["rows_raw"] / (notes["rows_raw"] / work_rate + fixed) / record["denominator"]["samples"][0]
-    assert limit["ratios"][0] == pytest.approx(expected, abs=0.01) and limit["ratios"][0] < notes["ceiling"]["ratios"][0]
+    assert limit["ratios"][0] == pytest.approx(expected, abs=0.01)
+    assert limit["ratios"][0] < notes["ceiling"]["ratios"][0]
 
 
 def test_single_xgboost_trains_on_the_dask_sides_rows_with_its_environment(recorded):

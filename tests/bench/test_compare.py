@@ -13,8 +13,10 @@ def _figure(name: str, num: list[float], den: list[float], goal: str = ">= 1.0")
 
 
 def test_compare_prints_each_figures_change_spread_and_verdicts(tmp_path, capsys):
-    before = results.write([_figure("pipeline", [8, 9, 10], [10, 10, 10]), _figure("gone", [1], [1])], {}, tmp_path, "a-")
-    after = results.write([_figure("pipeline", [11, 12, 10], [10, 10, 10]), _figure("new", [3], [1])], {}, tmp_path, "b-")
+    before = results.write([_figure("pipeline", [8, 9, 10], [10, 10, 10]), _figure("gone", [1], [1])], {}, tmp_path,
+                           "a-")
+    after = results.write([_figure("pipeline", [11, 12, 10], [10, 10, 10]), _figure("new", [3], [1])], {}, tmp_path,
+                          "b-")
     assert cli.main(["compare", str(before), str(after)]) == 0
     lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines() if line.strip()}
     # pipeline: median ratio 0.9 -> 1.1 (+22.2%), spread 0.8-1 -> 1-1.2, MISSED -> holds

@@ -48,7 +48,7 @@ def test_self_check_names_what_is_missing_without_cuda(capsys):
 @pytest.mark.skipif(HAS_GPU, reason="checks the failure without a GPU")
 def test_shell_script_fails_clearly_without_a_gpu(tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHON": sys.executable}
-    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(["bash", str(SCRIPT)], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 2
     assert result.stderr.startswith("bench/gpu.sh: error: ")
     assert "nvidia-smi" in result.stderr or "cuda" in result.stderr.lower()
@@ -65,7 +65,7 @@ def test_shell_script_says_how_to_get_wheels_when_dask_is_missing(tmp_path):
     fake_python.write_text("#!/bin/sh\ncase \"$2\" in *'import dask'*) exit 1;; esac\nexit 0\n")
     fake_python.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHON": str(fake_python)}
-    result = subprocess.run(["bash", str(SCRIPT), "--wheels", str(tmp_path / "none")], capture_output=True,
+    result = subprocess.run(["bash", str(SCRIPT), "--wheels", str(tmp_path / "none")], check=False, capture_output=True,
                             text=True, env=env, timeout=60)
     assert result.returncode == 2
     assert "dask-tkg bench wheels --dest" in result.stderr
@@ -102,7 +102,7 @@ def test_offline_install_of_the_wheels_folder_into_a_venv(tmp_path):
     venv = tmp_path / "venv"
     env = {**os.environ, "PYTHON": sys.executable, "PIP_INDEX_URL": "http://127.0.0.1:9/none"}
     result = subprocess.run(["bash", str(SCRIPT), "--cpu-dry-run", "--install-only", "--wheels", str(folder),
-                             "--venv", str(venv)], capture_output=True, text=True, env=env, timeout=300)
+                             "--venv", str(venv)], check=False, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     if f"python: {venv}/bin/python" in result.stdout:  # the venv sees this python's torch
         python, path = str(venv / "bin" / "python"), ""
@@ -111,7 +111,8 @@ def test_offline_install_of_the_wheels_folder_into_a_venv(tmp_path):
         python, path = sys.executable, str(venv / "target")
         assert f"PYTHONPATH: {path}" in result.stdout
     imported = subprocess.run([python, "-c", "import offline_probe_pkg as p; print(p.VERSION)"],
-                              capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": path})
+                              check=True, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": path})
     assert imported.stdout.strip() == "1.2.3"
 
 
@@ -168,7 +169,7 @@ def test_dry_run_of_the_whole_flow_on_the_cpu(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable}
     result = subprocess.run(["bash", str(SCRIPT), "--cpu-dry-run", "--wheels", str(tmp_path / "no-wheels"),
                              "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out")],
-                            cwd=REPO, capture_output=True, text=True, env=env, timeout=900)
+                            check=False, cwd=REPO, capture_output=True, text=True, env=env, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     [written] = (tmp_path / "out").glob("gpu-*.json")
     figures = {record["name"]: record for record in json.loads(written.read_text())}

@@ -5,6 +5,8 @@ for what runs and :mod:`tests.cluster.network` for how it is kept on loopback an
 
 Fixtures
   ``kube_cluster`` (package) -> :class:`tests.cluster.node.KubeCluster`
+  ``dask_release``, ``data_server`` (module): :mod:`tests.cluster.dask_release`, for the
+      modules that define ``release_stack`` (the stack and settings to release)
   ``cluster_namespace`` (function) -> str: a fresh namespace (no Pod Security label of its own)
 """
 from __future__ import annotations
@@ -13,6 +15,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.cluster.dask_release import (  # noqa: F401 - fixtures, registered by name
+    dask_release,
+    data_server,
+)
 from tests.cluster.node import KubeCluster
 from tests.cluster.running import fresh_namespace, running_cluster
 from tests.kube.binaries import CURRENT

@@ -6,11 +6,11 @@ says why each)."""
 from __future__ import annotations
 
 from components.dask.values import service_names
+from tests.cluster.kube import wait_for
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.post_render import set_env, set_mounts, without_environment_check
-from tests.cluster.kube import wait_for
-from tests.kube.crds import install_crd
 from tests.cluster.support import SMALL
+from tests.kube.crds import install_crd
 from tests.kube.rest import KubeApiError, api_request
 from tests.operator.support import chart_crds
 

@@ -17,12 +17,17 @@ from components.dask.values import service_names
 from tests.apiserver.runner_identity import deploy_runner_identity
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import data_job, helm
-from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, install_tkg_pod_security,
-                                wait_running)
+from tests.cluster.kube import (
+    bind_stand_in_pod_security,
+    delete_namespace,
+    delete_volumes,
+    install_tkg_pod_security,
+    wait_running,
+)
 from tests.cluster.pki import dask_tls_material
 from tests.cluster.program import DeclaredStack, declared_stack, stack_settings
-from tests.cluster.support import (RELEASE_WORKERS as WORKERS, apply_guest_half, read_only_claims,
-                                   runtime_differences, shared_volume_stand_ins)
+from tests.cluster.support import RELEASE_WORKERS as WORKERS
+from tests.cluster.support import apply_guest_half, read_only_claims, runtime_differences, shared_volume_stand_ins
 from tests.kube.rest import api_request, apply_manifest
 
 
@@ -82,10 +87,11 @@ def dask_release(kube_cluster, release_stack, data_server, tmp_path_factory):
                                 service_names("dask-jupyter", ns))
         for secret in (o for o in stack.objects if o["kind"] == "Secret" and o["metadata"].get("namespace") == ns
                        and o.get("type") != TOKEN_TYPE):  # the runner's token: applied above
+            applied = secret
             if secret["metadata"]["name"] == "dask-tls":
                 assert set(secret["stringData"]) == set(tls), "the program's TLS Secret has other keys"
-                secret = {**secret, "stringData": tls}
-            apply_manifest(api, secret)
+                applied = {**secret, "stringData": tls}
+            apply_manifest(api, applied)
         helm.install(kube_cluster, "dask", artifact_path(DASK_CHART), ns, stack.dask_release["values"],
                      differences=differences)
         wait_running(api, ns, "component=scheduler", 1, timeout_s=180)

@@ -13,7 +13,6 @@ not the upstream ones the committed digests are of; the server is plain http).
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import shutil
 import tarfile
@@ -21,16 +20,16 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
-from tests.cluster.kube import pods, wait_for
 from components.addons.dataset_job import JOB_NAME
+from tests.cluster.kube import pods, wait_for
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.prepare import nginx
 from workloads import prepare
+from workloads.runs import datasets
 
 PORT = 18080
-# setting -> the DataSpec field holding the program's default URL for it
-URL_SETTINGS = {"dogsImagesUrl": "dogs_images_url", "dogsLabelsUrl": "dogs_labels_url",
-                "modelWeightsUrl": "weights_url", "taxiUrlTemplate": "taxi_url_template"}
+# the settings holding the program's default URLs (DataSpec.value)
+URL_SETTINGS = ("dogsImagesUrl", "dogsLabelsUrl", "modelWeightsUrl", "taxiUrlTemplate")
 # served by nothing: a month the server does not have (404), and a dogs archive that is no tar
 MISSING_MONTH = "2019-02"
 CORRUPT_ARCHIVE = "/corrupt/images.tar"
@@ -52,10 +51,8 @@ class Served:
     def digests(self, urls: dict[str, str], months: list[str]) -> list[str]:
         """``dataChecksums`` records of the files the Job fetches from ``urls``, planned by
         the downloader itself."""
-        plan = prepare.build_plan(argparse.Namespace(
-            only=None, dogs_images=urls["dogsImagesUrl"], dogs_labels=urls["dogsLabelsUrl"],
-            weights=urls["modelWeightsUrl"], taxi_url_template=urls["taxiUrlTemplate"],
-            taxi_months=",".join(months)), _usage_error)
+        items = datasets.prepare_arguments(datasets.downloads(), {**urls, "taxiMonths": months})
+        plan = prepare.build_plan(prepare._parser().parse_args(["--root", ".", *items]), _usage_error)
         records = []
         for item in plan:
             served = self.server.root / urllib.parse.urlsplit(item.url).path.lstrip("/")
@@ -87,7 +84,7 @@ def publish(www: Path, stage: Path, defaults) -> tuple[dict[str, str], list[str]
     import torch
 
     months = smoke_sources(stage)
-    paths = {k: urllib.parse.urlsplit(getattr(defaults, f)).path for k, f in URL_SETTINGS.items()}
+    paths = {k: urllib.parse.urlsplit(defaults.value(k)).path for k in URL_SETTINGS}
 
     def target(setting: str, **fmt) -> Path:
         path = www / paths[setting].format(**fmt).lstrip("/")
@@ -149,7 +146,9 @@ def run_until_exit(api, job: dict, timeout_s: float) -> tuple[dict, dict, str]:
     exited = wait_for(f"the {name} Job's container to exit", lambda: first_exit(job_pod(api, ns, name)), timeout_s,
                       explain=lambda: repr(job_pod(api, ns, name)))
     pod = job_pod(api, ns, name)
-    log = job_log(api, ns, pod, previous=first_exit(pod)["restarted"])
+    first = first_exit(pod)
+    assert pod is not None and first is not None, f"the {name} Job's pod is gone"
+    log = job_log(api, ns, pod, previous=first["restarted"])
     return api_request(api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs/{name}"), exited, log
 
 

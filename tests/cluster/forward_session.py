@@ -46,13 +46,15 @@ def dashboard_answer(session: ClusterSession) -> int:
     it: https with the scheduler's certificate (the Helm backend), whose name is the scheduler's
     in the outputs, not the forward's 127.0.0.1."""
     url = urllib.parse.urlsplit(session.dashboard())
+    host = url.hostname
+    assert host is not None, url
     if url.scheme == "http":
-        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        connection = http.client.HTTPConnection(host, url.port, timeout=30)
     else:
         ca = session.security().tls_ca_file
         context = ssl.create_default_context(**({"cadata": ca} if "-----BEGIN" in ca else {"cafile": ca}))
-        connection = http.client.HTTPSConnection(url.hostname, url.port, timeout=30, context=context)
-        connection.sock = context.wrap_socket(socket.create_connection((url.hostname, url.port), timeout=30),
+        connection = http.client.HTTPSConnection(host, url.port, timeout=30, context=context)
+        connection.sock = context.wrap_socket(socket.create_connection((host, url.port), timeout=30),
                                               server_hostname=session.security().server_hostname)
     try:
         connection.request("GET", url.path or "/")
@@ -66,12 +68,14 @@ def connected(session: ClusterSession, workers: int) -> None:
     found = session.wait(workers, timeout=60)
     answer = dashboard_answer(session)
     say("connected", address=client.scheduler.address, forward=session.forward.describe() if session.forward else None,
-        pod=session.forward.target.pod if session.forward else None, dashboard=session.dashboard(),
+        pod=session.forward.target.pod if session.forward and session.forward.target else None,
+        dashboard=session.dashboard(),
         dashboard_status=answer, workers=found, total=client.submit(sum, [1, 2, 3]).result(timeout=30))
 
 
 def after_deletion(session: ClusterSession, drops: list[tuple[float, str]], deleted_at: float, workers: int) -> None:
     forward = session.forward
+    assert forward is not None, "the session reaches the scheduler through a forward"
     deadline = deleted_at + DROP_WITHIN_S
     while not drops and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -85,14 +89,16 @@ def after_deletion(session: ClusterSession, drops: list[tuple[float, str]], dele
     total, error = None, None
     while total is None and time.monotonic() < deleted_at + NEW_SCHEDULER_WITHIN_S:
         try:  # a new client through the same local address: forwarded to the new scheduler pod
-            with Client(session.forwarded.scheduler_address, security=session.security(),
-                        timeout=30) as client:
+            forwarded = session.forwarded
+            assert forwarded is not None, "the session reaches the scheduler through a forward"
+            with Client(forwarded.scheduler_address, security=session.security(), timeout=30) as client:
                 client.wait_for_workers(workers, timeout=NEW_SCHEDULER_WITHIN_S)
                 total, error = client.submit(sum, [4, 5, 6]).result(timeout=30), None
-        except Exception as exc:  # noqa: BLE001  the new scheduler not up yet; reported if it never is
+        except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             time.sleep(2)
-    say("after", **facts, reopened=forward.reopened, pod=forward.target.pod, total=total, error=error,
+    say("after", **facts, reopened=forward.reopened, pod=forward.target.pod if forward.target else None,
+        total=total, error=error,
         seconds_to_new_scheduler=round(time.monotonic() - deleted_at, 1))
 
 
@@ -105,7 +111,9 @@ def main(outputs_file: str, workers: int) -> None:
         connected(session, workers)
         sys.stdin.readline()  # the test deleted the scheduler pod
         after_deletion(session, drops, time.monotonic(), workers)
-        local = [session.forward.address(p) for p in session.forward.service_ports]
+        forward = session.forward
+        assert forward is not None, "the session reaches the scheduler through a forward"
+        local = [forward.address(p) for p in forward.service_ports]
     say("closed", accepting=[a for a in local if accepts(a)])
 
 

@@ -27,7 +27,7 @@ def helm(cluster, *args: str, timeout_s: float = 300.0) -> str:
            "KUBECONFIG": str(cluster.kubeconfig), "HELM_CACHE_HOME": str(home / "cache"),
            "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data"),
            "NO_PROXY": "*"}
-    result = subprocess.run([str(HELM_BIN), *args], env=env, capture_output=True, text=True,
+    result = subprocess.run([str(HELM_BIN), *args], check=False, env=env, capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, timeout=timeout_s)
     if result.returncode != 0:
         raise HelmError(f"helm {' '.join(args[:3])}: {result.stderr.strip()}")

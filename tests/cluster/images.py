@@ -21,7 +21,7 @@ class Image:
 
 def ensure_images(names: tuple[str, ...] = IMAGES) -> dict[str, Image]:
     """Build (or find cached) OCI archives; {name: Image}. Raises with the script's output on failure."""
-    result = subprocess.run([sys.executable, str(BUILD_SCRIPT), *names], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, str(BUILD_SCRIPT), *names], check=False, capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, cwd=REPO)
     if result.returncode != 0:
         raise RuntimeError(f"{BUILD_SCRIPT.name} {' '.join(names)} failed (exit {result.returncode}):\n"

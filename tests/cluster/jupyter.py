@@ -19,6 +19,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,17 +41,17 @@ class Answer:
 class _NamedHTTPSConnection(http.client.HTTPSConnection):
     """HTTPS to the address dialled, checking the certificate for ``server_name``."""
 
-    def __init__(self, *args, server_name: str, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.server_name = server_name
+    def __init__(self, *args, server_name: str | None, context: ssl.SSLContext, **kwargs):
+        super().__init__(*args, context=context, **kwargs)
+        self.server_name, self.tls_context = server_name, context
 
     def connect(self) -> None:
         http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.server_name)
+        self.sock = self.tls_context.wrap_socket(self.sock, server_hostname=self.server_name)
 
 
 class _NamedHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, context: ssl.SSLContext, server_name: str):
+    def __init__(self, context: ssl.SSLContext, server_name: str | None):
         super().__init__(context=context)
         self.server_name = server_name
 
@@ -61,7 +62,8 @@ class _NamedHTTPSHandler(urllib.request.HTTPSHandler):
 class Browser:
     def __init__(self, base: str, ca_file: Path | None = None, server_name: str | None = None):
         self.base, self.jar = base.rstrip("/"), http.cookiejar.CookieJar()
-        handlers = [urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect, urllib.request.ProxyHandler({})]
+        handlers: list[urllib.request.BaseHandler | Callable[[], urllib.request.BaseHandler]] = [
+            urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect, urllib.request.ProxyHandler({})]
         if ca_file is not None:
             handlers.append(_NamedHTTPSHandler(ssl.create_default_context(cafile=str(ca_file)), server_name))
         self.opener = urllib.request.build_opener(*handlers)
@@ -77,7 +79,9 @@ class Browser:
                           {c.name for c in self.jar})
 
     def xsrf(self) -> str:
-        return next(c.value for c in self.jar if c.name == "_xsrf")
+        value = next(c.value for c in self.jar if c.name == "_xsrf")
+        assert value is not None, "the _xsrf cookie has no value"
+        return value
 
     def login(self, password: str) -> Answer:
         """The login form as a browser posts it: GET /login for the XSRF cookie, then POST."""

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import kubernetes.client
 
@@ -16,7 +17,7 @@ from tests.kube.rest import KubeApiError, api_request, apply_manifest
 # ClusterRole psp:<name> granting `use`, and no binding for user workloads: "By default,
 # ... no bindings exist for authenticated users", so a Deployment's pods are refused until
 # the namespace's service accounts are bound to one of the roles.
-PRIVILEGED_PSP = {
+PRIVILEGED_PSP: dict[str, Any] = {
     "apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
     "metadata": {"name": "vmware-system-privileged"},
     "spec": {"privileged": True, "allowPrivilegeEscalation": True, "allowedCapabilities": ["*"],
@@ -25,7 +26,7 @@ PRIVILEGED_PSP = {
              "seLinux": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"},
              "fsGroup": {"rule": "RunAsAny"}},
 }
-RESTRICTED_PSP = {
+RESTRICTED_PSP: dict[str, Any] = {
     "apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy",
     "metadata": {"name": "vmware-system-restricted"},
     "spec": {"privileged": False, "allowPrivilegeEscalation": False, "requiredDropCapabilities": ["ALL"],

@@ -32,7 +32,7 @@ SLOTS = range(16)  # cluster networks this machine can hold at once
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(list(args), stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    result = subprocess.run(list(args), check=False, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed (exit {result.returncode}): {result.stderr.strip()}")
     return result
@@ -56,7 +56,7 @@ class ClusterNetwork:
         return f"ClusterNetwork({self.slot})"
 
     @property
-    def allowed_networks(self) -> list[ipaddress.IPv4Network]:
+    def allowed_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
         return [ipaddress.ip_network(n) for n in ("127.0.0.0/8", self.pod_cidr, self.service_cidr, self.link_cidr)]
 
     def allows(self, address: str) -> bool:

@@ -21,6 +21,7 @@ in-tree AWS provider, gone in 1.27), the controllers' ``--port=0`` (the insecure
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
@@ -32,13 +33,13 @@ from pathlib import Path
 import kubernetes.client
 import yaml
 
+from tests.cluster import images
+from tests.cluster.network import ClusterNetwork, run
+from tests.cluster.pki import ClusterPKI, make_cluster_pki
 from tests.kube.apiserver import klog_to_stderr
 from tests.kube.binaries import KubeRelease
 from tests.kube.processes import Process, wait_http
 from tests.kube.rest import api_client, api_request
-from tests.cluster import images
-from tests.cluster.network import ClusterNetwork, run
-from tests.cluster.pki import ClusterPKI, make_cluster_pki
 
 NODE_NAME = "dtkg-node-0"
 API_PORT = 6443
@@ -121,19 +122,15 @@ def _cni_config(w: Path, net: ClusterNetwork) -> None:
 def _read_sysctls() -> dict[str, str]:
     values = {}
     for name in KUBELET_SYSCTLS:
-        try:
+        with contextlib.suppress(OSError):
             values[name] = (Path("/proc/sys") / name).read_text().strip()
-        except OSError:
-            pass
     return values
 
 
 def _restore_sysctls(values: dict[str, str]) -> None:
     for name, value in values.items():
-        try:
+        with contextlib.suppress(OSError):
             (Path("/proc/sys") / name).write_text(value)
-        except OSError:
-            pass
 
 
 def _cgroup_dirs() -> list[Path]:
@@ -143,25 +140,21 @@ def _cgroup_dirs() -> list[Path]:
         for name in CGROUP_NAMES:
             top = hierarchy / name
             if top.is_dir():
-                found += sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [top]
+                found += [*sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)), top]
     return found
 
 
 def _kill_pids(pids: set[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
 
 
 def _cgroup_pids() -> set[int]:
     pids = set()
     for d in _cgroup_dirs():
-        try:
+        with contextlib.suppress(OSError):
             pids |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
-        except OSError:
-            pass
     return pids
 
 
@@ -221,10 +214,8 @@ class KubeCluster:
 
     def stop(self) -> list[str]:
         """Stop everything started, in reverse; return what could not be removed (empty when clean)."""
-        try:
+        with contextlib.suppress(Exception):
             self.api_client.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
         return stop_processes(self._processes, self.containerd_socket, self._sysctls)
 
 
@@ -436,7 +427,7 @@ def wait_node_ready(api: kubernetes.client.ApiClient, s: _Starter, name: str) ->
             if ready.get("status") == "True":
                 return node
             last = f"Ready={ready.get('status')} ({ready.get('message')})"
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+        except Exception as exc:
             last = str(exc)[:300]
         if time.monotonic() > s.deadline:
             raise TimeoutError(f"node {name} not Ready after {START_TIMEOUT_S:.0f} s: {last}\n"
@@ -483,4 +474,5 @@ def start_cluster(release: KubeRelease, workdir: Path, net: ClusterNetwork, node
     kubeconfig = _kubeconfig(workdir / "admin.kubeconfig", url, pki.path("ca.crt"), pki.tokens["admin"])
     return KubeCluster(net=net, workdir=workdir, pki=pki, url=url, api_client=api, kubeconfig=kubeconfig,
                        node_name=NODE_NAME, pause_ref=built["pause"].ref, containerd_socket=socket,
-                       release=release, version=version, images={n: i.ref for n, i in built.items()}, _processes=procs, _sysctls=sysctls)
+                       release=release, version=version, images={n: i.ref for n, i in built.items()}, _processes=procs,
+                       _sysctls=sysctls)

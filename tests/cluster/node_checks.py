@@ -7,8 +7,7 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-from tests.cluster.kube import (enforces_psp, install_tkg_pod_security, pods, wait_default_service_account,
-                                wait_running)
+from tests.cluster.kube import enforces_psp, install_tkg_pod_security, pods, wait_default_service_account, wait_running
 from tests.cluster.network import ClusterNetwork
 from tests.cluster.node import REAL_NODE_TOLERATION, KubeCluster
 from tests.kube.rest import api_request, apply_manifest
@@ -17,12 +16,14 @@ from tests.kube.rest import api_request, apply_manifest
 def check_node_runs_its_build(cluster: KubeCluster) -> None:
     node = api_request(cluster.api_client, "GET", f"/api/v1/nodes/{cluster.node_name}")
     info = node["status"]["nodeInfo"]
-    version = cluster.release.version
+    release = cluster.release
+    assert release is not None, "a running cluster has its release"
+    version = release.version
     assert info["kubeletVersion"] == version, info
     # the node's kubeProxyVersion is left empty from 1.31 (KEP-4004): ask the running binary
-    assert info["kubeProxyVersion"] == (version if cluster.release.minor < 31 else ""), info
+    assert info["kubeProxyVersion"] == (version if release.minor < 31 else ""), info
     proxy = Path(f"/proc/{cluster.pids()['kube-proxy']}/cmdline").read_bytes().split(b"\0")[0].decode()
-    assert proxy == str(cluster.release.binary("kube-proxy")), proxy
+    assert proxy == str(release.binary("kube-proxy")), proxy
     said = subprocess.run([proxy, "--version"], capture_output=True, text=True, check=True, timeout=30).stdout
     assert said.split() == ["Kubernetes", version], said
     assert info["containerRuntimeVersion"].startswith("containerd://1.6")

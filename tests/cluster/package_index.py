@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-
 # What PyPI answers (pypi.org/simple pages and files.pythonhosted.org files), so that pip's HTTP
 # cache (the pip-cache claim of the image way) keeps what it would keep from PyPI
 PAGE_CACHE = "max-age=600, public"
@@ -64,12 +63,12 @@ class PackageIndex:
             out[f"/simple/{project}/"] = f"<!DOCTYPE html><html><body>\n{links}</body></html>\n".encode()
         return out
 
-    def start(self) -> "PackageIndex":
+    def start(self) -> PackageIndex:
         pages, wheels, log, lock = self.pages(), self.wheels, self.log, threading.Lock()
         allowed = set(self.hashes)
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
+            def do_GET(self):
                 path = self.path.split("?", 1)[0].split("#", 1)[0]
                 if path.startswith("/simple/") and not path.endswith("/"):
                     path += "/"

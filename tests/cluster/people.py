@@ -3,7 +3,7 @@ the program declares for them applied as declared, and what each person's run is
 
 - Identity: each person a client certificate the cluster's CA signs, whose common name is
   the user VKS gives an SSO user inside a workload cluster (``sso:alice@vsphere.local``, the
-  RoleBinding's subject: components/dask/team_access.py); the API server authenticates it
+  RoleBinding's subject: components/dask/team/access.py); the API server authenticates it
   (``--client-ca-file``, tests/cluster/node.py) and RBAC decides, as for a person who ran
   ``kubectl vsphere login``. Their kubeconfig holds that certificate, the CA and the context's
   namespace, inline, like the one the vSphere plugin writes.
@@ -30,23 +30,25 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
-from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
+from components.dask.team import admission as team_admission
 from tests.cluster.controller import Controller
-from components.dask import team_admission
 from tests.cluster.dask_operator import change_pod_spec
+from tests.cluster.kube import bind_stand_in_pod_security, in_namespace, wait_default_service_account
 from tests.cluster.node import REAL_NODE_TAINT
 from tests.cluster.support import read_only_claims
 from tests.kube.pki import sign
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from workloads.cluster import own_spec
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_GPUS = "4"
 GPU = "nvidia.com/gpu"
-SMALL_GPU = {"requests": {"cpu": "100m", "memory": "256Mi", GPU: "1"}, "limits": {"cpu": "1", "memory": "2Gi", GPU: "1"}}
+SMALL_GPU = {"requests": {"cpu": "100m", "memory": "256Mi", GPU: "1"},
+             "limits": {"cpu": "1", "memory": "2Gi", GPU: "1"}}
 PERSON_KINDS = ("Role", "RoleBinding", "ConfigMap", "LimitRange", "NetworkPolicy", "ResourceQuota")
 
 
@@ -60,9 +62,11 @@ def person_kubeconfig(cluster, name: str, namespace: str, folder: Path) -> Path:
             for kind, ext in (("client-certificate-data", "crt"), ("client-key-data", "key"))}
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "tkc",
               "clusters": [{"name": "tkc", "cluster": {
-                  "server": cluster.url, "certificate-authority-data": base64.b64encode(cluster.ca_file.read_bytes()).decode()}}],
+                  "server": cluster.url,
+                  "certificate-authority-data": base64.b64encode(cluster.ca_file.read_bytes()).decode()}}],
               "users": [{"name": f"wcp:{name}", "user": data}],
-              "contexts": [{"name": "tkc", "context": {"cluster": "tkc", "user": f"wcp:{name}", "namespace": namespace}}]}
+              "contexts": [{"name": "tkc",
+                            "context": {"cluster": "tkc", "user": f"wcp:{name}", "namespace": namespace}}]}
     path = folder / f"{stem}.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
@@ -84,11 +88,11 @@ def advertise_gpus(api, node: str, count: str | None) -> None:
 def person_volumes(stack, namespace: str, share: Path) -> list[dict]:
     """The program's PersistentVolumes for ``namespace``, on the shared stand-ins' directories."""
     volumes = []
-    for volume in stack.of_kind("PersistentVolume"):
-        claim = volume["spec"].get("claimRef") or {}
+    for declared in stack.of_kind("PersistentVolume"):
+        claim = declared["spec"].get("claimRef") or {}
         if claim.get("namespace") != namespace:
             continue
-        volume = copy.deepcopy(volume)
+        volume = copy.deepcopy(declared)
         spec = volume["spec"]
         assert spec.pop("nfs", None) or spec.pop("csi", None), spec
         spec.pop("mountOptions", None)
@@ -137,7 +141,8 @@ def apply_team_admission(api, stack) -> None:
 def person_outputs(stack, d: dict, cluster: str, namespace: str, scheduler_ip: str) -> dict:
     """What ``pulumi stack output --json`` (no ``--show-secrets``) shows a person, with
     ``teamClusterSpec`` changed for this node (module docstring) for the cluster ``cluster``."""
-    outputs = {k: "[secret]" if isinstance(v, dict) and "__secret__" in v else v for k, v in stack.outputs.items()}
+    outputs: dict[str, Any] = {k: "[secret]" if isinstance(v, dict) and "__secret__" in v else v
+                               for k, v in stack.outputs.items()}
     spec = copy.deepcopy(outputs["teamClusterSpec"])
     here = {**d, "scheduler_ip": scheduler_ip, "scheduler_names": own_spec.scheduler_names(cluster, namespace)}
     change_pod_spec(spec["scheduler"]["spec"], "scheduler", here)
@@ -167,7 +172,7 @@ def runner_command(argv: list[str], tmp: Path) -> tuple[list[str], dict[str, str
 
 def runner(argv: list[str], tmp: Path, timeout_s: float) -> subprocess.CompletedProcess:
     command, env = runner_command(argv, tmp)
-    return subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    return subprocess.run(command, check=False, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           stdin=subprocess.DEVNULL, env=env, timeout=timeout_s)
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.kube.pki import KUBERNETES_DNS_NAMES, make_ca, serving_extensions, service_account_keys, sign
+from tests.kube.pki import KUBERNETES_DNS_NAMES, make_ca, service_account_keys, serving_extensions, sign
 from tests.security.dask_pki import issue_pki
+
 
 # Identities of the components: user name and groups, as the bootstrap RBAC policy of
 # 1.20 knows them (plugin/pkg/auth/authorizer/rbac/bootstrappolicy: system:kube-scheduler,
@@ -62,7 +64,7 @@ def _san(name: str) -> str:
 
 
 def dask_tls_material(directory: Path, scheduler_dns_names: list[str],
-                      jupyter_dns_names: list[str] = ()) -> dict[str, str]:
+                      jupyter_dns_names: Sequence[str] = ()) -> dict[str, str]:
     """Real certificates with the shape components/dask/tls.py declares (ECDSA P-256, a
     "dask-tkg CA", each role's key usages, names on the scheduler's and Jupyter's alone),
     keyed as the program's Secret is (tests/security/dask_pki.py issues them). Needed because

@@ -57,7 +57,7 @@ from typing import Any
 import yaml
 
 from components.dask.post_render import harden
-from components.settings.prepared_env import VERIFY_CONTAINER
+from components.kube.prepared_env import VERIFY_CONTAINER
 
 
 def set_mounts(spec: dict, container: dict, paths: list[dict]) -> None:
@@ -136,10 +136,10 @@ def main(argv: list[str]) -> int:
     with open(argv[0]) as f:
         differences = json.load(f)
     out = []
-    for obj in yaml.safe_load_all(sys.stdin):
-        if not obj:
+    for rendered in yaml.safe_load_all(sys.stdin):
+        if not rendered:
             continue
-        obj = harden(obj)  # the release's own post-renderer first, as the program's Release runs it
+        obj = harden(rendered)  # the release's own post-renderer first, as the program's Release runs it
         if obj.get("kind") == "Deployment":
             obj = change_deployment(obj, differences)
         if obj.get("kind") == "Service" and obj["metadata"]["name"] == differences.get("scheduler_service") \

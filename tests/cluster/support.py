@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from tests.kube.rest import apply_manifest
 REPO = Path(__file__).resolve().parents[2]
 RELEASE_WORKERS = 2  # the Dask release's workers on the real node
 SMALL = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
-IMAGE_HOME = "/home/dask"  # components/settings/dask_facts.py: RUN_AS_HOME (python:3.11 runs as root)
+IMAGE_HOME = "/home/dask"  # components/facts/dask_facts.py: RUN_AS_HOME (python:3.11 runs as root)
 
 
 # JupyterLab's app settings directory (jupyterlab 4.6.6 jupyterlab/commands.py, get_app_dir:
@@ -39,7 +40,7 @@ def interpreter_mounts() -> list[dict]:
     if base in (Path("/usr"), Path("/usr/local")):
         stdlib = base / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
         executable = Path(os.path.realpath(sys.executable))  # <venv>/bin/python -> /usr/bin/python3.11
-        interpreter = [{"host": str(stdlib), "container": str(stdlib)},
+        interpreter: list[dict[str, Any]] = [{"host": str(stdlib), "container": str(stdlib)},
                        {"host": str(executable), "container": str(executable), "directory": False}]
     else:
         interpreter = [{"host": str(base), "container": str(base)}]
@@ -75,7 +76,8 @@ def read_only_claims(api, namespace: str, mounts: list[dict]) -> list[dict]:
     volumes = []
     for i, mount in enumerate(mounts):
         claim = f"stand-in-runtime-{i}"
-        volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{namespace}-{claim}"},
+        volume: dict[str, Any] = {
+                  "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{namespace}-{claim}"},
                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"], "storageClassName": "",
                            "persistentVolumeReclaimPolicy": "Retain",
                            "hostPath": {"path": mount["host"],
@@ -125,7 +127,7 @@ def apply_guest_half(api, stack: DeclaredStack, kinds=("Namespace", "RoleBinding
 def set_up_report(script: Path, timeout_s: float, *args: str) -> dict:
     """The last JSON line of a set-up script run with ``--check`` and ``args`` (it builds and
     fetches nothing: what make test prepared); the test fails with the script's words if it is not there."""
-    out = subprocess.run([sys.executable, str(script), "--check", *args], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, str(script), "--check", *args], check=False, capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, cwd=REPO, timeout=timeout_s)
     if out.returncode != 0:
         pytest.fail(out.stderr.strip() or out.stdout.strip(), pytrace=False)
@@ -137,6 +139,6 @@ def smoke_dataset(share: Path, settings) -> None:
     import torch
 
     smoke_sources(share)
-    weights = share / "models" / settings.data.weights_url.rsplit("/", 1)[1]
+    weights = share / "models" / settings.data.value("modelWeightsUrl").rsplit("/", 1)[1]
     weights.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"fc.bias": torch.zeros(1000)}, weights)

@@ -194,7 +194,7 @@ def check_against(watch: PodWatch, usage: dict, cluster: str) -> float:
 
 
 def test_a_runs_held_gpu_seconds_are_its_pods_lifetimes(kube_cluster, alice):
-    argv, tmp, controller = alice
+    argv, tmp, _controller = alice
     nothing_left(kube_cluster.api_client)
     with PodWatch(kube_cluster.api_client, "held-run") as watch:
         done = runner(argv("held-run", "--workers", "2"), tmp, RUN_TIMEOUT_S)

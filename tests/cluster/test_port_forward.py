@@ -25,12 +25,13 @@ import time
 import pytest
 import yaml
 
-from tests.kube.rest import api_request
 from tests.apiserver.runner_identity import token_subject
+from tests.cluster.dask_release import stack_outputs
 from tests.cluster.kube import pods, wait_running
 from tests.cluster.network import run
-from tests.cluster.dask_release import data_server, dask_release, stack_outputs  # noqa: F401 - fixtures
-from tests.cluster.support import REPO, RELEASE_WORKERS as WORKERS
+from tests.cluster.support import RELEASE_WORKERS as WORKERS
+from tests.cluster.support import REPO
+from tests.kube.rest import api_request
 
 SESSION_TIMEOUT_S = 420
 
@@ -133,7 +134,8 @@ def test_the_runner_reaches_a_clusterip_scheduler_through_its_own_port_forward(
         up = session.next_event("connected")
         assert up["address"].startswith("tls://127.0.0.1:"), up
         assert up["pod"] == scheduler_pod["metadata"]["name"] and f"service {ns}/dask-scheduler" in up["forward"]
-        assert up["dashboard"].startswith("https://127.0.0.1:") and up["dashboard"].endswith("/status")  # the scheduler's TLS
+        # the scheduler's TLS
+        assert up["dashboard"].startswith("https://127.0.0.1:") and up["dashboard"].endswith("/status")
         assert up["dashboard_status"] == 200 and len(up["workers"]) == WORKERS and up["total"] == 6, up
 
         deleted = time.monotonic()

@@ -38,21 +38,31 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-import components.settings.prepared_env as prepared_env
-from tests.kube.rest import api_request, apply_manifest
-from tests.cluster.kube import (bind_stand_in_pod_security, delete_namespace, delete_volumes, event_summary,
-                                install_tkg_pod_security, in_namespace, pods, wait_default_service_account,
-                                wait_for)
+import components.kube.prepared_env as prepared_env
+from components.artifacts import worker_lock
+from tests.cluster.dask_operator import scheduler_names
+from tests.cluster.kube import (
+    bind_stand_in_pod_security,
+    delete_namespace,
+    delete_volumes,
+    event_summary,
+    in_namespace,
+    install_tkg_pod_security,
+    pods,
+    wait_default_service_account,
+    wait_for,
+)
 from tests.cluster.node import REAL_NODE_TOLERATION
 from tests.cluster.package_index import PackageIndex
 from tests.cluster.pki import dask_tls_material
-from tests.cluster.dask_operator import scheduler_names
 from tests.cluster.post_render import set_env
 from tests.cluster.program import dev_stack
 from tests.cluster.support import read_only_claims, set_up_report, shared_volume_stand_ins
+from tests.kube.rest import api_request, apply_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS_SCRIPT = REPO / "scripts" / "fetch_worker_wheels.py"
@@ -101,7 +111,24 @@ def for_the_node(spec: dict, d: dict) -> None:
 
 
 class Deployed:
-    def __init__(self, **kw):
+    """What the ``prepared`` fixture set up: the API client and namespace, the stack, the index,
+    the node's settings (``d``), the DaskCluster, the Job's times and pods, the share."""
+
+    api: Any
+    ns: str
+    stack: Any
+    index: PackageIndex
+    d: dict[str, Any]
+    cluster: dict[str, Any]
+    job_created: float
+    job_done_at: float
+    job_pods: list[dict[str, Any]]
+    share: Path
+    tmp: Path
+    scheduler_pod_ip: str | None
+    claim: str
+
+    def __init__(self, **kw: Any):
         self.__dict__.update(kw)
 
     def scheduler_identity(self) -> dict:
@@ -138,7 +165,7 @@ class Deployed:
         try:
             return api_request(self.api, "GET", f"/api/v1/namespaces/{self.ns}/pods/{name}/log",
                                query={"tailLines": "30"})
-        except Exception as exc:  # noqa: BLE001 (only for a failure's message)
+        except Exception as exc:
             return f"(no log: {exc})"
 
 
@@ -149,7 +176,7 @@ def job_logs(api, ns: str) -> str:
             try:
                 text = api_request(api, "GET", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/log",
                                    query={"container": container, "tailLines": "40"})
-            except Exception as exc:  # noqa: BLE001 (only for a failure's message)
+            except Exception as exc:
                 text = f"(no log: {exc})"
             out.append(f"--- {pod['metadata']['name']}/{container}:\n{text}")
     return "\n".join(out)
@@ -175,7 +202,7 @@ def prepared(kube_cluster, tmp_path_factory):
     stack = dev_stack()
     ns = stack.dask_namespace
     tmp = tmp_path_factory.mktemp("prepared-env")
-    cpu_lock = prepared_env.lock_text("cpu")
+    cpu_lock = worker_lock.lock_text("cpu")
     index = PackageIndex(Path(found["wheels"]), lock_hashes(cpu_lock), host=net.host_ip).start()
     scheduler_ip = str(ipaddress.ip_network(net.service_cidr)[251])
     d = {"image": kube_cluster.images["dask-runtime"], "base_prefix": sys.base_prefix, "scheduler_ip": scheduler_ip,
@@ -215,7 +242,7 @@ def prepared(kube_cluster, tmp_path_factory):
         for container in [*pod["initContainers"], *pod["containers"]]:
             set_env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}", "ENV_SUBDIR": d["subdir"],
                              "PACKAGE_INDEX_URL": index.url, "PLAIN_HTTP_HOST": prepared_env.plain_http_host(index.url),
-                             "LOCK_SHA256": prepared_env.lock_digest(cpu_lock),
+                             "LOCK_SHA256": worker_lock.lock_digest(cpu_lock),
                              "RECORD_KEY": prepared_env.record_key(d["subdir"])})
         job_created = time.time()
         apply_manifest(api, job)
@@ -266,8 +293,8 @@ def prepared(kube_cluster, tmp_path_factory):
         try:
             wait_for("the scheduler serving", scheduler_up, timeout_s=120, interval_s=0.5)
         except TimeoutError as exc:
-            raise AssertionError(f"{exc}\nevents: {event_summary(api, ns)}\n{deployed.logs('dask-scheduler')}") from None
-        deployed.workers = {}
+            raise AssertionError(f"{exc}\nevents: {event_summary(api, ns)}\n"
+                                 f"{deployed.logs('dask-scheduler')}") from None
         yield deployed
     finally:
         index.dump(tmp / "index-access.jsonl")
@@ -280,8 +307,8 @@ def prepared(kube_cluster, tmp_path_factory):
 
 def test_the_job_prepares_the_environment_on_the_claim_from_the_index(prepared):
     home = prepared.share / prepared.claim / prepared.d["subdir"]
-    cpu_lock = prepared_env.lock_text("cpu")
-    assert (home / prepared_env.MARKER).read_text().strip() == prepared_env.lock_digest(cpu_lock)
+    cpu_lock = worker_lock.lock_text("cpu")
+    assert (home / prepared_env.MARKER).read_text().strip() == worker_lock.lock_digest(cpu_lock)
     assert (home / "pyvenv.cfg").read_text().count(sys.base_prefix) >= 1  # the pods' interpreter
     wheels_fetched = {r.path.rsplit("/", 1)[1] for r in prepared.index.requests() if r.path.startswith("/files/")}
     assert wheels_fetched == set(lock_hashes(cpu_lock))  # every locked file, and only those
@@ -305,9 +332,10 @@ def test_the_job_records_the_trees_digest_in_the_namespaces_configmap(prepared):
     assert data == {prepared_env.record_key(prepared.d["subdir"]): hashlib.sha256(manifest.encode()).hexdigest()}
 
 
-def test_the_job_exits_at_once_when_the_environment_is_there(prepared, kube_cluster):
-    """Run again (as after a node loss or a re-run of pulumi up with the same lock): it
-    finds the marker, fetches nothing and ends."""
+@pytest.fixture(scope="module")
+def rerun(prepared) -> dict:
+    """The environment Job run again, once (as after a node loss or a re-run of pulumi up with
+    the same lock): the index's log before and after, the pod's log and the seconds it took."""
     api, ns = prepared.api, prepared.ns
     job = api_request(api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs/dask-environment")
     again = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "dask-environment-again", "namespace": ns},
@@ -319,22 +347,34 @@ def test_the_job_exits_at_once_when_the_environment_is_there(prepared, kube_clus
     wait_for("the second Job completed", lambda: api_request(
         api, "GET", f"/apis/batch/v1/namespaces/{ns}/jobs/dask-environment-again")["status"].get("succeeded"),
         timeout_s=120)
-    assert len(prepared.index.log) == before, prepared.index.log[before:]
+    seconds = round(time.time() - started, 2)
     (pod,) = pods(api, ns, "again=yes")
     log = api_request(api, "GET", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/log")
-    assert "is prepared already" in log, log
-    prepared.rerun_seconds = round(time.time() - started, 2)
+    return {"index_log_before": before, "index_log_after": len(prepared.index.log), "log": log, "seconds": seconds}
 
 
-def test_workers_from_the_environment_join_within_a_minute_and_fetch_nothing(prepared):
+def test_the_job_exits_at_once_when_the_environment_is_there(prepared, rerun):
+    """Run again: it finds the marker, fetches nothing and ends."""
+    before = rerun["index_log_before"]
+    assert rerun["index_log_after"] == before, prepared.index.log[before:]
+    assert "is prepared already" in rerun["log"], rerun["log"]
+
+
+@pytest.fixture(scope="module")
+def joined_workers(prepared) -> dict[str, dict]:
+    """A first worker and an added one from the environment, started once: each one's figures
+    (:meth:`Deployed.start_worker`) by ``first`` and ``added``."""
     first = prepared.start_worker("worker-first", worker_spec(prepared.cluster, "worker-first", prepared.d))
     added = prepared.start_worker("worker-added", worker_spec(prepared.cluster, "worker-added", prepared.d))
-    for name, figures in (("first", first), ("added", added)):
+    return {"first": first, "added": added}
+
+
+def test_workers_from_the_environment_join_within_a_minute_and_fetch_nothing(prepared, joined_workers):
+    for name, figures in joined_workers.items():
         assert figures["seconds"] < JOIN_LIMIT_S, (name, figures)
     # nothing fetched after the Job: no request of any pod (the workers' addresses included)
     late = prepared.index.requests(since=prepared.job_done_at)
     assert late == [], late
-    prepared.workers.update(first=first, added=added)
     # they run the environment's Dask, from the read-only mount
     probe = prepared.scheduler_identity()["workers"]
     assert {w["name"] for w in probe.values()} >= {"worker-first", "worker-added"}
@@ -344,7 +384,8 @@ def test_a_changed_file_stops_a_new_worker_before_it_imports_anything(prepared):
     """A writer of the share changes distributed's ``__init__`` (here: one that would say so
     when imported): a new worker's check names the file and the pod's worker container never
     starts; the file restored, the next worker joins."""
-    target = prepared.share / prepared.claim / prepared.d["subdir"] / "lib/python3.11/site-packages/distributed/__init__.py"
+    target = (prepared.share / prepared.claim / prepared.d["subdir"]
+              / "lib/python3.11/site-packages/distributed/__init__.py")
     original = target.read_bytes()
     name = "worker-tampered"
     path = f"/api/v1/namespaces/{prepared.ns}/pods/{name}"
@@ -380,15 +421,15 @@ def test_a_changed_file_stops_a_new_worker_before_it_imports_anything(prepared):
 
 @pytest.mark.skipif(os.environ.get("DASK_TKG__MEASURE") != "1",
                     reason="the paper's way measured only with DASK_TKG__MEASURE=1 (~2 minutes more)")
-def test_measure_the_paper_way_and_record(prepared):
+def test_measure_the_paper_way_and_record(prepared, rerun, joined_workers):
     """The same CPU packages pip-installed at start (the image's entrypoint's
     ``pip install $EXTRA_PIP_PACKAGES``, then ``exec`` the worker), with the pip-cache claim
-    as pip's cache at the pods' home: a first worker and an added one."""
-    if not prepared.workers:
-        test_workers_from_the_environment_join_within_a_minute_and_fetch_nothing(prepared)
-    spec_lines = [line.split("#")[0].strip() for line in prepared_env.ENV_DIR.joinpath("worker.in").read_text().splitlines()]
+    as pip's cache at the pods' home: a first worker and an added one, beside the prepared
+    environment's (``rerun``, ``joined_workers``)."""
+    raw_lines = worker_lock.ENV_DIR.joinpath("worker.in").read_text().splitlines()
+    spec_lines = [line.split("#")[0].strip() for line in raw_lines]
     packages = []
-    for line, raw in zip(spec_lines, prepared_env.ENV_DIR.joinpath("worker.in").read_text().splitlines()):
+    for line, raw in zip(spec_lines, raw_lines, strict=True):
         if not line:
             continue
         if "gpu-only" in raw:
@@ -405,8 +446,10 @@ def test_measure_the_paper_way_and_record(prepared):
                      if v["name"] == prepared_env.VOLUME)["persistentVolumeClaim"]["claimName"]
         spec["volumes"].append({"name": "pip-cache", "persistentVolumeClaim": {"claimName": claim}})
         container["volumeMounts"] = [m for m in container["volumeMounts"] if m["name"] != prepared_env.VOLUME]
-        container["volumeMounts"].append({"name": "pip-cache", "mountPath": "/home/dask/.cache/pip", "subPath": "paper-pip"})
-        worker_args = " ".join(f"'{a}'" for a in container["args"]).replace("'$(DASK_WORKER_NAME)'", "\"$DASK_WORKER_NAME\"")
+        container["volumeMounts"].append({"name": "pip-cache", "mountPath": "/home/dask/.cache/pip",
+                                          "subPath": "paper-pip"})
+        worker_args = " ".join(f"'{a}'" for a in container["args"]).replace("'$(DASK_WORKER_NAME)'",
+                                                                            "\"$DASK_WORKER_NAME\"")
         container["command"] = ["sh", "-c", (
             f"python -m venv /tmp/env && /tmp/env/bin/python -m pip install --quiet --disable-pip-version-check"
             f" --index-url {prepared.index.url} --trusted-host {prepared_env.plain_http_host(prepared.index.url)}"
@@ -425,17 +468,17 @@ def test_measure_the_paper_way_and_record(prepared):
                 " on the real Kubernetes 1.33 node (tests/cluster/test_prepared_environment.py), CPU flavour of the"
                 " lock (components/dask/environment/worker-cpu.lock), index on the cluster's link",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "lock": {"flavour": "cpu", "packages": len(lock_hashes(prepared_env.lock_text('cpu'))),
+        "lock": {"flavour": "cpu", "packages": len(lock_hashes(worker_lock.lock_text('cpu'))),
                  "wheel_bytes": sum((prepared.index.wheels / f).stat().st_size
-                                    for f in lock_hashes(prepared_env.lock_text('cpu')))},
+                                    for f in lock_hashes(worker_lock.lock_text('cpu')))},
         "prepared": {
             "job_seconds": round(prepared.job_done_at - prepared.job_created, 2),
             "job_bytes": job_bytes,
-            "job_rerun_seconds": getattr(prepared, "rerun_seconds", None),
-            "first_worker_seconds": prepared.workers["first"]["seconds"],
-            "added_worker_seconds": prepared.workers["added"]["seconds"],
+            "job_rerun_seconds": rerun["seconds"],
+            "first_worker_seconds": joined_workers["first"]["seconds"],
+            "added_worker_seconds": joined_workers["added"]["seconds"],
             "added_worker_bytes": 0,
-            "added_worker_requests": len(prepared.index.requests(client=prepared.workers["added"]["pod_ip"])),
+            "added_worker_requests": len(prepared.index.requests(client=joined_workers["added"]["pod_ip"])),
         },
         "image_with_extra_pip_packages": {
             "first_worker_seconds": figures["paper-first"]["seconds"],
@@ -463,7 +506,7 @@ def test_measure_the_gpu_lock_on_the_node_and_record(prepared):
     XGBoost and CuPy from it before it starts: pod created to joined, which includes the
     environment's check. The claim here is a host directory, not NFS (this node mounts no NFS)."""
     folder = Path(set_up_report(WHEELS_SCRIPT, 120, "--flavour", "cu13")["wheels"])
-    lock = prepared_env.lock_text("cu13")
+    lock = worker_lock.lock_text("cu13")
     api, ns, d = prepared.api, prepared.ns, dict(prepared.d)
     d["subdir"] = prepared_env.subdir(lock)
     index = PackageIndex(folder, lock_hashes(lock), host=prepared.index.host).start()
@@ -472,7 +515,8 @@ def test_measure_the_gpu_lock_on_the_node_and_record(prepared):
                        if o["metadata"]["name"] == "dask-environment-lock"]
         apply_manifest(api, {**lock_map, "metadata": {**lock_map["metadata"], "name": "dask-environment-lock-cu13"},
                              "data": {**lock_map["data"], prepared_env.LOCK_KEY: lock}})
-        (job,) = [o for o in in_namespace(prepared.stack.objects, "Job", ns) if o["metadata"]["name"] == "dask-environment"]
+        (job,) = [o for o in in_namespace(prepared.stack.objects, "Job", ns)
+                  if o["metadata"]["name"] == "dask-environment"]
         job = copy.deepcopy(job)
         job["metadata"]["name"] = "dask-environment-cu13"
         pod = job["spec"]["template"]["spec"]
@@ -482,9 +526,12 @@ def test_measure_the_gpu_lock_on_the_node_and_record(prepared):
                 volume["configMap"]["name"] = "dask-environment-lock-cu13"
         for container in [*pod["initContainers"], *pod["containers"]]:
             set_env(container, {"PATH": f"{sys.base_prefix}/bin:{prepared_env.SYSTEM_PATH}", "ENV_SUBDIR": d["subdir"],
-                                "PACKAGE_INDEX_URL": index.url, "PLAIN_HTTP_HOST": prepared_env.plain_http_host(index.url),
-                                "LOCK_SHA256": prepared_env.lock_digest(lock), "RECORD_KEY": prepared_env.record_key(d["subdir"])})
-            container["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
+                                "PACKAGE_INDEX_URL": index.url,
+                                "PLAIN_HTTP_HOST": prepared_env.plain_http_host(index.url),
+                                "LOCK_SHA256": worker_lock.lock_digest(lock),
+                                "RECORD_KEY": prepared_env.record_key(d["subdir"])})
+            container["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"},
+                                      "limits": {"cpu": "2", "memory": "4Gi"}}
         created = time.time()
         apply_manifest(api, job)
         wait_for("the GPU lock's Job completed", lambda: api_request(

@@ -30,27 +30,45 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
-from tests.cluster.kube import (delete_namespaces, delete_volumes, event_summary, install_tkg_pod_security, pods,
-                                wait_for)
-from tests.cluster.people import (NODE_GPUS, TeamController, advertise_gpus, apply_person, apply_team_admission,
-                                  person_kubeconfig, person_outputs, runner, start_runner, wait_team_admission)
 from tests.cluster.dask_operator import apply_crds, delete_dask_resources
+from tests.cluster.kube import (
+    delete_namespaces,
+    delete_volumes,
+    event_summary,
+    install_tkg_pod_security,
+    pods,
+    wait_for,
+)
+from tests.cluster.people import (
+    NODE_GPUS,
+    TeamController,
+    advertise_gpus,
+    apply_person,
+    apply_team_admission,
+    person_kubeconfig,
+    person_outputs,
+    runner,
+    start_runner,
+    wait_team_admission,
+)
 from tests.cluster.program import dev_stack
 from tests.cluster.support import IMAGE_HOME, runtime_differences, shared_volume_stand_ins, smoke_dataset
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from workloads.cluster import kubeconfig, own_spec, own_tls
 
 ALICE, BOB = "alice@vsphere.local", "bob@vsphere.local"
 IDLE_TIMEOUT_S = 60  # bob's: short, so that the test sees the controller reclaim his cluster
 USERS = [f"name={ALICE},gpus=2,idleTimeout=600", f"name={BOB},gpus=1,idleTimeout={IDLE_TIMEOUT_S}"]
 NAMESPACES = {ALICE: "dask-alice", BOB: "dask-bob"}
-CLUSTERS = {"alice-run": ALICE, "alice-stopped": ALICE, "alice-second": ALICE, "bob-idle": BOB}  # the clusters the runs name, by owner
+CLUSTERS = {"alice-run": ALICE, "alice-stopped": ALICE, "alice-second": ALICE,
+            "bob-idle": BOB}  # the clusters the runs name, by owner
 RUN_TIMEOUT_S = 600
 
 
 class Team:
     def __init__(self, stack, kubeconfigs, outputs, controller, tmp):
-        self.stack, self.kubeconfigs, self.outputs, self.controller, self.tmp = stack, kubeconfigs, outputs, controller, tmp
+        self.stack, self.kubeconfigs, self.outputs = stack, kubeconfigs, outputs
+        self.controller, self.tmp = controller, tmp
 
     def person_api(self, name: str):
         return kubeconfig.load(self.kubeconfigs[name]).api_client()
@@ -85,7 +103,8 @@ def team(kube_cluster, tmp_path_factory):
     advertise_gpus(api, kube_cluster.node_name, NODE_GPUS)
     volumes, controller = [], None
     try:
-        apply_manifest(api, next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == stack.dask_namespace),
+        apply_manifest(api,
+                       next(o for o in stack.of_kind("Namespace") if o["metadata"]["name"] == stack.dask_namespace),
                        update_existing=True)
         (secret,) = [o for o in stack.of_kind("Secret") if o["metadata"].get("namespace") == stack.dask_namespace
                      and o["metadata"]["name"] == "dask-tls"]
@@ -119,13 +138,14 @@ def team(kube_cluster, tmp_path_factory):
 def left_in(api, namespace: str) -> dict:
     """What a person's namespace holds of a cluster: DaskClusters, pods, the runner's Secrets."""
     clusters = api_request(api, "GET", f"/apis/kubernetes.dask.org/v1/namespaces/{namespace}/daskclusters")["items"]
-    secrets = [s["metadata"]["name"] for s in api_request(api, "GET", f"/api/v1/namespaces/{namespace}/secrets")["items"]
+    secrets = [s["metadata"]["name"] for s in api_request(api, "GET",
+                                                          f"/api/v1/namespaces/{namespace}/secrets")["items"]
                if s["metadata"]["name"].startswith("dask-tls-")]
     return {"daskclusters": [c["metadata"]["name"] for c in clusters],
             "pods": [p["metadata"]["name"] for p in pods(api, namespace)], "secrets": secrets}
 
 
-NOTHING = {"daskclusters": [], "pods": [], "secrets": []}
+NOTHING: dict[str, list[str]] = {"daskclusters": [], "pods": [], "secrets": []}
 
 
 def test_a_cluster_over_quota_gets_the_runners_error_and_nothing_is_left_pending(kube_cluster, team):
@@ -141,7 +161,8 @@ def test_a_claim_beyond_the_programs_two_is_refused_by_the_quota(kube_cluster, t
     """The share cannot be filled from a person's namespace: past the program's two read-only
     claims, the real ResourceQuota admission refuses any claim (as it would those an ephemeral
     volume makes the controller create, which the admission policies refuse first), whoever asks."""
-    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "fill", "namespace": "dask-alice"},
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "fill", "namespace": "dask-alice"},
              "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "nfs-external",
                       "resources": {"requests": {"storage": "500Gi"}}}}
     with pytest.raises(KubeApiError) as refused:
@@ -237,7 +258,7 @@ def test_two_clusters_started_at_once_over_the_quota_never_exceed_it_and_the_ref
     time.sleep(0.5)
     text = {name: "".join(lines) for name, lines in logs.items()}
     codes = {name: proc.returncode for name, proc in runs.items()}
-    print({name: code for name, code in codes.items()}, "most GPUs held at once:", most)
+    print(dict(codes.items()), "most GPUs held at once:", most)
     assert 0 < most <= 2, (most, text)
     refused = [name for name, code in codes.items() if code != 0]
     assert refused, f"both ran with 2 GPUs each under a quota of 2: {codes}"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bench.results import load
 from tests.docs import generated
@@ -105,7 +105,8 @@ def render(text: str, paths: list[str] | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.docs.tables", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", nargs="+", metavar="FILE.json", help="result files under docs/results/ as the columns")
+    parser.add_argument("--files", nargs="+", metavar="FILE.json",
+                        help="result files under docs/results/ as the columns")
     parser.add_argument("--check", action="store_true", help="exit 1 if a table is not what its files give")
     args = parser.parse_args(argv)
     files = [Path(f).resolve().relative_to(REPO).as_posix() for f in args.files] if args.files else None

@@ -29,8 +29,10 @@ def test_no_document_writes_admin_credentials_to_a_file():
 
 def test_the_check_catches_what_the_docs_said_before():
     assert admin_written_to_a_file("pulumi stack output --show-secrets kubeconfig > guest.kubeconfig")
-    assert admin_written_to_a_file("kubectl -n ns get secret tkc-kubeconfig -o jsonpath='{.data.value}' | base64 -d > a")
+    assert admin_written_to_a_file(
+        "kubectl -n ns get secret tkc-kubeconfig -o jsonpath='{.data.value}' | base64 -d > a")
     assert not admin_written_to_a_file(
         "(umask 077; pulumi stack output --show-secrets runnerKubeconfig > dask-runner.kubeconfig)")
     assert not admin_written_to_a_file(
-        "kubectl --kubeconfig <(kubectl -n <ns> get secret <clusterName>-kubeconfig -o jsonpath='{.data.value}' | base64 -d)")
+        "kubectl --kubeconfig <(kubectl -n <ns> get secret <clusterName>-kubeconfig"
+        " -o jsonpath='{.data.value}' | base64 -d)")

@@ -22,6 +22,7 @@ def entries() -> dict[str, str]:
 
 @pytest.mark.parametrize("word", WORDS)
 def test_the_word_is_defined_with_its_source(word):
-    found = [text for heading, text in entries().items() if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", heading)]
+    found = [text for heading, text in entries().items()
+             if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", heading)]
     assert found, f"docs/glossary.md has no entry for {word!r}"
     assert any("https://" in text for text in found), f"the entry for {word!r} links no source"

@@ -55,8 +55,8 @@ def readme_commands() -> list[str]:
     """The command lines of the README's code blocks that this project's commands start."""
     found = []
     for block in FENCE.findall(README.read_text(encoding="utf-8")):
-        for line in block.splitlines():
-            line = line.strip()
+        for raw in block.splitlines():
+            line = raw.strip()
             if line.startswith(COMMAND_STARTS) and line not in found:
                 found.append(line)
     return found
@@ -72,8 +72,8 @@ def help_argv(line: str) -> list[str] | None:
         program = sys.executable if words[0] == "python" else str(REPO / words[0])
         assert words[1] == "-m" and len(words) > 2, line
         return [program, *words[1:], "--help"] if Path(program).exists() else None
-    program = REPO / ".venv" / "bin" / "dask-tkg" if words[0] == "dask-tkg" else REPO / words[0]
-    return [str(program), *words[1:], "--help"] if program.exists() else None
+    script = REPO / ".venv" / "bin" / "dask-tkg" if words[0] == "dask-tkg" else REPO / words[0]
+    return [str(script), *words[1:], "--help"] if script.exists() else None
 
 
 def test_the_readme_names_commands_to_check():
@@ -86,8 +86,10 @@ def test_every_readme_command_answers_help(line):
     argv = help_argv(line)
     if argv is None:
         pytest.skip(f"{line.split()[0]} is not there: `make run` links .venv/bin/dask-tkg and makes .venv")
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"{shlex.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    done = subprocess.run(argv, check=False, cwd=REPO, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, \
+        f"{shlex.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     assert "usage" in (done.stdout + done.stderr).lower(), f"{shlex.join(argv)} printed no usage"
     # argparse leaves an unknown option for the end, after --help: the help must name each one
     unknown = [word for word in argv[:-1] if word.startswith("--") and word.split("=")[0] not in done.stdout]
@@ -101,7 +103,8 @@ def slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    found, seen = set(), {}
+    found: set[str] = set()
+    seen: dict[str, int] = {}
     text = FENCE.sub("", path.read_text(encoding="utf-8"))
     for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
         base = slug(heading)

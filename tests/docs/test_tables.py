@@ -48,7 +48,7 @@ def test_every_cell_is_the_files_value_spread_and_verdict():
     for row in body:
         name = row[0].strip("`")
         assert row[1] == str(figures[name].goal), f"{name}: goal {row[1]} is not the suite's {figures[name].goal}"
-        for cell, result in zip(row[2:], results):
+        for cell, result in zip(row[2:], results, strict=True):
             if cell == "-":
                 assert name not in result or result[name].get("value") is None
                 continue
@@ -56,7 +56,8 @@ def test_every_cell_is_the_files_value_spread_and_verdict():
             assert match, f"{name}: cell {cell!r} is not 'value (low-high)[ MISSED]'"
             assert float(match["value"].replace(",", "")) == float(f"{record['value']:.3g}"), (name, cell)
             low, high = record["spread"]
-            assert (float(match["low"]), float(match["high"])) == (float(f"{low:.3g}"), float(f"{high:.3g}")), (name, cell)
+            assert (float(match["low"]), float(match["high"])) == (float(f"{low:.3g}"), float(f"{high:.3g}")), \
+                (name, cell)
             assert bool(match["missed"]) == (record["holds"] is False), (name, cell, record["holds"])
 
 

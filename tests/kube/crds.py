@@ -9,8 +9,15 @@ import kubernetes.client
 import yaml
 
 from tests import artifacts
-from tests.kube.rest import (KubeApiError, api_request, apply_manifest, delete_object, forget_discovery, get_object,
-                             resource_info)
+from tests.kube.rest import (
+    KubeApiError,
+    api_request,
+    apply_manifest,
+    delete_object,
+    forget_discovery,
+    get_object,
+    resource_info,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TKC_CRD_V1ALPHA2 = artifacts.TKC_CRD_V1ALPHA2  # VMware's file, fetched into the cache
@@ -37,7 +44,7 @@ def load_tkc_crd() -> dict:
     if v3.get("storage"):
         raise ValueError(f"{TKC_V1ALPHA3_VERSION}: v1alpha2 is the storage version; v1alpha3 must say storage: false")
     versions = [v for v in crd["spec"]["versions"] if v.get("name") != "v1alpha3"]
-    crd["spec"]["versions"] = versions + [v3]
+    crd["spec"]["versions"] = [*versions, v3]
     crd["metadata"].pop("creationTimestamp", None)  # controller-gen writes null
     crd.pop("status", None)
     return crd

@@ -49,14 +49,16 @@ _build_errors: dict[str, str] = {}
 
 def _releases_needed(item: pytest.Item) -> set[KubeRelease]:
     names = set(getattr(item, "fixturenames", ()))
-    if "apiserver_for" in names or (item.get_closest_marker("apiserver") is not None and not names & set(SERVER_FIXTURES)):
+    if "apiserver_for" in names or (item.get_closest_marker("apiserver") is not None
+                                    and not names & set(SERVER_FIXTURES)):
         return {CURRENT, PAPER}
     return {release for name, release in SERVER_FIXTURES.items() if name in names and release is not None}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if set(getattr(item, "fixturenames", ())) & set(SERVER_FIXTURES) and item.get_closest_marker("apiserver") is None:
+        if (set(getattr(item, "fixturenames", ())) & set(SERVER_FIXTURES)
+                and item.get_closest_marker("apiserver") is None):
             item.add_marker(pytest.mark.apiserver)
 
 

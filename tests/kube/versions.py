@@ -59,7 +59,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         folder = report.nodeid.split("::")[0].rsplit("/", 1)[0]
         for name, version in report.user_properties:
             if name == PROPERTY:
-                _outcomes[(version, folder, report.outcome)] += 1
+                _outcomes[(str(version), folder, report.outcome)] += 1
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

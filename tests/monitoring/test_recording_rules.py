@@ -59,7 +59,8 @@ WRONG_RULES = {
                                     "expr: \"dask_tkg:gpus_held:pod\""),
     # held without the Running filter: the replacement pod holds its GPU while still Pending
     "held-while-pending": (("\n          * on (namespace, pod) group_left ()"
-                            "\n          (max by (namespace, pod) (kube_pod_status_phase{phase=\"Running\"}) == 1)", ""),
+                            "\n          (max by (namespace, pod) (kube_pod_status_phase{phase=\"Running\"}) == 1)",
+                            ""),
                            "expr: \"dask_tkg:gpus_held:dask_cluster{dask_cluster=\\\"alice-a\\\"}\""),
 }
 

@@ -38,7 +38,7 @@ class OperatorDeployment:
     operator_namespace: str
 
     @classmethod
-    def of_program(cls, stack: str, config: dict) -> "OperatorDeployment":
+    def of_program(cls, stack: str, config: dict) -> OperatorDeployment:
         graph = run_program(stack, config=config)
         assert graph.error is None, graph.traceback
         release = graph.named(OPERATOR_RELEASE_RESOURCE).inputs

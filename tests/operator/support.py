@@ -9,10 +9,10 @@ import yaml
 
 from components.dask import podspec
 from components.dask.operator_cluster import CLUSTER_NAME
-from components.settings.placement import pool_selector
 from components.dask.operator_spec import DaskClusterInputs
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.operator import initial_workers
+from components.settings.placement import pool_selector
 from tests.artifacts import DASK_OPERATOR_CHART, artifact_path
 from tests.unit.support import settings
 
@@ -43,6 +43,8 @@ def chart_crds() -> list[dict]:
     with tarfile.open(artifact_path(DASK_OPERATOR_CHART)) as chart:
         for member in chart.getmembers():
             if member.isfile() and "/crds/" in member.name and member.name.endswith(".yaml"):
-                text = chart.extractfile(member).read().decode()
+                extracted = chart.extractfile(member)
+                assert extracted is not None, member.name
+                text = extracted.read().decode()
                 crds += [doc for doc in yaml.safe_load_all(io.StringIO(text)) if doc]
     return crds

@@ -13,7 +13,7 @@ import yaml
 from dask_kubernetes.operator.controller.controller import build_worker_deployment_spec
 from dask_kubernetes.operator.kubecluster.kubecluster import make_cluster_spec
 
-from components.dask import post_render, operator_spec, podspec
+from components.dask import operator_spec, podspec, post_render
 from components.dask.values import DaskValuesInputs, dask_values
 from components.settings.model import POOL_ROLE_LABEL
 from tests.operator.support import NAMESPACE, cluster_inputs, operator_settings
@@ -72,7 +72,8 @@ def test_gpu_workers_are_the_helm_backends_workers(s, cluster):
     assert {k: worker["spec"][k] for k in ("securityContext", "automountServiceAccountToken")} == {
         k: helm_pod[k] for k in ("securityContext", "automountServiceAccountToken")}
     # the same quantities, as strings: the operator's CRDs type them so (see test_apiserver_crs)
-    assert c["resources"] == {kind: {k: str(v) for k, v in amounts.items()} for kind, amounts in helm["resources"].items()}
+    assert c["resources"] == {kind: {k: str(v) for k, v in amounts.items()}
+                              for kind, amounts in helm["resources"].items()}
     assert c["resources"]["limits"][podspec.GPU_RESOURCE] == c["resources"]["requests"][podspec.GPU_RESOURCE] == "1"
     assert worker["spec"]["nodeSelector"] == GPU
     assert worker["replicas"] == 8
@@ -124,7 +125,8 @@ def test_scheduler_matches_what_the_controller_looks_up(s, cluster):
 def test_scheduler_serves_the_http_api_the_controller_calls(cluster):
     """distributed serves /api/v1/retire_workers and /api/v1/adaptive_target only with the api
     route enabled; the value is what Dask's config parser reads (a Python literal)."""
-    routes = ast.literal_eval(env_of(container(cluster["spec"]["scheduler"]))["DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES"])
+    scheduler_env = env_of(container(cluster["spec"]["scheduler"]))
+    routes = ast.literal_eval(scheduler_env["DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES"])
     defaults = yaml.safe_load((Path(distributed.__file__).parent / "distributed.yaml").read_text())
     default_routes = defaults["distributed"]["scheduler"]["http"]["routes"]
     assert routes == [*default_routes, "distributed.http.scheduler.api"]

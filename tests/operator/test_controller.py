@@ -24,9 +24,10 @@ import sys
 import time
 
 import pytest
+
 from components.settings.model import POOL_ROLE_LABEL
-from tests.kube.rest import KubeApiError, api_request, apply_manifest, get_object, patch_object
 from tests.apiserver.runner_identity import apply_runner_identity, kubeconfig_for, request_token
+from tests.kube.rest import KubeApiError, api_request, apply_manifest, get_object, patch_object
 from tests.operator.operator_identity import OperatorDeployment, allowed, kubeconfig_with_token
 from tests.operator.operator_identity import request_token as request_token_for
 from tests.operator.support import MODERN_IMAGE, OPERATOR
@@ -35,13 +36,15 @@ from workloads.cluster.scaling import ClusterScaler, api_from_kubeconfig
 
 pytestmark = pytest.mark.apiserver
 
-CONFIG = {**OPERATOR, "gpuWorkers": 2}  # starts with 2 GPU workers, autoscales between 1 and the dev stack's 2 GPU nodes
+# starts with 2 GPU workers, autoscales between 1 and the dev stack's 2 GPU nodes
+CONFIG = {**OPERATOR, "gpuWorkers": 2}
 WAIT_S = 90.0
 
 
 def program_objects(namespace: str, **config) -> dict[str, dict]:
     """The program's operator resources, built for ``namespace`` (the test's) as ``daskNamespace``."""
-    return {m["kind"]: m for m in program_manifests(namespace, **config) if m["apiVersion"].startswith("kubernetes.dask.org/")}
+    return {m["kind"]: m for m in program_manifests(namespace, **config)
+            if m["apiVersion"].startswith("kubernetes.dask.org/")}
 
 
 def program_manifests(namespace: str, **config) -> list[dict]:

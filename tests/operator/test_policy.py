@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from policy.rules.dask_operator import (operator_gpu_worker_one_gpu, operator_one_image_everywhere,
-                                        operator_one_pinned_image, operator_scheduler_off_gpu)
+from policy.rules.dask_operator import (
+    operator_gpu_worker_one_gpu,
+    operator_one_image_everywhere,
+    operator_one_pinned_image,
+    operator_scheduler_off_gpu,
+)
 from tests.operator.support import OPERATOR
 from tests.policy.support import graph_violations, inputs, resource_args, stack_args, violations
 from tests.program.graph import Graph, run_program

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from workloads import contract
 from components.settings.model import POOL_ROLE_LABEL
 from tests.operator.support import OPERATOR
 from tests.program.graph import run_program, walk_strings
+from workloads import contract
 
 DASK_API = "kubernetes:kubernetes.dask.org/v1"
 

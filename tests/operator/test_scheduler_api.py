@@ -52,10 +52,10 @@ def http(method: str, url: str, body: dict | None = None) -> tuple[int, object]:
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     try:
         with OPENER.open(request, timeout=30) as response:
-            body = response.read()
+            raw = response.read()
             if "json" in response.headers.get("Content-Type", ""):
-                return response.status, json.loads(body or b"null")
-            return response.status, body.decode(errors="replace")
+                return response.status, json.loads(raw or b"null")
+            return response.status, raw.decode(errors="replace")
     except urllib.error.HTTPError as exc:
         return exc.code, None
     except (urllib.error.URLError, ConnectionError):

@@ -6,6 +6,8 @@ cluster (tests/cluster: :mod:`tests.cluster.running`), started after that one is
 Fixtures
   ``kube_cluster`` (package) -> :class:`tests.cluster.node.KubeCluster` of the 1.20 build: the
       name the shared helpers (tests/cluster/*.py) ask for, so that they run unchanged here
+  ``dask_release``, ``data_server`` (module): :mod:`tests.cluster.dask_release`, for the
+      modules that define ``release_stack`` (the stack and settings to release)
   ``cluster_namespace`` (function) -> str: a fresh namespace (no PodSecurityPolicy granted)
 """
 from __future__ import annotations
@@ -14,6 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.cluster.dask_release import (  # noqa: F401 - fixtures, registered by name
+    dask_release,
+    data_server,
+)
 from tests.cluster.node import KubeCluster
 from tests.cluster.running import fresh_namespace, running_cluster
 from tests.kube.binaries import PAPER

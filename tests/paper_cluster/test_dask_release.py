@@ -36,14 +36,15 @@ import pytest
 from distributed import Client
 
 from components.dask.values import dashboard_url
-from tests.kube.rest import api_request
 from tests.cluster import data_job
+from tests.cluster.dask_release import Release, stack_outputs
 from tests.cluster.jupyter import Browser, logged_in, serving
 from tests.cluster.kube import pods, running, wait_for, wait_running
-from tests.cluster.dask_release import Release, data_server, dask_release, stack_outputs  # noqa: F401 - fixtures
 from tests.cluster.post_render import change_job
 from tests.cluster.program import DeclaredStack, declared_stack
-from tests.cluster.support import LAB_SETTINGS, RELEASE_WORKERS as WORKERS, runtime_differences
+from tests.cluster.support import LAB_SETTINGS, runtime_differences
+from tests.cluster.support import RELEASE_WORKERS as WORKERS
+from tests.kube.rest import api_request
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,10 +65,10 @@ def test_workers_join_the_scheduler_over_tls(dask_release):
 def test_a_client_without_the_certificate_is_refused(dask_release):
     context = ssl.create_default_context(cafile=str(dask_release.tls_dir / "ca.crt"))
     context.check_hostname = False  # Dask checks the chain, not names
-    with socket.create_connection((dask_release.scheduler_ip, 8786), timeout=10) as raw:
-        with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|certificate required|HANDSHAKE_FAILURE"):
-            with context.wrap_socket(raw) as tls:
-                tls.recv(1)  # TLS 1.3: the server's refusal arrives after the client's Finished
+    with (socket.create_connection((dask_release.scheduler_ip, 8786), timeout=10) as raw,
+          pytest.raises(ssl.SSLError, match=r"CERTIFICATE_REQUIRED|certificate required|HANDSHAKE_FAILURE"),
+          context.wrap_socket(raw) as tls):
+        tls.recv(1)  # TLS 1.3: the server's refusal arrives after the client's Finished
 
 
 def test_jupyter_accepts_the_generated_password_and_refuses_others(dask_release):
@@ -103,7 +104,7 @@ def test_jupyter_ran_the_whole_of_the_charts_config(kube_cluster, dask_release):
 def pod_exec(kube_cluster, namespace: str, pod: str, *command: str) -> str:
     out = subprocess.run([str(kube_cluster.release.binary("kubectl")), f"--kubeconfig={kube_cluster.kubeconfig}",
                           "-n", namespace, "exec", pod, "--", *command],
-                         capture_output=True, text=True, timeout=60)
+                         check=False, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -160,7 +161,7 @@ print(json.dumps({
 
 def test_the_pods_run_without_token_privileges_or_keys_in_their_environment(kube_cluster, dask_release):
     """Checked inside each running pod, from its main process's /proc: what the program's pod
-    security (components/cluster/pod_security.py) and post-renderer promise."""
+    security (components/kube/pod_security.py) and post-renderer promise."""
     checked = set()
     for pod in pods(kube_cluster.api_client, dask_release.namespace):
         role = pod["metadata"]["labels"].get("component")
@@ -170,7 +171,8 @@ def test_the_pods_run_without_token_privileges_or_keys_in_their_environment(kube
                                    "python", "-c", PROBE_POD_SECURITY))
         name = pod["metadata"]["name"]
         assert seen["no_new_privs"] == "1" and int(seen["cap_eff"], 16) == 0 == int(seen["cap_bnd"], 16), (name, seen)
-        assert seen["uid"] == ["1000"] * 4 and seen["gid"] == ["1000"] * 4, (name, seen)  # RUN_AS: the paper's image is root's
+        # RUN_AS: the paper's image is root's
+        assert seen["uid"] == ["1000"] * 4 and seen["gid"] == ["1000"] * 4, (name, seen)
         assert seen["token"] is False, f"{name} has a service-account token"
         assert set(seen["tls_files"]) == ROLE_FILES[role], (name, seen["tls_files"])
         assert seen["pem_in_env"] is False and seen["tls_env"], (name, seen)
@@ -254,6 +256,7 @@ def run_runner(release: Release, tmp_path: Path, delete_worker_after: str | None
                              # what a lost worker tests (see the report: that case hangs)
                              "--workers", str(WORKERS)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None  # stdout=PIPE
     lines, deleted = [], None
     for line in proc.stdout:
         lines.append(line)
@@ -299,7 +302,8 @@ def test_the_runner_drives_both_benchmarks_through_the_in_cluster_dask(baseline_
     assert records[0]["metrics"]["images_scored"] > 0 and records[1]["metrics"]["rows_clean"] > 0
     # over what the Job put on the claim (nothing else writes there)
     share = dask_release.share
-    assert records[0]["metrics"]["images_total"] == sum(1 for p in (share / "dogs" / "Images").rglob("*") if p.is_file())
+    assert records[0]["metrics"]["images_total"] == sum(1 for p in (share / "dogs" / "Images").rglob("*")
+                                                        if p.is_file())
     assert records[1]["metrics"]["rows_raw"] == sum(pq.ParquetFile(p).metadata.num_rows
                                                     for p in (share / "taxi").glob("*.parquet"))
 

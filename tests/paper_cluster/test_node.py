@@ -3,8 +3,13 @@ restricted pods that run on the bridge under TKG's restricted PodSecurityPolicy,
 reaching outside loopback and the bridge (tests/cluster/node_checks.py)."""
 from __future__ import annotations
 
-from tests.cluster.node_checks import (check_a_deployment_runs_real_pods_on_the_bridge, check_node_runs_its_build,
-                                       check_nothing_connects_outside)
+from pathlib import Path
+
+from tests.cluster.node_checks import (
+    check_a_deployment_runs_real_pods_on_the_bridge,
+    check_node_runs_its_build,
+    check_nothing_connects_outside,
+)
 from tests.kube.binaries import PAPER
 
 
@@ -26,5 +31,5 @@ def test_kubelet_runs_with_cloud_metadata_disabled(kube_cluster):
     not to (the provider is gone from 1.27, so the current stacks' kubelet needs nothing)."""
     pid = kube_cluster.pids()["kubelet"]
     environ = dict(entry.split("=", 1) for entry in
-                   open(f"/proc/{pid}/environ", "rb").read().decode().split("\0") if "=" in entry)
+                   Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if "=" in entry)
     assert environ.get("AWS_EC2_METADATA_DISABLED") == "true"

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kube.rest import KubeApiError, api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import helm
-from tests.cluster.kube import (delete_namespace, in_namespace, install_tkg_pod_security, pods,
-                                wait_for)
+from tests.cluster.kube import delete_namespace, in_namespace, install_tkg_pod_security, pods, wait_for
 from tests.cluster.node import untaint_ready_node
 from tests.cluster.program import DeclaredStack, declared_stack, vm_class_nodes
 from tests.cluster.support import apply_guest_half, shared_volume_stand_ins
+from tests.kube.rest import KubeApiError, api_request, apply_manifest
 
 READY = [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "VM-class-shaped stand-in",
           "lastHeartbeatTime": "2026-12-01T00:00:00Z", "lastTransitionTime": "2026-12-01T00:00:00Z"}]

@@ -9,12 +9,19 @@ binding grants.
 """
 from __future__ import annotations
 
-from tests.kube.rest import api_request, apply_manifest
 from tests.artifacts import DASK_CHART, artifact_path
 from tests.cluster import helm
-from tests.cluster.kube import (delete_namespace, events, in_namespace, install_tkg_pod_security, pods,
-                                wait_default_service_account, wait_for)
+from tests.cluster.kube import (
+    delete_namespace,
+    events,
+    in_namespace,
+    install_tkg_pod_security,
+    pods,
+    wait_default_service_account,
+    wait_for,
+)
 from tests.cluster.program import declared_stack
+from tests.kube.rest import api_request, apply_manifest
 
 REFUSED = "unable to admit pod"
 

@@ -3,7 +3,8 @@ config a policy pack process gets from the CLI."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

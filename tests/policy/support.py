@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from pulumi_policy import (Policy, PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions,
-                           ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs,
-                           StackValidationPolicy)
+from pulumi_policy import (
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import unknown_checking_proxy
 
@@ -109,7 +117,13 @@ def violations(policy: Policy, args: ResourceValidationArgs | StackValidationArg
         assert isinstance(message, str) and message
         found.append(message)
 
-    result = policy.validate(args, report)
+    if isinstance(policy, ResourceValidationPolicy):
+        assert isinstance(args, ResourceValidationArgs), f"{policy.name} validates resources"
+        result = policy.validate(args, report)
+    else:
+        assert isinstance(policy, StackValidationPolicy), policy
+        assert isinstance(args, StackValidationArgs), f"{policy.name} validates the stack"
+        result = policy.validate(args, report)
     assert result is None, "the rules are synchronous"
     return found
 

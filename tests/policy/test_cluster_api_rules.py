@@ -11,13 +11,14 @@ variables; and on tanzukubernetescluster, flat variables) with one thing changed
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from pulumi_policy.proxy import UnknownValueError
 
-from components.settings import cluster_classes
 from components.cluster.manifests import UBUNTU_ANNOTATION
+from components.facts import cluster_classes
 from components.settings.model import CLUSTER_API
 from policy import rules
 from policy.rules import common, gpu_pools_on_vgpu_tkr, namespace_offers
@@ -221,7 +222,8 @@ def test_a_control_plane_of_an_even_or_no_number_of_nodes_fails(dev: Graph, refe
 @pytest.mark.parametrize("variable", ["vmClass", "storageClass"])
 def test_a_cluster_without_a_variable_its_class_requires_fails(dev: Graph, flat: Graph, variable: str) -> None:
     for graph in (dev, flat):
-        [message] = violations(shape(), cluster_with(graph, lambda p: drop_variable(topology(p)["variables"], variable)))
+        [message] = violations(shape(),
+                               cluster_with(graph, lambda p: drop_variable(topology(p)["variables"], variable)))
         assert f"sets no {variable!r} variable" in message and "requires" in message
 
 
@@ -239,8 +241,8 @@ def test_an_unknown_release_during_preview_is_not_a_violation(dev: Graph) -> Non
 
 
 def test_the_cluster_rules_constants_are_the_programs() -> None:
-    assert common.CAPI_CLUSTER == f"kubernetes:{CLUSTER_API}:Cluster"
+    assert f"kubernetes:{CLUSTER_API}:Cluster" == common.CAPI_CLUSTER
     assert tuple(rules.clusters.REQUIRED_VARIABLES) == cluster_classes.REQUIRED_VARIABLES
     assert rules.clusters.UNVERSIONED_CLASS == cluster_classes.UNVERSIONED_CLASS
     annotation = rules.clusters.OS_IMAGE_ANNOTATION
-    assert UBUNTU_ANNOTATION == {annotation: "os-name=ubuntu"}
+    assert {annotation: "os-name=ubuntu"} == UBUNTU_ANNOTATION

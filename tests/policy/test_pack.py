@@ -12,13 +12,13 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 from pulumi_policy.proxy import UnknownValueError
 
 from components.addons.shared_storage import DATASET_CLAIM
-from components.dask.values import GPU_RESOURCE
 from components.settings.checks import MIN_VGPU_KUBERNETES
 from components.settings.model import POOL_ROLE_LABEL
 from policy.rules import PACK_NAME, POLICIES, common, tanzu
 from tests.policy.support import UNKNOWN, graph_violations, hand_made, violations
 from tests.program.graph import Graph
 from tests.requirements import pins
+from workloads.contract import GPU_RESOURCE
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO / "policy"
@@ -82,12 +82,12 @@ def test_unknown_values_during_preview_are_not_violations(policy) -> None:
 
 def test_the_unknown_value_cases_cover_every_resource_policy() -> None:
     names = {p.name for p in POLICIES if isinstance(p, ResourceValidationPolicy)}
-    assert READS_RELEASE_VALUES < names
+    assert names > READS_RELEASE_VALUES
 
 
 def test_the_packs_constants_are_the_programs() -> None:
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
-    assert common.PROJECT == project["name"]
+    assert project["name"] == common.PROJECT
     assert "allowPublicLoadBalancer" in project["config"] and "vmClasses" in project["config"]
     assert project["config"]["allowPublicLoadBalancer"]["default"] is False
     assert common.POOL_ROLE_LABEL == POOL_ROLE_LABEL
@@ -96,7 +96,8 @@ def test_the_packs_constants_are_the_programs() -> None:
     assert tanzu.MIN_VGPU_KUBERNETES == MIN_VGPU_KUBERNETES
     paper = yaml.safe_load((REPO / "Pulumi.reference.yaml").read_text())["config"]
     assert tanzu.tkr_kubernetes_version(paper["dask-tkg:tkr"]) == MIN_VGPU_KUBERNETES  # the first with vGPU
-    assert tanzu.tkr_kubernetes_version(project["config"]["tkr"]["default"]) > MIN_VGPU_KUBERNETES
+    default = tanzu.tkr_kubernetes_version(project["config"]["tkr"]["default"])
+    assert default is not None and default > MIN_VGPU_KUBERNETES
 
 
 def test_the_packs_requirements_match_the_projects_pins() -> None:

@@ -9,8 +9,9 @@ import os
 import select
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import grpc
 import pytest
@@ -37,6 +38,7 @@ def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_
     with open(log, "w") as stderr, subprocess.Popen(
             [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "."], cwd=POLICY_DIR, env=env,
             stdout=subprocess.PIPE, stderr=stderr, text=True) as proc:
+        assert proc.stdout is not None  # stdout=PIPE
         try:
             ready, _, _ = select.select([proc.stdout], [], [], 60)
             port = proc.stdout.readline().strip() if ready else ""

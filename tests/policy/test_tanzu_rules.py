@@ -2,6 +2,8 @@
 (the namespace offers the stack's storage policies and VM classes, and what the cluster uses)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError
@@ -10,6 +12,14 @@ from policy.rules import gpu_pools_on_vgpu_tkr, namespace_offers
 from policy.rules.tanzu import tkr_kubernetes_version
 from tests.policy.support import UNKNOWN, inputs, resource_args, stack_args, violations
 from tests.program.graph import Graph
+
+
+def _collect(found: list[str]) -> Callable[[str, str | None], None]:
+    """A policy's ``report_violation`` that keeps each message in ``found``."""
+    def report(message: str, urn: str | None = None) -> None:
+        found.append(message)
+
+    return report
 
 OLD_TKR = "v1.19.7---vmware.1-tkg.1"
 
@@ -173,7 +183,7 @@ def test_unknown_ids_during_preview_skip_only_their_check(reference: Graph) -> N
     state = {policy.name: unknown_id, **namespace_state(reference, drop_class)}
     found: list[str] = []
     with pytest.raises(UnknownValueError):  # the SDK turns this into "can't run policy during preview"
-        namespace_offers.validate(stack_args(reference, state=state), lambda m, urn=None: found.append(m))
+        namespace_offers.validate(stack_args(reference, state=state), _collect(found))
     assert found and all("VsanStoragePolicy" not in m for m in found)
     assert any("VM class '16cpu-64gram-ts-20c-vmxnet3'" in m for m in found)
 
@@ -182,7 +192,7 @@ def test_an_unknown_namespace_offering_reports_nothing(reference: Graph) -> None
     state = namespace_state(reference, lambda s: s.update(storage_specs=UNKNOWN))
     found: list[str] = []
     with pytest.raises(UnknownValueError):
-        namespace_offers.validate(stack_args(reference, state=state), lambda m, urn=None: found.append(m))
+        namespace_offers.validate(stack_args(reference, state=state), _collect(found))
     assert found == []
 
 

@@ -63,7 +63,7 @@ class Nginx:
     host: str = "127.0.0.1"
 
     def url(self, path: str) -> str:
-        return "http://%s:%d%s" % (self.host, self.port, path)
+        return f"http://{self.host}:{self.port}{path}"
 
     def slow(self, on: bool) -> None:
         flag = self.state / "slow"
@@ -111,11 +111,12 @@ def start(root: Path, state: Path, etag: bool = True, host: str = "127.0.0.1", p
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError("nginx exited (%s): %s" % (process.returncode, process.stderr.read().decode()))
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"nginx exited ({process.returncode}): {stderr}")
         try:
             socket.create_connection((host, port), timeout=0.2).close()
             return Nginx(root, state, port, process, host)
         except OSError:
             time.sleep(0.05)
     process.kill()
-    raise RuntimeError("nginx did not listen on %s:%d within 10 s" % (host, port))
+    raise RuntimeError(f"nginx did not listen on {host}:{port} within 10 s")

@@ -87,7 +87,7 @@ def handler(server: Server):
                 start = int(wanted.split("=", 1)[1].split("-", 1)[0])
                 if start >= len(data):
                     self.send_response(416)
-                    self.send_header("Content-Range", "bytes */%d" % len(data))
+                    self.send_header("Content-Range", f"bytes */{len(data)}")
                     self.send_header("Content-Length", "0")
                     self.send_header("Connection", "close")
                     self.end_headers()
@@ -95,7 +95,7 @@ def handler(server: Server):
                 status = 206
             self.send_response(status)
             if status == 206:
-                self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("ETag", etag(data))
             self.send_header("Last-Modified", LAST_MODIFIED)
@@ -116,7 +116,7 @@ LAST_MODIFIED = "Sun, 01 Nov 2026 10:00:00 GMT"  # long before any Date: a stron
 
 
 def etag(data: bytes) -> str:
-    return '"%s"' % hashlib.sha256(data).hexdigest()[:16]
+    return f'"{hashlib.sha256(data).hexdigest()[:16]}"'
 
 
 def _if_range_holds(value: str | None, data: bytes) -> bool:
@@ -171,4 +171,4 @@ FILES = {
 
 
 def basic(user: str, password: str) -> str:
-    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()

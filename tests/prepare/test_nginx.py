@@ -72,7 +72,7 @@ def _no_proxy(monkeypatch):
 
 
 def args(server, root: Path) -> list[str]:
-    return ["--root", str(root), "--weights", server.url(WEIGHTS), "--only", "weights",
+    return ["--root", str(root), "--fetch", "weights", "models/{file}", server.url(WEIGHTS), "--only", "weights",
             "--timeout", "10", "--backoff-seconds", "0.01", "--progress-mb", "1"]
 
 

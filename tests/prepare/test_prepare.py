@@ -66,7 +66,7 @@ def test_full_fetch_writes_the_layout(argv, tmp_path, log):
 
 def test_parquet_template_names_the_files_parquet(argv, server, tmp_path):
     template = server.url("/trip-data/yellow_tripdata_{month}.parquet")
-    assert prepare.main(argv("--only", "taxi", "--taxi-url-template", template)) == 0
+    assert prepare.main(argv("--only", "taxi", taxi=template)) == 0
     taxi = tmp_path / "ml-share" / "taxi"
     assert sorted(p.name for p in taxi.iterdir()) == ["yellow_tripdata_2019-01.parquet",
                                                       "yellow_tripdata_2019-02.parquet"]
@@ -174,7 +174,7 @@ def test_a_complete_part_answered_416_is_verified_and_kept(argv, server, tmp_pat
     part.write_bytes(FILES[WEIGHTS])
     keep_validator(part, FILES[WEIGHTS])
     assert prepare.main(argv("--only", "weights")) == 0
-    assert [g.range for g in server.gets(WEIGHTS)] == ["bytes=%d-" % len(FILES[WEIGHTS])]
+    assert [g.range for g in server.gets(WEIGHTS)] == [f"bytes={len(FILES[WEIGHTS])}-"]
     assert (part.parent / "resnet50-0676ba61.pth").read_bytes() == FILES[WEIGHTS]
 
 
@@ -195,7 +195,7 @@ def test_dry_run_fetches_nothing(argv, server, tmp_path, capsys):
     assert prepare.main(argv("--dry-run")) == 0
     assert server.seen == [] and not (tmp_path / "ml-share").exists()
     out = capsys.readouterr().out
-    assert "%s -> %s" % (server.url(JAN), tmp_path / "ml-share/taxi/yellow_tripdata_2019-01.csv") in out
+    assert f"{server.url(JAN)} -> {tmp_path / 'ml-share/taxi/yellow_tripdata_2019-01.csv'}" in out
     assert "dry run: 5 file(s)" in out
 
 
@@ -220,9 +220,9 @@ def test_a_file_outside_the_root_is_refused(argv, server, capsys, dest):
 
 def test_credentials_are_sent_but_never_logged(argv, server, tmp_path, log, capsys):
     url = server.url(WEIGHTS).replace("http://", "http://alice:s3cret@") + "?token=t0ps3cret&x=1"
-    assert prepare.main(argv("--only", "weights", "--weights", url)) == 0
+    assert prepare.main(argv("--only", "weights", weights=url)) == 0
     assert server.gets(WEIGHTS)[0].authorization == basic("alice", "s3cret")
-    assert prepare.main(argv("--only", "weights", "--weights", url, "--dry-run")) == 0
+    assert prepare.main(argv("--only", "weights", "--dry-run", weights=url)) == 0
     shown = log.text + capsys.readouterr().out + (tmp_path / "ml-share/.prepare-status.json").read_text()
     assert "alice:***@" in shown and "token=***&x=1" in shown
     assert "s3cret" not in shown and "t0ps3cret" not in shown
@@ -239,17 +239,17 @@ def test_redact(url, shown):
 
 
 def test_a_missing_file_fails_fast_without_retries(argv, server, tmp_path):
-    assert prepare.main(argv("--only", "taxi", "--taxi-months", "2019-01,2019-03")) == 1
+    assert prepare.main(argv("--only", "taxi", months="2019-01,2019-03")) == 1
     assert len([s for s in server.seen if s.path.endswith("2019-03.csv")]) == 1
-    entry = [f for f in status(tmp_path / "ml-share")["files"] if f["status"] == "failed"][0]
+    entry = next(f for f in status(tmp_path / "ml-share")["files"] if f["status"] == "failed")
     assert "HTTP 404" in entry["error"] and entry["attempts"] == 1
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--taxi-months", "2019-13"), "--taxi-months"),
+    (("--months", "more", "more/{month}{.csv}", "http://x/y_{month}.csv", "2019-13"), "--months more"),
     (("--only", "dogs,cats"), "--only"),
     (("--retries", "0"), "--retries"),
-    (("--taxi-url-template", "http://x/y_{month}.json"), "--taxi-url-template"),
+    (("--months", "more", "more/{month}{.csv|.parquet}", "http://x/y_{month}.json", "2019-01"), "--months more"),
     # urlopen reads file: URLs too: the Job must not copy a file of its own pod into the share
     (("--file", "notes/passwd=file:///etc/passwd"), "only http and https URLs are fetched"),
 ])
@@ -261,7 +261,7 @@ def test_bad_usage_names_the_flag(argv, capsys, extra, message):
 
 def _run(python: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower() and k != "PYTHONPATH"}
-    return subprocess.run([python, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([python, *args], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_runs_as_a_module(argv, tmp_path):
@@ -274,8 +274,8 @@ def test_runs_as_a_module(argv, tmp_path):
 @pytest.mark.parametrize("python", ["this", "python3.8", "python3.12"])
 def test_runs_as_a_lone_file(argv, tmp_path, python):
     interpreter = sys.executable if python == "this" else shutil.which(python)
-    if interpreter is None or subprocess.run([interpreter, "-c", "pass"], capture_output=True).returncode:
-        pytest.skip("%s is not installed (or does not start)" % python)
+    if interpreter is None or subprocess.run([interpreter, "-c", "pass"], check=False, capture_output=True).returncode:
+        pytest.skip(f"{python} is not installed (or does not start)")
     lone = tmp_path / "opt" / "prepare.py"  # as the ConfigMap mounts it: nothing else around
     lone.parent.mkdir()
     shutil.copy(SOURCE, lone)

@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 HARNESS = Path(__file__).with_name("harness.py")
 REPO = HARNESS.parents[2]
@@ -124,9 +125,9 @@ class Graph:
                 and not r.raw.get("read")]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _run(spec_json: str) -> str:
-    done = subprocess.run([sys.executable, str(HARNESS), spec_json], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(HARNESS), spec_json], check=False, capture_output=True, text=True,
                           cwd=REPO, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"harness failed: {done.stderr[-3000:]}")

@@ -2,7 +2,8 @@
 
 Usage: python tests/program/harness.py SPEC_JSON
 SPEC_JSON: {"stack": "reference", "config": {key: value}, "secrets": {key: value},
-            "mock": {"vgpu_profiles": {host: [profiles]}, "preview": false}}
+            "mock": {"vgpu_profiles": {host: [profiles]}, "preview": false,
+                     "benchmarks": {name: module}}}   # registry lines a test adds (a third benchmark)
 
 Runs in its own process because Pulumi's mocks are process-global: every test run gets a
 fresh engine. The program is the real ``__main__.py`` run with ``runpy``; config comes
@@ -31,6 +32,8 @@ os.chdir(REPO)
 import pulumi  # noqa: E402
 import yaml  # noqa: E402
 from pulumi.runtime.mocks import MockMonitor  # noqa: E402
+
+from workloads.runs import benchmarks  # noqa: E402
 
 PROJECT = "dask-tkg"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -174,11 +177,13 @@ class GraphMocks(pulumi.runtime.Mocks):
             _default(state, "data", {"token": _b64(RUNNER_TOKEN), "ca.crt": _b64("mock-cluster-ca"),
                                      "namespace": _b64(state["metadata"]["namespace"])})
         elif typ == "tls:index/privateKey:PrivateKey":
-            _default(state, "privateKeyPem", f"-----BEGIN PRIVATE KEY-----\nmock-{args.name}\n-----END PRIVATE KEY-----\n")
+            _default(state, "privateKeyPem",
+                     f"-----BEGIN PRIVATE KEY-----\nmock-{args.name}\n-----END PRIVATE KEY-----\n")
         elif typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):
             _default(state, "certPem", f"-----BEGIN CERTIFICATE-----\nmock-{args.name}\n-----END CERTIFICATE-----\n")
         elif typ == "tls:index/certRequest:CertRequest":
-            _default(state, "certRequestPem", f"-----BEGIN CERTIFICATE REQUEST-----\nmock-{args.name}\n-----END CERTIFICATE REQUEST-----\n")
+            _default(state, "certRequestPem",
+                     f"-----BEGIN CERTIFICATE REQUEST-----\nmock-{args.name}\n-----END CERTIFICATE REQUEST-----\n")
         elif typ == "random:index/randomString:RandomString":
             _default(state, "result", "mocksalt01234567")
         elif typ == "random:index/randomPassword:RandomPassword":
@@ -202,7 +207,8 @@ class GraphMocks(pulumi.runtime.Mocks):
             return {"id": f"host-{a.get('name')}", "name": a.get("name"), "resourcePoolId": "resgroup-9"}
         if tok == "vsphere:index/getHostVgpuProfile:getHostVgpuProfile":
             host = a["hostId"].removeprefix("host-")
-            offered = self.options.get("vgpu_profiles", {}).get(host, ["grid_a100-10c", "grid_a100-20c", "grid_a100-40c"])
+            offered = self.options.get("vgpu_profiles", {}).get(host,
+                                                                ["grid_a100-10c", "grid_a100-20c", "grid_a100-40c"])
             return {"hostId": a["hostId"], "id": a["hostId"], "vgpuProfiles": [
                 {"vgpu": p, "diskSnapshotSupported": False, "memorySnapshotSupported": False,
                  "migrateSupported": True, "suspendSupported": True} for p in offered]}
@@ -273,6 +279,7 @@ def main() -> int:
     as_strings = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items() if v is not None}
     pulumi.runtime.set_all_config(as_strings, list(secrets))
     mocks = GraphMocks(spec.get("mock", {}))
+    benchmarks.BENCHMARKS.update(spec.get("mock", {}).get("benchmarks", {}))
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=spec.get("stack") or "test",
                              preview=spec.get("mock", {}).get("preview", False), monitor=monitor)
@@ -280,10 +287,11 @@ def main() -> int:
     warnings: list[str] = []
     real_warn = pulumi.log.warn
 
-    def recording_warn(message: str, *args, **kwargs) -> None:
+    def recording_warn(msg: str, resource: pulumi.Resource | None = None, stream_id: int | None = None,
+                       ephemeral: bool | None = None) -> None:
         """What the program says at preview, kept for the tests (and still sent on)."""
-        warnings.append(message)
-        real_warn(message, *args, **kwargs)
+        warnings.append(msg)
+        real_warn(msg, resource, stream_id, ephemeral)
 
     pulumi.log.warn = recording_warn
 

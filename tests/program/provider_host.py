@@ -61,7 +61,9 @@ class ProviderHost:
             stderr=subprocess.PIPE,
             env={**os.environ, "PULUMI_PROJECT": "dask-tkg", **(env or {})},
         )
-        port = self.proc.stdout.readline().decode().strip()
+        assert self.proc.stdout is not None and self.proc.stderr is not None  # both PIPE
+        self.stdout, self.stderr_pipe = self.proc.stdout, self.proc.stderr
+        port = self.stdout.readline().decode().strip()
         if not port.isdigit():
             self.close()
             raise RuntimeError(f"the dynamic provider host did not start: {self.stderr()}")
@@ -73,7 +75,7 @@ class ProviderHost:
     def stderr(self) -> str:
         if self.proc.poll() is None:
             return ""
-        return self.proc.stderr.read().decode(errors="replace")[-3000:]
+        return self.stderr_pipe.read().decode(errors="replace")[-3000:]
 
     def check(self, urn: str, olds: dict, news: dict) -> tuple[dict, list[tuple[str, str]]]:
         self.calls.append("check")
@@ -111,10 +113,10 @@ class ProviderHost:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        self.stdout.close()
+        self.stderr_pipe.close()
 
-    def __enter__(self) -> "ProviderHost":
+    def __enter__(self) -> ProviderHost:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -19,17 +19,19 @@ from pathlib import Path
 import pytest
 
 from components.artifacts.store import artifacts_dir, file_sha256, pinned
-from tests.program.graph import HARNESS, REPO, SECRETS, Graph, run_program
 from components.settings import DictSource, load
+from tests.program.graph import HARNESS, REPO, SECRETS, Graph, run_program
 from tests.unit.support import PAPER_PLATFORM, PROVIDER, SITE, problems, settings
 
-OPERATOR_STACK = ("dev", {})  # the current defaults: the operator backend (its chart and the dask chart for Jupyter)
-PAPER_STACK = ("reference", {})  # the paper's: the dask chart, GPU operator v1.9.1, the NFS provisioner
+# the current defaults: the operator backend (its chart and the dask chart for Jupyter)
+OPERATOR_STACK: tuple[str, dict[str, object]] = ("dev", {})
+# the paper's: the dask chart, GPU operator v1.9.1, the NFS provisioner
+PAPER_STACK: tuple[str, dict[str, object]] = ("reference", {})
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 
 def pins_by_chart() -> dict[tuple[str, str], object]:
-    return {(a.chart, a.chart_version): a for a in pinned() if a.chart}
+    return {(a.chart, a.chart_version): a for a in pinned() if a.chart and a.chart_version}
 
 
 def releases(graph) -> list[dict]:
@@ -43,7 +45,7 @@ def run_with_cache(cache: Path, stack: str, config: dict | None = None) -> Graph
     env = {**__import__("os").environ, "DASK_TKG__CACHE": str(cache), "DASK_TKG__MIRROR": str(mirror),
            "DASK_TKG__OFFLINE": "1"}
     spec = {"stack": stack, "config": config or {}, "secrets": SECRETS, "mock": {}}
-    done = subprocess.run([sys.executable, str(HARNESS), json.dumps(spec)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(HARNESS), json.dumps(spec)], check=False, capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return Graph(json.loads(done.stdout))
@@ -94,7 +96,8 @@ def test_a_missing_archive_is_fetched_from_the_mirror_or_named_with_its_pin(tmp_
 
 
 @pytest.mark.parametrize("config,key,expected", [
-    ({"daskChartVersion": "2024.1.0"}, "daskChartVersion", "dask 2024.1.0 from https://helm.dask.org has no pinned digest"),
+    ({"daskChartVersion": "2024.1.0"}, "daskChartVersion",
+     "dask 2024.1.0 from https://helm.dask.org has no pinned digest"),
     ({"nfsProvisionerChartVersion": "4.0.17"}, "nfsProvisionerChartVersion",
      "nfs-subdir-external-provisioner 4.0.17 from https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner"),
     # the paper's NVAIE 1.1 repository: the same chart version is pinned from NVIDIA's GitHub Pages repository

@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from workloads import contract
 from components.settings.model import POOL_ROLE_LABEL
 from tests.program.graph import SECRETS, run_program, walk_strings
-
+from workloads import contract
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +75,11 @@ def test_gpu_operator_release(graph):
     assert (Path(inputs["chart"]).name, inputs["version"], inputs["namespace"]) == (
         "gpu-operator-v1.9.1.tgz", "v1.9.1", "gpu-operator")
     driver = inputs["values"]["driver"]
-    assert driver["repository"] == "nvcr.io/nvaie" and driver["version"] == "470.63.01"  # the operator appends -ubuntu20.04
+    # the operator appends -ubuntu20.04
+    assert driver["repository"] == "nvcr.io/nvaie" and driver["version"] == "470.63.01"
     assert driver["imagePullSecrets"] == ["ngc-secret"]
-    assert driver["licensingConfig"] == {"configMapName": "licensing-config", "nlsEnabled": True}  # NLS: the token is mounted
+    # NLS: the token is mounted
+    assert driver["licensingConfig"] == {"configMapName": "licensing-config", "nlsEnabled": True}
     assert "repositoryOpts" not in inputs  # the pinned archive: no repository, and no NGC key sent to one
 
 
@@ -98,7 +99,8 @@ def test_dask_workers_get_one_gpu_each_and_mount_both_claims(graph):
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert worker["resources"]["limits"]["cpu"] == "6" and worker["resources"]["limits"]["memory"] == "48Gi"
     assert worker["image"]["dask_worker"] == "dask-cuda-worker"
-    claims = {v["persistentVolumeClaim"]["claimName"] for v in worker["mounts"]["volumes"] if "persistentVolumeClaim" in v}
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in worker["mounts"]["volumes"]
+              if "persistentVolumeClaim" in v}
     assert claims == {"external-nfs-pvc", "external-nfs-pip-cache-pvc"}
     mounts = {m["mountPath"] for m in worker["mounts"]["volumeMounts"]}
     # the paper's image runs as root: the pods run as non-root RUN_AS, with a home (and pip's cache) of its own
@@ -113,7 +115,8 @@ def test_scheduler_and_jupyter_run_on_non_gpu_nodes_with_one_image(graph):
     assert values["scheduler"]["nodeSelector"] == {POOL_ROLE_LABEL: "cpu"}
     assert values["jupyter"]["nodeSelector"] == {POOL_ROLE_LABEL: "cpu"}
     assert "nvidia.com/gpu" not in values["jupyter"]["resources"]["limits"]
-    images = {(v["image"]["repository"], v["image"]["tag"]) for v in (values["scheduler"], values["worker"], values["jupyter"])}
+    images = {(v["image"]["repository"], v["image"]["tag"]) for v in (values["scheduler"], values["worker"],
+                                                                      values["jupyter"])}
     assert images == {("nvcr.io/nvidia/rapidsai/rapidsai", "21.10-cuda11.2-runtime-ubuntu20.04")}
 
 
@@ -155,15 +158,15 @@ def test_outputs_the_runner_needs(graph):
 
 
 def test_no_secret_value_appears_outside_a_secret(graph):
-    values = [v for v in SECRETS.values()] + ["mock-generated-password-0123456789"]
+    values = [*list(SECRETS.values()), "mock-generated-password-0123456789"]
     for r in graph.resources:
         # Outputs a provider's schema marks secret (additionalSecretOutputs) are secret in
         # the real engine; the mock monitor returns them plain.
         state = {k: v for k, v in r.raw["state"].items() if k not in r.raw["additional_secret_outputs"]}
         for where, value in (("inputs", r.raw["inputs"]), ("state", state)):
             for text, secret in walk_strings(value):
-                for value in values:
-                    assert not (value in text and not secret), f"{r.name}.{where} shows a secret in the clear"
+                for hidden in values:
+                    assert not (hidden in text and not secret), f"{r.name}.{where} shows a secret in the clear"
     for key, value in graph.outputs.items():
         for text, secret in walk_strings(value):
             assert not any(v in text for v in values) or secret, key
@@ -174,7 +177,8 @@ def test_the_papers_small_stack_is_the_same_graph_small():
     assert g.error is None, g.traceback
     tkc = g.of_type("TanzuKubernetesCluster")[0].manifest()
     assert tkc["spec"]["topology"]["controlPlane"]["replicas"] == 1
-    assert {p["name"]: p["replicas"] for p in tkc["spec"]["topology"]["nodePools"]} == {"gpu-worker": 2, "cpu-worker": 1}
+    assert {p["name"]: p["replicas"] for p in tkc["spec"]["topology"]["nodePools"]} == {"gpu-worker": 2,
+                                                                                        "cpu-worker": 1}
     assert dask_values(g)["worker"]["replicas"] == 2
     ref = run_program("reference")
     # Same graph; only the reference exposes scheduler and Jupyter on LoadBalancers.

@@ -23,7 +23,7 @@ def _declared_outputs(cls: type) -> set[str]:
     """The ``pulumi.Output`` attributes ``cls`` itself annotates (not those it inherits)."""
     scope = vars(sys.modules[cls.__module__])
     hints = {name: eval(hint, scope) if isinstance(hint, str) else hint  # noqa: S307 (the module's own annotations)
-             for name, hint in cls.__dict__.get("__annotations__", {}).items()}
+             for name, hint in inspect.get_annotations(cls).items()}
     return {name for name, hint in hints.items() if hint is pulumi.Output or get_origin(hint) is pulumi.Output}
 
 

@@ -67,7 +67,8 @@ def test_other_settings_update_the_cluster_in_place(key):
     changed = variant({key: IN_PLACE[key]})
     assert changed.error is None, changed.traceback
     assert tkc_identity(changed) == tkc_identity(base)
-    assert changed.of_type("TanzuKubernetesCluster")[0].manifest() != base.of_type("TanzuKubernetesCluster")[0].manifest() \
+    tkc = "TanzuKubernetesCluster"
+    assert changed.of_type(tkc)[0].manifest() != base.of_type(tkc)[0].manifest() \
         or key in ("gpuWorkers", "workerMemory")
 
 

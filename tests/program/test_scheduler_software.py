@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import components.settings.prepared_env as prepared_env
+import components.kube.prepared_env as prepared_env
 from tests.program.graph import run_program
 
 

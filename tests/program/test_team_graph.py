@@ -86,7 +86,8 @@ OBJECT_CAPS = {"services.loadbalancers": "0", "services.nodeports": "0", "persis
 def test_each_person_has_no_system_priority_no_unbounded_container_and_their_admission_parameters(graph, namespace):
     system = one(graph, "ResourceQuota", namespace, "dask-system-priority")["spec"]
     assert system == {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [
-        {"scopeName": "PriorityClass", "operator": "In", "values": ["system-node-critical", "system-cluster-critical"]}]}}
+        {"scopeName": "PriorityClass", "operator": "In",
+         "values": ["system-node-critical", "system-cluster-critical"]}]}}
     [limits] = one(graph, "LimitRange", namespace, "dask-limits")["spec"]["limits"]
     # the dev stack: the scheduler's 1 CPU and 4Gi by default, one GPU worker's 6 CPUs and 48Gi at most; no
     # GPU maximum (the server would make it every container's default GPU limit)
@@ -195,7 +196,7 @@ def test_the_team_cluster_spec_is_the_shared_clusters_pods_namespace_neutral_wit
     assert "__secret__" not in json.dumps(spec)
     text = json.dumps(spec)
     assert SHARED not in text and "dask-tls" not in text and "/etc/dask/tls" not in text
-    [shared] = [m for m in objects(graph, "DaskCluster")]
+    [shared] = list(objects(graph, "DaskCluster"))
     assert spec["scheduler"]["spec"]["containers"][0]["image"] == shared["spec"]["scheduler"]["spec"]["containers"][0][
         "image"]
     worker = spec["worker"]
@@ -231,13 +232,14 @@ def test_the_teams_reclaimer_runs_in_the_operators_namespace_with_rights_only_ov
     assert pod["serviceAccountName"] == "dask-reclaimer" and pod["automountServiceAccountToken"] is True
     [code] = [c for c in objects(graph, "ConfigMap", "dask-operator") if c["metadata"]["name"] == "dask-reclaimer"]
     # the stack's default maximum lifetime (teamMaxLifetime: 12 h) for each person
-    assert json.loads(code["data"]["limits.json"]) == {namespace: 43200 for namespace in PEOPLE.values()}
+    assert json.loads(code["data"]["limits.json"]) == dict.fromkeys(PEOPLE.values(), 43200)
     for namespace in PEOPLE.values():
         role = one(graph, "Role", namespace, "dask-reclaimer")
         assert role["rules"] == [{"apiGroups": ["kubernetes.dask.org"], "resources": ["daskclusters"],
                                   "verbs": ["list", "delete"]}]
         binding = one(graph, "RoleBinding", namespace, "dask-reclaimer")
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dask-reclaimer", "namespace": "dask-operator"}]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dask-reclaimer",
+                                        "namespace": "dask-operator"}]
     held = [r for r in objects(graph, "Role") + objects(graph, "ClusterRole")
             if r["metadata"]["name"] == "dask-reclaimer" and r["metadata"].get("namespace") not in PEOPLE.values()]
     assert held == []

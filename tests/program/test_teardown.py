@@ -67,7 +67,8 @@ def test_the_documented_steps_release_the_claim_then_the_share():
     #    share and what it needs (its storage policy, the checks the vSphere layer waits for)
     after_claim = destroy(unprotect(state, steps[0]))
     assert {name(u) for u in after_claim.refused} == {"vsphere-fileshare-share"}
-    kept = {s.type.rsplit(":", 1)[-1] for s in after_claim.left if s.custom and not s.type.startswith("pulumi:providers")}
+    kept = {s.type.rsplit(":", 1)[-1] for s in after_claim.left
+            if s.custom and not s.type.startswith("pulumi:providers")}
     assert kept == {"VsanFileShare", "VsanStoragePolicy", "VCenterPrivileges", "VgpuManagerCheck", "SupervisorReleases"}
     policy = [s for s in after_claim.left if s.type.endswith("VsanStoragePolicy")]
     assert [name(s.urn) for s in policy] == ["vsphere-policies-vsan-r1-sw8"]  # fileSharePolicy's

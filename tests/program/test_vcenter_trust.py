@@ -57,6 +57,6 @@ def test_the_current_stack_checks_the_hosts_vgpu_manager_and_the_papers_does_not
     [check] = graph.of_type("VgpuManagerCheck")
     assert check.inputs["hosts"] == ["lab-esxi-01.lab.example", "lab-esxi-02.lab.example"]
     assert check.inputs["guest_driver"] == "580.159.03"
-    [classes] = [r for r in graph.of_type("VmClasses")]
+    [classes] = list(graph.of_type("VmClasses"))
     assert graph.depends_on(classes, check)
     assert run_program("reference").of_type("VgpuManagerCheck") == []

@@ -106,6 +106,6 @@ def test_vsphere_7_declares_none_of_the_vsphere_8_resources():
     g = run_program("reference")
     assert g.error is None, g.traceback
     assert not g.of_type(RELEASE_CHECK) and not g.of_type(ACCESS_AND_LIMITS) and not g.of_type(NAMESPACE)
-    (library,) = g.of_type(LIBRARY)
+    (_library,) = g.of_type(LIBRARY)
     (check,) = g.of_type("dynamic/vsphere:SupervisorTkrLibrary")
     assert check.inputs["library_id"] == "vsphere-library-library-id"

@@ -18,12 +18,16 @@ or the Dask operator then do with it (docs/deploy.md, "Upgrades", says that, wit
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from components.cluster.providers.pool_readiness import GpuPoolsReadyProvider
 from components.cluster.providers.supervisor_releases import SupervisorReleasesProvider
-from components.vsphere.providers.supervisor_library import SupervisorReleaseLibraryProvider, SupervisorTkrLibraryProvider
+from components.vsphere.providers.supervisor_library import (
+    SupervisorReleaseLibraryProvider,
+    SupervisorTkrLibraryProvider,
+)
 from tests.program.graph import Graph, Resource
 
 # pulumi-kubernetes provider/pkg/provider/diff.go: forceNew, for the kinds the program declares
@@ -72,7 +76,7 @@ def changed_paths(before: dict, after: dict) -> tuple[str, ...]:
 
 
 def _under(path: str, prefixes) -> bool:
-    return any(path == p or path.startswith(p + ".") or path.startswith(p + "[") for p in prefixes)
+    return any(path == p or path.startswith((p + ".", p + "[")) for p in prefixes)
 
 
 def _replaces(old: Resource, new: Resource, paths: tuple[str, ...]) -> bool:
@@ -96,6 +100,7 @@ def changes(before: Graph, after: Graph) -> dict[str, Change]:
         old, new = olds.get(urn), news.get(urn)
         if old is None or new is None:
             r = old or new
+            assert r is not None  # the urn is one of the two graphs'
             out[r.name] = Change(r.name, r.type, "create" if old is None else "delete")
             continue
         paths = tuple(p for p in changed_paths(old.inputs, new.inputs) if not p.startswith("__"))

@@ -85,7 +85,7 @@ def rows(text: str | None = None) -> list[Row]:
             if len(cells) != len(header):
                 raise ValueError(f"{DOC_NAME}:{number}: {len(cells)} cells under {len(header)} columns "
                                  f"({', '.join(header)})")
-            found.append(Row(section, table, dict(zip(header, cells)), number))
+            found.append(Row(section, table, dict(zip(header, cells, strict=True)), number))
     return found
 
 
@@ -106,10 +106,11 @@ def message_fragments(cell: str) -> list[str]:
     quotes after a backticked key), placeholders cut out."""
     quoted = re.findall(r"`([^`]+)`", cell) + re.findall(r'"([^"]+)"', re.sub(r"`[^`]*`", "", cell))
     pieces = []
-    for text in quoted:
-        if not PLACEHOLDER.search(text) and len(text) < 3:
-            pieces.append(text)  # a short value (`L`, `BMP`): a whole string of the test
+    for quote in quoted:
+        if not PLACEHOLDER.search(quote) and len(quote) < 3:
+            pieces.append(quote)  # a short value (`L`, `BMP`): a whole string of the test
             continue
+        text = quote
         while PLACEHOLDER.search(text):  # nested ones too: {file: {reason: n}}
             text = PLACEHOLDER.sub(HOLE, text)
         pieces += [piece.strip(" ,;:") for piece in text.split(HOLE) if len(piece.strip(" ,;:")) >= 3]
@@ -136,13 +137,14 @@ def _strings(node: ast.AST) -> list[str]:
     found = []
     for child in ast.walk(node):
         if isinstance(child, ast.JoinedStr):
-            found.append("".join(part.value if isinstance(part, ast.Constant) else HOLE for part in child.values))
+            found.append("".join(part.value if isinstance(part, ast.Constant) and isinstance(part.value, str)
+                                 else HOLE for part in child.values))
         elif isinstance(child, ast.Constant) and isinstance(child.value, str):
             found.append(child.value)
     return found
 
 
-def _case(function: ast.FunctionDef, number: int) -> ast.AST:
+def _case(function: ast.FunctionDef | ast.AsyncFunctionDef, number: int) -> ast.AST:
     """The ``number``-th (1-based) parameter set of the test's parametrize decorator."""
     for decorator in function.decorator_list:
         if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "parametrize":
@@ -232,7 +234,8 @@ FIGURE_ROWS = [
      lambda f: f"{_seconds(f['images_kill']['detected_after_s'])}; {_seconds(f['images_kill']['replaced_after_s'])}",
      "tests/reliability/test_worker_loss.py::test_images_survive_a_worker_killed_mid_infer"),
     ("images `infer`, warm undisturbed / with the kill (26 images; the other worker takes over); recovery",
-     lambda f: f"{_seconds(f['images_kill']['infer_s_undisturbed'])} / {_seconds(f['images_kill']['infer_s_with_kill'])}"
+     lambda f: f"{_seconds(f['images_kill']['infer_s_undisturbed'])} / "
+               f"{_seconds(f['images_kill']['infer_s_with_kill'])}"
                f"; {_seconds(f['images_kill']['recovery_s'])}",
      "tests/reliability/test_worker_loss.py::test_images_survive_a_worker_killed_mid_infer"),
     ("taxi: worker SIGKILL -> the scheduler removes it -> the nanny's replacement joins",
@@ -249,7 +252,8 @@ FIGURE_ROWS = [
      "tests/reliability/test_worker_loss.py::test_taxi_training_retried_after_a_worker_killed_mid_training"),
     ("taxi `load`, warm undisturbed / with 2 reads failing with EIO (retried); recovery",
      lambda f: f"{_seconds(f['taxi_read_errors']['load_s_undisturbed'])} / "
-               f"{_seconds(f['taxi_read_errors']['load_s_with_errors'])}; {_seconds(f['taxi_read_errors']['recovery_s'])}",
+               f"{_seconds(f['taxi_read_errors']['load_s_with_errors'])}; "
+               f"{_seconds(f['taxi_read_errors']['recovery_s'])}",
      "tests/reliability/test_read_errors.py::test_a_few_io_errors_are_retried_and_no_row_is_lost"),
     ("SIGINT -> runner exited, record written",
      lambda f: _seconds(f["SIGINT_process_ended_after_s"]),
@@ -285,7 +289,7 @@ def _label(row: str) -> str:
 def figures_table(figures: dict, text: str = "") -> str:
     """The table of measured figures: each generated row from ``figures``; a row the file cannot
     give keeps the document's own, and rows written by hand stay where they are."""
-    computed = {}
+    computed: dict[str, str | None] = {}
     for label, value, test in FIGURE_ROWS:
         try:
             computed[label] = f"| {label} | {value(figures)} | `{test}` |"
@@ -297,7 +301,7 @@ def figures_table(figures: dict, text: str = "") -> str:
     for row in written:  # the document's order, hand-written rows included
         label = _label(row)
         rows.append((computed.get(label) or row) if label in computed else row)
-    for label, value, test in FIGURE_ROWS:  # generated rows the document does not have yet
+    for label, _value, test in FIGURE_ROWS:  # generated rows the document does not have yet
         if label not in kept:
             rows.append(computed[label] or f"| {label} | {NOT_MEASURED} | `{test}` |")
     return "\n".join(["| figure | value | test |", "|---|---|---|", *rows])
@@ -314,8 +318,9 @@ def _recovery_row(figures: dict | None, text: str) -> str:
     recoveries = []
     for key, what in (("images_kill", "images, worker killed"), ("taxi_kill", "taxi training, worker killed"),
                       ("taxi_read_errors", "taxi load, reads failing")):
-        if isinstance((figures or {}).get(key), dict) and "recovery_s" in figures[key]:
-            recoveries.append(f"{what}: {_seconds(figures[key]['recovery_s'])}")
+        figure = (figures or {}).get(key)
+        if isinstance(figure, dict) and "recovery_s" in figure:
+            recoveries.append(f"{what}: {_seconds(figure['recovery_s'])}")
         elif what in written:  # not in the figures: as the document has it
             recoveries.append(f"{what}: {written[what]}")
     if recoveries:
@@ -372,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--figures", type=Path, default=FIGURES,
                         help=f"the figures the document quotes (default: {FIGURES.relative_to(REPO)})")
     parser.add_argument("--record", type=Path, nargs="?", const=MEASURED, metavar="FILE",
-                        help=f"merge a run's measured figures into --figures first (default: {MEASURED.relative_to(REPO)})")
+                        help="merge a run's measured figures into --figures first"
+                             f" (default: {MEASURED.relative_to(REPO)})")
     args = parser.parse_args(argv)
     if args.record is not None:
         if args.check:

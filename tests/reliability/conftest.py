@@ -4,6 +4,7 @@ generated datasets of both benchmarks."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from .faults import FAULTS_ENV
 
 
 @pytest.fixture(scope="session")
-def faults_dir(tmp_path_factory) -> Path:
+def faults_dir(tmp_path_factory) -> Iterator[Path]:
     """Set before the cluster starts: workers (and the ones nannies restart) inherit it."""
     directory = tmp_path_factory.mktemp("faults")
     previous = os.environ.get(FAULTS_ENV)

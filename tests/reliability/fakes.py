@@ -11,8 +11,15 @@ from tests.workloads.fakes import FakeConfig, generate  # noqa: F401 - generate:
 NAME = "flaky"
 REQUIRED_PACKAGES: tuple[str, ...] = ("numpy",)
 HEADLINE_METRICS = ("value",)
-FAIL_NEXT = 0  # runs left to fail
 RUNS: list[int] = []  # worker counts of the runs made, in order
+
+
+@dataclass
+class Switch:
+    fail_next: int = 0  # runs left to fail
+
+
+SWITCH = Switch()
 
 
 @dataclass(frozen=True)
@@ -33,11 +40,10 @@ def _cube(x):
 
 
 def run(client, config: Config, timer) -> dict:
-    global FAIL_NEXT
     with timer.phase("work"):
         value = client.submit(_cube, config.rounds, workers=list(config.workers) or None, pure=False).result()
     RUNS.append(len(config.workers) or len(client.nthreads()))
-    if FAIL_NEXT:
-        FAIL_NEXT -= 1
+    if SWITCH.fail_next:
+        SWITCH.fail_next -= 1
         raise RuntimeError("flaky failure")
     return {"value": value}

@@ -127,6 +127,11 @@ def kill_rank_callback(rank_name: str, at_round: int):
     return KillRank()
 
 
+def _replace(owner: type, name: str, value: object) -> None:
+    """Set ``owner.name`` to ``value`` in this process: the fault's hook into the reader."""
+    setattr(owner, name, value)
+
+
 class FailingTaxiReads(WorkerPlugin):
     """A Dask worker plugin (``Client.register_plugin``) that makes reading the bytes of
     one taxi file fail with EIO in the worker processes, the way a read(2) on an NFS soft
@@ -144,9 +149,9 @@ class FailingTaxiReads(WorkerPlugin):
         from workloads.taxi import io
 
         stream = io._RangeStream
-        real = getattr(stream, "_real_readinto", stream.readinto)
-        stream._real_readinto = real
-        self._saved_backoff = getattr(io, "READ_BACKOFF_S", None)
+        real = vars(stream).get("_real_readinto", stream.readinto)
+        _replace(stream, "_real_readinto", real)
+        self._saved_backoff = io.READ_BACKOFF_S
         io.READ_BACKOFF_S = self.backoff_s
         plugin = self
 
@@ -157,12 +162,12 @@ class FailingTaxiReads(WorkerPlugin):
                 raise OSError(errno.EIO, "Input/output error")
             return real(self, buffer)
 
-        stream.readinto = readinto
+        _replace(stream, "readinto", readinto)
 
     def teardown(self, worker=None) -> None:
         from workloads.taxi import io
 
-        io._RangeStream.readinto = io._RangeStream._real_readinto
+        _replace(io._RangeStream, "readinto", vars(io._RangeStream)["_real_readinto"])
         io.READ_BACKOFF_S = self._saved_backoff
 
     def _take_a_failure(self) -> bool:

@@ -119,7 +119,8 @@ def test_every_bad_image_kind_is_counted_by_the_benchmark_with_its_reason(client
     for i, (write, _, _) in enumerate(IMAGE_FILES.values()):
         write(breed / f"n02085620_{100 + i}.jpg")
     _rgb().save(breed / "n02085620_1.jpg", format="JPEG")
-    config = images.ImagesConfig(dataset_dir=str(tmp_path / "dogs"), model="workloads.images.synthetic:colour_classifier",
+    config = images.ImagesConfig(dataset_dir=str(tmp_path / "dogs"),
+                                 model="workloads.images.synthetic:colour_classifier",
                                  batch_size=4, forward_batch=4)
     with client.as_current():  # the benchmarks' distributed.wait/as_completed take the current client
         metrics = images.run(client, config, PhaseTimer())
@@ -199,7 +200,7 @@ def test_taxi_file(tmp_path, kind):
     (tmp_path / "taxi").mkdir()
     write(tmp_path / "taxi" / "yellow_tripdata_2017-01.csv")
     path = next((tmp_path / "taxi").iterdir())
-    rows, problems, plan = _read(path)
+    rows, problems, _plan = _read(path)
     assert rows == 0 and reason in problems, problems
 
 
@@ -209,9 +210,9 @@ def test_taxi_files_that_give_no_rows_fail_the_run_naming_each_file_and_reason(c
     (tmp_path / "taxi" / "yellow_tripdata_2017-02.csv").write_text(HEADER + "\n")
     (tmp_path / "taxi" / "yellow_tripdata_2017-03.parquet").write_bytes(b"PAR1 no PAR1")
     config = taxi.make_config(None, {"dataframe": "pandas"}, tmp_path, "cpu")
-    with client.as_current():  # the benchmarks' distributed.wait/as_completed take the current client
-        with pytest.raises(DatasetError) as caught:
-            taxi.run(client, config, PhaseTimer())
+    # the benchmarks' distributed.wait/as_completed take the current client
+    with client.as_current(), pytest.raises(DatasetError) as caught:
+        taxi.run(client, config, PhaseTimer())
     message = str(caught.value)
     assert message.startswith("no rows could be read from the 3 file(s) matching 'yellow_tripdata_*' under")
     for name, reason in (("2017-01.csv", "empty_file"), ("2017-02.csv", "header_only"),
@@ -228,9 +229,8 @@ def test_a_spreadsheet_dated_month_fails_the_run_naming_column_format_and_value(
     (tmp_path / "taxi" / "yellow_tripdata_2017-01.csv").write_text("\n".join([HEADER, *[spreadsheet] * 50]) + "\n")
     (tmp_path / "taxi" / "yellow_tripdata_2017-02.csv").write_text("\n".join([HEADER, *[LINE] * 50]) + "\n")
     config = taxi.make_config(None, {"dataframe": "pandas"}, tmp_path, "cpu")
-    with client.as_current():
-        with pytest.raises(DatasetError) as caught:
-            taxi.run(client, config, PhaseTimer())
+    with client.as_current(), pytest.raises(DatasetError) as caught:
+        taxi.run(client, config, PhaseTimer())
     assert str(caught.value) == (
         f"{tmp_path / 'taxi' / 'yellow_tripdata_2017-01.csv'}: column tpep_pickup_datetime holds dates in another"
         " format than the TLC's YYYY-MM-DD HH:MM:SS, e.g. '1/9/2017 11:13' (a file re-saved by a spreadsheet"
@@ -293,7 +293,9 @@ def test_outputs_that_are_not_an_object():
 def test_every_problem_of_the_outputs_in_one_message():
     outputs = {**OUTPUTS, "workerCount": "8", "daskImage": None}
     del outputs["daskRelease"]
-    message = str(pytest.raises(ContractError, parse_outputs, outputs, "stack dev").value)
+    with pytest.raises(ContractError) as raised:
+        parse_outputs(outputs, "stack dev")
+    message = str(raised.value)
     assert all(part in message for part in ("missing output 'daskRelease'", "missing output 'daskImage'",
                                             "output 'workerCount' must be int, got str"))
 

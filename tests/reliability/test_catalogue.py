@@ -43,7 +43,8 @@ def test_every_named_test_contains_the_rows_expected_message(rows):
     unasserted, quoting = [], 0
     for row in rows:
         quoting += bool(catalogue.message_fragments(catalogue.expected_message(row)))
-        unasserted += [f"{catalogue.DOC_NAME}:{row.line}: {row.id}: {problem}" for problem in catalogue.missing_from_tests(row)]
+        unasserted += [f"{catalogue.DOC_NAME}:{row.line}: {row.id}: {problem}"
+                       for problem in catalogue.missing_from_tests(row)]
     assert not unasserted, "\n".join(unasserted)
     inputs = catalogue.bad_inputs(rows)
     assert sum(bool(catalogue.message_fragments(catalogue.expected_message(r))) for r in inputs) >= 0.9 * len(inputs)
@@ -112,7 +113,8 @@ def test_regenerating_loses_no_row():
     markers stays in its place, and a second regeneration changes nothing."""
     text = DOC.read_text(encoding="utf-8")
     figures = catalogue.load_figures(catalogue.FIGURES)
-    hand = "| a figure kept by hand | 1.00 s | `tests/reliability/test_interrupts.py::test_a_lost_scheduler_fails_the_run_naming_it` |"
+    hand = ("| a figure kept by hand | 1.00 s"
+            " | `tests/reliability/test_interrupts.py::test_a_lost_scheduler_fails_the_run_naming_it` |")
     begin, end = catalogue.FIGURES_BLOCK
     head, rest = text.split(begin + "\n", 1)
     block, tail = rest.split(end, 1)

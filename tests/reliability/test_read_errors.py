@@ -42,7 +42,8 @@ def test_a_few_io_errors_are_retried_and_no_row_is_lost(cluster, data_root, tmp_
     assert {k: hit["metrics"][k] for k in ROWS} == {k: calm["metrics"][k] for k in ROWS}
     assert "unreadable_chunk" not in hit["metrics"]["dropped_by_reason"]
     record_figure(artifacts_dir, "taxi_read_errors", {
-        "failures_injected": 2, "load_s_undisturbed": calm["phases"]["load"], "load_s_with_errors": hit["phases"]["load"],
+        "failures_injected": 2, "load_s_undisturbed": calm["phases"]["load"],
+        "load_s_with_errors": hit["phases"]["load"],
         "recovery_s": recovery_cost(calm, hit, "load")})
 
 

@@ -16,7 +16,7 @@ from .support import cli
 @pytest.fixture
 def flaky(monkeypatch):
     monkeypatch.setattr(benchmarks, "BENCHMARKS", {"flaky": "tests.reliability.fakes"})
-    monkeypatch.setattr(fakes, "FAIL_NEXT", 0)
+    monkeypatch.setattr(fakes, "SWITCH", fakes.Switch())
     monkeypatch.setattr(fakes, "RUNS", [])
     return fakes
 
@@ -39,7 +39,7 @@ def test_a_sweep_runs_only_what_has_not_succeeded(cluster, tmp_path, flaky, caps
 
 
 def test_a_failed_configuration_is_run_again(cluster, tmp_path, flaky):
-    flaky.FAIL_NEXT = 1
+    flaky.SWITCH.fail_next = 1
     code, first = sweep(cluster, tmp_path, "--workers", "1,2")
     assert code == 1 and [(r["config"]["workers"], r["status"]) for r in first] == [(1, "failed"), (2, "succeeded")]
 

@@ -7,7 +7,7 @@ a custom resource is validated against its own chart's CRD.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from tests.kube.crds import install_crd
 from tests.kube.rest import KubeApiError, api_request, apply_manifest, delete_object

@@ -45,7 +45,7 @@ def helm_binary() -> Path:
     """The cached helm, checked to be the pinned version (never downloaded at test time)."""
     if not (HELM_BIN.is_file() and os.access(HELM_BIN, os.X_OK)):
         raise FileNotFoundError(f"{HELM_BIN} is missing: run {INSTALL_SCRIPT.name} (make stand-ins) first")
-    version = subprocess.run([str(HELM_BIN), "version", "--template", "{{.Version}}"], capture_output=True,
+    version = subprocess.run([str(HELM_BIN), "version", "--template", "{{.Version}}"], check=False, capture_output=True,
                              text=True, timeout=30).stdout.strip()
     if version != HELM_VERSION:
         raise RuntimeError(f"{HELM_BIN} is {version!r}, the tests need {HELM_VERSION}: rerun {INSTALL_SCRIPT.name}")
@@ -85,7 +85,7 @@ def render(chart: Path, release: str, namespace: str, values: dict[str, Any], *,
             command += ["--api-versions", api_version]
         if post_renderer:
             command += ["--post-renderer", post_renderer]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
     finally:
         os.unlink(values_file)
     if done.returncode != 0:
@@ -100,4 +100,6 @@ def chart_values(chart: Path) -> dict[str, Any]:
 
     with tarfile.open(chart) as archive:
         name = next(m for m in archive.getnames() if m.count("/") == 1 and m.endswith("/values.yaml"))
-        return yaml.safe_load(archive.extractfile(name).read()) or {}
+        member = archive.extractfile(name)
+        assert member is not None, f"{chart}: {name} is not a file"
+        return yaml.safe_load(member.read()) or {}

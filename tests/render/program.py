@@ -9,8 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.artifacts import (DASK_CHART, DASK_OPERATOR_CHART, GPU_OPERATOR_CHART, GPU_OPERATOR_CHART_CURRENT, NFS_PROVISIONER_CHART,
-                             artifact_path)
+from tests.artifacts import (
+    DASK_CHART,
+    DASK_OPERATOR_CHART,
+    GPU_OPERATOR_CHART,
+    GPU_OPERATOR_CHART_CURRENT,
+    NFS_PROVISIONER_CHART,
+    artifact_path,
+)
 from tests.kube.binaries import release_for_stack
 from tests.program.graph import run_program
 from tests.render.helm import Rendered, render

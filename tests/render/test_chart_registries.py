@@ -1,4 +1,4 @@
-"""The registries ``components/settings/network_facts.py`` lists for each pinned chart are those
+"""The registries ``components/facts/network_facts.py`` lists for each pinned chart are those
 of the images the real Helm engine renders from it with the program's values: every ``image``
 of the rendered objects, and every ``repository`` (the GPU operator's ClusterPolicy names its
 operands by repository, image and version; the operator pulls them when it starts them). So the
@@ -6,11 +6,12 @@ network list (``network_requirements``) names every registry a stack's releases 
 no registry a chart no longer uses."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from components.settings import network_facts
+from components.facts import network_facts
 from components.settings.network_requirements import registry_hosts
 from tests.render.program import program_releases
 from tests.render.stacks import stack_settings
@@ -31,7 +32,7 @@ def image_fields(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
 def rendered_registries(objects: tuple[dict, ...]) -> set[str]:
     """The registry hosts the objects pull from (a bare operand name, whose repository sits
     beside it, names none)."""
-    out = set()
+    out: set[str] = set()
     for key, text in (f for o in objects for f in image_fields(o)):
         if key == "image" and "/" not in text and ":" not in text:
             continue  # e.g. ClusterPolicy's ``image: dcgm`` under ``repository: nvcr.io/nvidia``

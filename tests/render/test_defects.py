@@ -1,5 +1,5 @@
 """The rendered releases, read against what the images and the operator really do
-(``components/settings/dask_facts.py``, ``components/settings/addon_facts.py``: each fact with its version and
+(``components/facts/dask_facts.py``, ``components/facts/addon_facts.py``: each fact with its version and
 source). A version without a recorded fact fails here, naming the fact to re-check."""
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from components.settings import addon_facts
-from components.settings import support_matrix
-import components.settings.dask_facts as dask_facts
-import components.settings.prepared_env as prepared_env
+import components.facts.dask_facts as dask_facts
+from components.artifacts import worker_lock
+from components.facts import addon_facts, support_matrix
 from components.settings.model import POOL_ROLE_LABEL
 from components.settings.values import cpu_millis, quantity_bytes
 from tests.render.helm import Rendered
@@ -26,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 # (nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04, NVAIE 1.1 documentation); and the
 # current default on an Ubuntu 22.04 node in the form NVIDIA's NVAIE GPU-operator documentation
 # gives (<driver>-ubuntu22.04, ../shared/reference/current-platform.md "Driver"), with vGPU
-# 19.0's guest driver (components/settings/support_matrix.py CURRENT_GUEST_DRIVER).
+# 19.0's guest driver (components/facts/support_matrix.py CURRENT_GUEST_DRIVER).
 PUBLISHED_DRIVER_IMAGES = {"nvcr.io/nvaie/vgpu-guest-driver:470.63.01-ubuntu20.04",
                            f"nvcr.io/nvaie/vgpu-guest-driver:{support_matrix.CURRENT_GUEST_DRIVER}-ubuntu22.04"}
 
@@ -47,14 +46,15 @@ def env_of(container: dict) -> dict[str, str]:
 def image_facts_of(container: dict) -> dask_facts.ImageFacts:
     facts = dask_facts.image_facts(container["image"])
     assert facts is not None, (f"no facts recorded for {container['image']}: read its Dockerfile and entrypoint"
-                               " and add them to components/settings/dask_facts.py IMAGES")
+                               " and add them to components/facts/dask_facts.py IMAGES")
     return facts
 
 
 def operator_facts(version: str) -> addon_facts.GpuOperatorFacts:
     facts = addon_facts.gpu_operator_facts(version)
     assert facts is not None, (f"no facts recorded for GPU operator {version}: re-check resolveDriverTag and the"
-                               " licensing volume in controllers/object_controls.go (components/settings/addon_facts.py)")
+                               " licensing volume in controllers/object_controls.go"
+                               " (components/facts/addon_facts.py)")
     return facts
 
 
@@ -148,7 +148,7 @@ def test_the_worker_tuning_uses_the_key_the_images_dask_reads(variant):
     facts = image_facts_of(worker)
     version = facts.dask_version
     if version is None and any(e["name"] == "VIRTUAL_ENV" for e in worker.get("env", [])):
-        version = prepared_env.pins(prepared_env.lock_text())["distributed"]  # the prepared environment's Dask
+        version = worker_lock.pins(worker_lock.lock_text())["distributed"]  # the prepared environment's Dask
     fact = dask_facts.nanny_environ_fact(version)
     env = env_of(worker)
     nanny = {name for name in env if name.startswith("DASK_DISTRIBUTED__NANNY__")}
@@ -309,7 +309,7 @@ def test_the_chart_scripts_are_flagged_for_a_dask_without_them():
     warns for such an image, and not for the paper's 2021.09.1."""
     import tarfile
 
-    import components.settings.dask_facts as facts
+    import components.facts.dask_facts as facts
     from tests.artifacts import DASK_CHART, artifact_path
 
     with tarfile.open(artifact_path(DASK_CHART)) as chart:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.addons.values import GPU_OPERATOR_KEYS_NOT_IN_VALUES_YAML, NFS_PROVISIONER_KEYS_NOT_IN_VALUES_YAML
-from components.settings.dask_chart import KEYS_NOT_IN_VALUES_YAML
+from components.facts.dask_chart import KEYS_NOT_IN_VALUES_YAML
 from tests.render.helm import chart_values
 from tests.render.program import VARIANTS, program_releases
 

@@ -21,7 +21,7 @@ def dask_client():
     """A real local cluster: 2 worker processes x 1 thread, dashboard on a free port."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            client.wait_for_workers(2, timeout=60)
-            yield client
+    with (LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+          Client(cluster) as client):
+        client.wait_for_workers(2, timeout=60)
+        yield client

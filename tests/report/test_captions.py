@@ -13,7 +13,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from tests.report.support import figures_kept
-from workloads.report import figures, render
+from workloads.report import render
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ def test_ratios_are_this_over_other_with_the_right_direction(two_sets):
         ("taxi", "phase train"): (1.25, False, 1, 1),
         ("taxi", "total time"): (0.75, True, 1, 1),
     }
-    assert [r.key for r in result.ratios][0] == ("images", "cpu", 2, None, "smoke")
+    assert next(r.key for r in result.ratios) == ("images", "cpu", 2, None, "smoke")
     assert result.only_here == [("images", "cuda", 4, None, "smoke")]
     assert result.only_there == [("images", "cpu", 2, None, "small"), ("taxi", "cuda", 7, "pandas", "smoke")]
 

@@ -54,7 +54,7 @@ def visible_y_labels(figure: Figure) -> list[tuple[float, str]]:
     axes = figure.axes[0]
     low, high = axes.get_ylim()
     ticks = [t for t in axes.get_yticks() if low <= t <= high]
-    return list(zip(ticks, axes.yaxis.get_major_formatter().format_ticks(ticks)))
+    return list(zip(ticks, axes.yaxis.get_major_formatter().format_ticks(ticks), strict=True))
 
 
 @pytest.mark.parametrize("per_second", [(2.1, 3.9), (0.35, 0.6), (4.2,)])
@@ -117,7 +117,7 @@ def test_a_stacks_runs_keep_the_platforms_title(tmp_path):
 
 
 def test_runs_from_several_places_name_each(tmp_path):
-    records = local_records()[:1] + [json.loads((FIXTURES / "results.jsonl").read_text().splitlines()[0])]
+    records = [*local_records()[:1], json.loads((FIXTURES / "results.jsonl").read_text().splitlines()[0])]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     page = render(tmp_path, output=tmp_path / "out").read_text(encoding="utf-8")
     [title] = re.findall(r"<h1>(.*?)</h1>", page)

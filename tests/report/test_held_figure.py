@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from tests.report.support import figures_kept
 from workloads.report import figures, render
@@ -58,7 +59,7 @@ def bars(figure: Figure) -> list[tuple[float, float, float]]:
     """(y, left, width) of every bar drawn with a width."""
     (axes,) = figure.axes
     return sorted((round(p.get_y() + p.get_height() / 2, 2), p.get_x(), p.get_width()) for p in axes.patches
-                  if p.get_width() > 0)
+                  if isinstance(p, Rectangle) and p.get_width() > 0)
 
 
 def test_each_run_that_held_a_gpu_shows_held_split_above_busy(tmp_path, drawn):

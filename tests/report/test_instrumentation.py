@@ -29,10 +29,9 @@ def test_leaves_a_performance_report_and_utilization(dask_client, tmp_path):
 
 
 def test_keeps_what_was_measured_when_the_block_raises(dask_client, tmp_path):
-    with pytest.raises(ZeroDivisionError):
-        with instrument(dask_client, tmp_path, "taxi-x-w2", interval=0.5) as inst:
-            burn_everywhere(dask_client, 1.0)
-            dask_client.submit(lambda: 1 / 0).result()
+    with pytest.raises(ZeroDivisionError), instrument(dask_client, tmp_path, "taxi-x-w2", interval=0.5) as inst:
+        burn_everywhere(dask_client, 1.0)
+        dask_client.submit(lambda: 1 / 0).result()
     assert (tmp_path / inst.artifacts["performance_report"]).stat().st_size > 100_000
     assert (tmp_path / inst.artifacts["utilization"]).read_text().strip()
     assert inst.metrics["samples"] > 0
@@ -62,9 +61,8 @@ class BrokenClient:
 
 @pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
 def test_a_cluster_that_cannot_report_cannot_fail_the_run(tmp_path, error):
-    with pytest.raises(error):
-        with instrument(BrokenClient(), tmp_path, "r1", interval=0.05) as inst:
-            raise error("the run's own error")
+    with pytest.raises(error), instrument(BrokenClient(), tmp_path, "r1", interval=0.05) as inst:
+        raise error("the run's own error")
     assert "performance_report" not in inst.artifacts
     assert inst.artifacts == {"utilization": "utilization/r1.jsonl"}
     assert any(note.startswith("performance report not started: OSError") for note in inst.notes)

@@ -78,7 +78,7 @@ def test_template_ships_with_the_package_and_renders_from_it(tmp_path):
     wheel alone (imported as a zip archive, the way Dask workers import it)."""
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
                             "--wheel-dir", str(tmp_path / "wheel"), str(_source_copy(tmp_path / "source"))],
-                           capture_output=True, text=True, timeout=300)
+                           check=False, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "wheel").glob("dask_tkg-*.whl")
     assert TEMPLATE_IN_WHEEL in zipfile.ZipFile(wheel).namelist()
@@ -87,7 +87,7 @@ def test_template_ships_with_the_package_and_renders_from_it(tmp_path):
             " assert workloads.__file__.startswith(sys.argv[1]), workloads.__file__;"
             " print(render(sys.argv[2], output=sys.argv[3]))")
     done = subprocess.run([sys.executable, "-c", code, str(wheel), str(results), str(tmp_path / "out")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False, capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(wheel), "MPLBACKEND": "Agg"})
     assert done.returncode == 0, done.stderr
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in Path(done.stdout.strip()).read_text(encoding="utf-8")

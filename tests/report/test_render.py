@@ -148,5 +148,5 @@ def test_rendering_again_replaces_old_figures(tmp_path):
 
 
 def test_no_results_is_an_exception_for_callers(tmp_path):
-    with pytest.raises(NoResults, match="no results.jsonl"):
+    with pytest.raises(NoResults, match=r"no results\.jsonl"):
         render(tmp_path)

@@ -20,8 +20,7 @@ import re
 from pathlib import Path
 
 import yaml
-from dask_kubernetes.operator.controller.controller import (build_scheduler_deployment_spec,
-                                                            build_worker_deployment_spec)
+from dask_kubernetes.operator.controller.controller import build_scheduler_deployment_spec, build_worker_deployment_spec
 
 from tests.render.program import VARIANTS
 from tests.security.stack_objects import stack_objects
@@ -50,9 +49,10 @@ def dump(variant: str, root: Path) -> int:
     folder = root / variant
     folder.mkdir(parents=True, exist_ok=True)
     objects = []
-    for _, namespace, obj in stack_objects(variant).objects:
-        if namespace and "namespace" not in (obj.get("metadata") or {}):
-            obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": namespace}}
+    for _, namespace, declared in stack_objects(variant).objects:
+        obj = declared
+        if namespace and "namespace" not in (declared.get("metadata") or {}):
+            obj = {**declared, "metadata": {**declared.get("metadata", {}), "namespace": namespace}}
         objects += [obj, *_operator_deployments(obj)]
     for index, obj in enumerate(objects):
         (folder / _file_name(index, obj)).write_text(yaml.safe_dump(obj, sort_keys=False))

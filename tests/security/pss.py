@@ -21,7 +21,8 @@ ones), every offender is listed here: the pod is refused either way, and the lis
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 LEVELS = ("privileged", "baseline", "restricted")
 UPSTREAM = "k8s.io/pod-security-admission v0.36.2"
@@ -119,8 +120,8 @@ def check_app_armor_profile(metadata: Metadata, spec: Spec) -> list[str]:
         profile = _sc(container).get("appArmorProfile")
         if profile is not None and _dig(profile, "type") not in APPARMOR_TYPES:
             found.append(f"{label} sets appArmorProfile.type '{_dig(profile, 'type') or ''}'")
-    for key, value in sorted((metadata.get("annotations") or {}).items()):
-        value = value or ""
+    for key, annotation in sorted((metadata.get("annotations") or {}).items()):
+        value = annotation or ""
         if key.startswith(APPARMOR_ANNOTATION_PREFIX) and not (
                 value == "" or value == "runtime/default" or value.startswith("localhost/")):
             found.append(f"annotation {key}='{value}' sets a forbidden AppArmor profile")
@@ -182,7 +183,8 @@ def check_host_probes_and_host_lifecycle(metadata: Metadata, spec: Spec) -> list
         for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
             found += [f"{label} sets {item}" for item in _handler_hosts(probe, container.get(probe))]
         for hook in ("postStart", "preStop"):
-            found += [f"{label} sets {item}" for item in _handler_hosts(f"lifecycle.{hook}", _dig(container, "lifecycle", hook))]
+            found += [f"{label} sets {item}" for item in _handler_hosts(f"lifecycle.{hook}",
+                                                                        _dig(container, "lifecycle", hook))]
     return [f"hostProbesAndHostLifecycle: {item}" for item in found]
 
 
@@ -403,7 +405,7 @@ def checks_for(level: str) -> list[tuple[str, CheckFn]]:
     return [(check_id, fn) for check_id, lvl, fn, _ in CHECKS if lvl in wanted and check_id not in overridden]
 
 
-def check_pod(metadata: Optional[dict], spec: Optional[dict], level: str) -> list[str]:
+def check_pod(metadata: dict | None, spec: dict | None, level: str) -> list[str]:
     """Every violation of ``level`` by the pod (restricted includes baseline), empty when the
     pod is admitted, because a caller wants the whole list of fixes in one go."""
     metadata, spec = metadata or {}, spec or {}
@@ -425,7 +427,7 @@ _TEMPLATE_PATHS = {
 }
 
 
-def pod_template(obj: dict) -> Optional[tuple[dict, dict]]:
+def pod_template(obj: dict) -> tuple[dict, dict] | None:
     """(metadata, spec) of the pod an object is or creates, None for other objects, because the
     admission plugin judges workloads by their pod template (``admission/admission.go``). The
     apiVersion's group must match when given, so a custom resource named "Deployment" is not

@@ -51,7 +51,8 @@ def bindings(objects: list[dict]) -> list[dict]:
             "binding": f"{binding['kind']}/{binding['metadata']['name']}",
             "role": f"{ref['kind']}/{ref['name']}",
             "scope": "cluster-wide" if binding["kind"] == "ClusterRoleBinding" else namespace,
-            "subjects": sorted(f"{s['kind']}:{s.get('namespace', '')}/{s['name']}" for s in binding.get("subjects") or []),
+            "subjects": sorted(f"{s['kind']}:{s.get('namespace', '')}/{s['name']}"
+                               for s in binding.get("subjects") or []),
             "rules": len(rules),
             "createPods": _allows(rules, "pods", {"create"}),
             "readSecrets": _allows(rules, "secrets", {"get", "list", "watch"}),
@@ -72,7 +73,8 @@ def summarize(scan: dict | list, objects_dir: Path) -> dict:
         "failedPerStack": dict(sorted(collections.Counter(f["file_path"].strip("/").split("/")[0]
                                                          for f in failed).items())),
         "failedPerCheck": dict(collections.Counter(f["check_id"] for f in failed).most_common()),
-        "bindings": {stack: bindings([yaml.safe_load(p.read_text()) for p in sorted((objects_dir / stack).glob("*.yaml"))])
+        "bindings": {stack: bindings([yaml.safe_load(p.read_text())
+                                      for p in sorted((objects_dir / stack).glob("*.yaml"))])
                      for stack in stacks},
     }
 

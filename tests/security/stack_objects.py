@@ -10,9 +10,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterator
+from functools import cache
 
 from tests.program.graph import run_program
 from tests.render.program import VARIANTS, program_releases
@@ -50,7 +50,7 @@ def _dask_pods(origin: str, namespace: str, obj: dict) -> Iterator[tuple[str, st
         yield origin, namespace, f"DaskWorkerGroup/{name}", {}, spec["worker"]["spec"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def stack_objects(variant: str) -> StackObjects:
     stack, config = VARIANTS[variant]
     graph = run_program(stack, config=config)

@@ -23,6 +23,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from distributed import Client, LocalCluster, Scheduler
@@ -30,11 +31,11 @@ from distributed.comm import connect
 from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
-from components.dask.values import TLS_KEYS
 from tests.security.dask_pki import SCHEDULER_NAME, issue_pki
 from workloads.cluster import endpoint, port_forward
 from workloads.cluster.endpoint import security_from_pems
 from workloads.cluster.session import ClusterSession
+from workloads.contract import TLS_KEYS, StackOutputs
 from workloads.core.errors import EndpointError
 
 
@@ -213,7 +214,8 @@ def scheduler_presenting(pki: dict[str, str], role: str):
     own: an impostor holding a key the CA certified for something else."""
     security = Security(tls_ca_file=pki["ca.crt"], tls_scheduler_cert=pki[f"{role}.crt"],
                         tls_scheduler_key=pki[f"{role}.key"], tls_client_cert=pki["client.crt"],
-                        tls_client_key=pki["client.key"], require_encryption=True)  # the client's: the cluster object's own
+                        tls_client_key=pki["client.key"],
+                        require_encryption=True)  # the client's: the cluster object's own
     with LocalCluster(n_workers=0, processes=False, protocol="tls://", host="127.0.0.1", security=security,
                       dashboard_address=":0") as cluster:
         yield cluster.scheduler_address
@@ -225,16 +227,16 @@ def runner_security(pki: dict[str, str]):
 
 
 def test_the_runner_refuses_a_scheduler_whose_certificate_does_not_name_the_address(pki):
-    with scheduler_presenting(pki, "worker") as address:
-        with pytest.raises(EndpointError, match=r"the scheduler at tls://127\.0\.0\.1:\d+ presents a certificate that"
-                                                r" does not name 127\.0\.0\.1: IP address mismatch"):
-            endpoint.connect(address, runner_security(pki), timeout=30).close()
+    with (scheduler_presenting(pki, "worker") as address,
+          pytest.raises(EndpointError, match=r"the scheduler at tls://127\.0\.0\.1:\d+ presents a certificate that"
+                                             r" does not name 127\.0\.0\.1: IP address mismatch")):
+        endpoint.connect(address, runner_security(pki), timeout=30).close()
 
 
 def test_the_runner_accepts_the_scheduler_by_the_address_its_certificate_names(pki):
-    with scheduler_presenting(pki, "scheduler") as address:
-        with endpoint.connect(address, runner_security(pki), timeout=30) as client:
-            assert client.scheduler_info()["address"] == address
+    with (scheduler_presenting(pki, "scheduler") as address,
+          endpoint.connect(address, runner_security(pki), timeout=30) as client):
+        assert client.scheduler_info()["address"] == address
 
 
 class LocalForward:
@@ -251,7 +253,8 @@ class LocalForward:
 def forwarded_session(pki: dict[str, str], local_address: str, monkeypatch) -> ClusterSession:
     """The runner's session for outputs naming the scheduler by its Service, which does not
     answer from here: it connects through a forward whose local end is ``local_address``."""
-    outputs = SimpleNamespace(scheduler_address=f"tls://{SCHEDULER_NAME}:8786", backend="helm")
+    # a stand-in for the StackOutputs the session reads: the scheduler's address and the backend
+    outputs = cast(StackOutputs, SimpleNamespace(scheduler_address=f"tls://{SCHEDULER_NAME}:8786", backend="helm"))
     where = endpoint.Endpoint(kind="outputs", source="test", scheduler_address=outputs.scheduler_address,
                               security=runner_security(pki), outputs=outputs)
     monkeypatch.setattr(port_forward, "open_for", lambda outputs, on_drop=None: (
@@ -260,14 +263,12 @@ def forwarded_session(pki: dict[str, str], local_address: str, monkeypatch) -> C
 
 
 def test_through_a_forward_the_runner_checks_the_name_the_outputs_give(pki, monkeypatch):
-    with scheduler_presenting(pki, "scheduler") as address:
-        with forwarded_session(pki, address, monkeypatch) as session:
-            assert session.connect().scheduler_info()["address"] == address
-    with scheduler_presenting(pki, "worker") as address:
-        with forwarded_session(pki, address, monkeypatch) as session:
-            with pytest.raises(EndpointError, match=f"presents a certificate that does not name {SCHEDULER_NAME}:"
-                                                    " Hostname mismatch"):
-                session.connect()
+    with scheduler_presenting(pki, "scheduler") as address, forwarded_session(pki, address, monkeypatch) as session:
+        assert session.connect().scheduler_info()["address"] == address
+    with (scheduler_presenting(pki, "worker") as address, forwarded_session(pki, address, monkeypatch) as session,
+          pytest.raises(EndpointError, match=f"presents a certificate that does not name {SCHEDULER_NAME}:"
+                                             " Hostname mismatch")):
+        session.connect()
 
 
 def test_a_clients_key_cannot_serve_even_to_a_peer_that_checks_no_names(pki):

@@ -122,7 +122,8 @@ def test_the_exposed_ports_admit_exactly_the_source_ranges(stack, config):
     """Each ipBlock on an exposed port is a source range: none admits every non-pod address."""
     graph = run_program(stack, config=config)
     assert graph.error is None, graph.traceback
-    policies = {p.manifest()["metadata"]["name"]: p.manifest() for p in graph.of_type("networking.k8s.io/v1:NetworkPolicy")}
+    policies = {p.manifest()["metadata"]["name"]: p.manifest()
+                for p in graph.of_type("networking.k8s.io/v1:NetworkPolicy")}
     exposed_ports = {"dask-scheduler-api": {8786, 8787}, "dask-jupyter": {8888}}
     for name, ports in exposed_ports.items():
         blocks = [peer["ipBlock"] for rule in policies[name]["spec"]["ingress"]

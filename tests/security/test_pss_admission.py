@@ -160,7 +160,7 @@ def test_each_attack_is_judged_alike_by_the_real_admission_and_the_checker(kube_
     theirs = server_reasons(refused) if refused else set()
     assert theirs == expected_reasons(ours), f"checker {sorted(ours)}; server: {refused or 'admitted'}"
     if ours - NEWER_THAN_THE_SERVER:
-        assert refused is not None and re.search(r'violates PodSecurity "%s:latest"' % level, refused), refused
+        assert refused is not None and re.search(rf'violates PodSecurity "{level}:latest"', refused), refused
 
 
 def test_a_privileged_pod_in_a_restricted_namespace_is_refused_by_the_server_itself(kube_apiserver):

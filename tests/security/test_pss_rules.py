@@ -46,7 +46,8 @@ def restricted_pod() -> tuple[dict, dict]:
             {"name": "img", "image": {"reference": "x"}},
         ],
     }
-    return {"name": "p", "annotations": {"container.apparmor.security.beta.kubernetes.io/worker": "runtime/default"}}, spec
+    return {"name": "p",
+            "annotations": {"container.apparmor.security.beta.kubernetes.io/worker": "runtime/default"}}, spec
 
 
 def _worker(spec: dict) -> dict:
@@ -71,16 +72,18 @@ RESTRICTED_REMOVALS = {
                                        "allowPrivilegeEscalation", "container 'worker'"),
     "allowPrivilegeEscalation true": (lambda m, s: _worker_sc(s).update(allowPrivilegeEscalation=True),
                                       "allowPrivilegeEscalation", "container 'worker'"),
-    "init container may escalate": (lambda m, s: s["initContainers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
-                                    "allowPrivilegeEscalation", "initContainer 'init'"),
+    "init container may escalate":
+        (lambda m, s: s["initContainers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
+         "allowPrivilegeEscalation", "initContainer 'init'"),
     "drop ALL missing": (lambda m, s: _worker_sc(s)["capabilities"].pop("drop"),
                          "capabilities_restricted", "container 'worker'"),
     "drop lists others only": (lambda m, s: _worker_sc(s)["capabilities"].update(drop=["NET_RAW"]),
                                "capabilities_restricted", "container 'worker'"),
     "adds CHOWN": (lambda m, s: _worker_sc(s)["capabilities"].update(add=["CHOWN"]),
                    "capabilities_restricted", "'CHOWN'"),
-    "ephemeral container keeps capabilities": (lambda m, s: s["ephemeralContainers"][0]["securityContext"].pop("capabilities"),
-                                               "capabilities_restricted", "ephemeralContainer 'debug'"),
+    "ephemeral container keeps capabilities":
+        (lambda m, s: s["ephemeralContainers"][0]["securityContext"].pop("capabilities"),
+         "capabilities_restricted", "ephemeralContainer 'debug'"),
     "no seccomp anywhere": (lambda m, s: s["securityContext"].pop("seccompProfile"),
                             "seccompProfile_restricted", "container 'worker'"),
     "runAsNonRoot unset": (lambda m, s: s["securityContext"].pop("runAsNonRoot"),
@@ -94,8 +97,9 @@ RESTRICTED_REMOVALS = {
                    "restrictedVolumes", "volume 'share' uses restricted volume type 'nfs'"),
     "gitRepo volume": (lambda m, s: s["volumes"].append({"name": "src", "gitRepo": {"repository": "x"}}),
                        "restrictedVolumes", "volume 'src' uses restricted volume type 'gitRepo'"),
-    "unmasked /proc in a user namespace": (lambda m, s: (s.update(hostUsers=False), _worker_sc(s).update(procMount="Unmasked")),
-                                           "procMount_restricted", "container 'worker' sets securityContext.procMount 'Unmasked'"),
+    "unmasked /proc in a user namespace":
+        (lambda m, s: (s.update(hostUsers=False), _worker_sc(s).update(procMount="Unmasked")),
+         "procMount_restricted", "container 'worker' sets securityContext.procMount 'Unmasked'"),
 }
 
 
@@ -120,7 +124,8 @@ BASELINE_BREAKS = {
                              {"privileged"}, {"privileged"}, "container 'worker' sets securityContext.privileged=true"),
     "hostPath volume": (lambda m, s: s["volumes"].append({"name": "root", "hostPath": {"path": "/"}}),
                         {"hostPathVolumes"}, {"restrictedVolumes"}, "volume 'root'"),
-    "hostNetwork": (lambda m, s: s.update(hostNetwork=True), {"hostNamespaces"}, {"hostNamespaces"}, "hostNetwork=true"),
+    "hostNetwork": (lambda m, s: s.update(hostNetwork=True), {"hostNamespaces"}, {"hostNamespaces"},
+                    "hostNetwork=true"),
     "hostPID": (lambda m, s: s.update(hostPID=True), {"hostNamespaces"}, {"hostNamespaces"}, "hostPID=true"),
     "hostIPC": (lambda m, s: s.update(hostIPC=True), {"hostNamespaces"}, {"hostNamespaces"}, "hostIPC=true"),
     "hostPort": (lambda m, s: _worker(s)["ports"].append({"containerPort": 80, "hostPort": 80}),
@@ -136,21 +141,28 @@ BASELINE_BREAKS = {
                                       {"seccompProfile_baseline"}, {"seccompProfile_restricted"},
                                       "pod sets seccompProfile.type 'Unconfined'"),
     "AppArmor Unconfined": (lambda m, s: _worker_sc(s).update(appArmorProfile={"type": "Unconfined"}),
-                            {"appArmorProfile"}, {"appArmorProfile"}, "container 'worker' sets appArmorProfile.type 'Unconfined'"),
-    "AppArmor annotation unconfined": (lambda m, s: m["annotations"].update({pss.APPARMOR_ANNOTATION_PREFIX + "worker": "unconfined"}),
-                                       {"appArmorProfile"}, {"appArmorProfile"}, "worker='unconfined'"),
+                            {"appArmorProfile"}, {"appArmorProfile"},
+                            "container 'worker' sets appArmorProfile.type 'Unconfined'"),
+    "AppArmor annotation unconfined":
+        (lambda m, s: m["annotations"].update({pss.APPARMOR_ANNOTATION_PREFIX + "worker": "unconfined"}),
+         {"appArmorProfile"}, {"appArmorProfile"}, "worker='unconfined'"),
     "SELinux type spc_t": (lambda m, s: s["securityContext"].update(seLinuxOptions={"type": "spc_t"}),
                            {"seLinuxOptions"}, {"seLinuxOptions"}, "pod sets forbidden seLinuxOptions: type 'spc_t'"),
     "SELinux user": (lambda m, s: _worker_sc(s).update(seLinuxOptions={"user": "root"}),
-                     {"seLinuxOptions"}, {"seLinuxOptions"}, "container 'worker' sets forbidden seLinuxOptions: user may not be set"),
+                     {"seLinuxOptions"}, {"seLinuxOptions"},
+                     "container 'worker' sets forbidden seLinuxOptions: user may not be set"),
     "unmasked /proc": (lambda m, s: _worker_sc(s).update(procMount="Unmasked"),
-                       {"procMount"}, {"procMount_restricted"}, "container 'worker' sets securityContext.procMount 'Unmasked'"),
+                       {"procMount"}, {"procMount_restricted"},
+                       "container 'worker' sets securityContext.procMount 'Unmasked'"),
     "Windows hostProcess": (lambda m, s: _worker_sc(s).update(windowsOptions={"hostProcess": True}),
-                            {"windowsHostProcess"}, {"windowsHostProcess"}, "container 'worker' sets securityContext.windowsOptions.hostProcess=true"),
+                            {"windowsHostProcess"}, {"windowsHostProcess"},
+                            "container 'worker' sets securityContext.windowsOptions.hostProcess=true"),
     "probe host": (lambda m, s: _worker(s)["livenessProbe"]["httpGet"].update(host="127.0.0.1"),
-                   {"hostProbesAndHostLifecycle"}, {"hostProbesAndHostLifecycle"}, "livenessProbe.httpGet.host '127.0.0.1'"),
-    "lifecycle host": (lambda m, s: _worker(s).update(lifecycle={"preStop": {"tcpSocket": {"host": "10.0.0.1", "port": 1}}}),
-                       {"hostProbesAndHostLifecycle"}, {"hostProbesAndHostLifecycle"}, "lifecycle.preStop.tcpSocket.host '10.0.0.1'"),
+                   {"hostProbesAndHostLifecycle"}, {"hostProbesAndHostLifecycle"},
+                   "livenessProbe.httpGet.host '127.0.0.1'"),
+    "lifecycle host":
+        (lambda m, s: _worker(s).update(lifecycle={"preStop": {"tcpSocket": {"host": "10.0.0.1", "port": 1}}}),
+         {"hostProbesAndHostLifecycle"}, {"hostProbesAndHostLifecycle"}, "lifecycle.preStop.tcpSocket.host '10.0.0.1'"),
 }
 
 
@@ -275,7 +287,8 @@ def test_app_armor_cases():
         "appArmorProfile: pod sets appArmorProfile.type 'Unconfined'"]
     init = {"containers": [{"name": "foo"}],
             "initContainers": [{"name": "bar", "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}]}
-    assert pss.check_app_armor_profile({}, init) == ["appArmorProfile: initContainer 'bar' sets appArmorProfile.type 'Unconfined'"]
+    assert pss.check_app_armor_profile({}, init) == [
+        "appArmorProfile: initContainer 'bar' sets appArmorProfile.type 'Unconfined'"]
     annotations = {pss.APPARMOR_ANNOTATION_PREFIX + k: v for k, v in
                    {"": "bogus", "a": "", "b": "runtime/default", "c": "localhost/", "d": "localhost/foo",
                     "e": "unconfined", "f": "unknown"}.items()}
@@ -290,7 +303,8 @@ def test_capabilities_cases():
     spec = {"containers": [
         {"name": "a", "securityContext": {"capabilities": {"add": ["FOO", "BAR"]}}},
         {"name": "b", "securityContext": {"capabilities": {"add": ["BAR", "BAZ"]}}},
-        {"name": "c", "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE", "CHOWN"], "drop": ["ALL", "FOO"]}}}]}
+        {"name": "c",
+         "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE", "CHOWN"], "drop": ["ALL", "FOO"]}}}]}
     assert pss.check_capabilities_baseline({}, spec) == [
         "capabilities_baseline: container 'a' adds non-default capabilities 'BAR', 'FOO'",
         "capabilities_baseline: container 'b' adds non-default capabilities 'BAR', 'BAZ'"]
@@ -427,7 +441,8 @@ def test_seccomp_cases():
         "seccompProfile_baseline: pod sets seccompProfile.type 'Unconfined'"]
     assert pss.check_seccomp_profile_restricted({}, unconfined_pod) == [
         "seccompProfile_restricted: pod sets seccompProfile.type 'Unconfined'",
-        "seccompProfile_restricted: container 'a' does not set seccompProfile.type 'RuntimeDefault' or 'Localhost' (nor does the pod)"]
+        "seccompProfile_restricted: container 'a' does not set seccompProfile.type 'RuntimeDefault' or 'Localhost'"
+        " (nor does the pod)"]
     fallthrough = {"containers": [{"name": "a"}, {"name": "b", "securityContext": {}},
                                   {"name": "d", "securityContext": {"seccompProfile": {"type": "Localhost"}}}]}
     assert pss.check_seccomp_profile_baseline({}, fallthrough) == []
@@ -442,7 +457,8 @@ def test_se_linux_cases():
     spec = {"containers": [
         {"name": n, "securityContext": {"seLinuxOptions": o}} for n, o in
         (("a", {"type": "container_t"}), ("b", {"type": "container_init_t"}), ("c", {"type": "container_kvm_t"}),
-         ("d", {"type": "container_engine_t"}), ("e", {"type": "bar"}), ("f", {"user": "bar"}), ("g", {"role": "baz"}))]}
+         ("d", {"type": "container_engine_t"}), ("e", {"type": "bar"}), ("f", {"user": "bar"}),
+         ("g", {"role": "baz"}))]}
     assert pss.check_se_linux_options({}, spec) == [
         "seLinuxOptions: container 'e' sets forbidden seLinuxOptions: type 'bar'",
         "seLinuxOptions: container 'f' sets forbidden seLinuxOptions: user may not be set",
@@ -493,7 +509,8 @@ TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name
     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "spec": {"template": TEMPLATE}},
     {"apiVersion": "v1", "kind": "ReplicationController", "spec": {"template": TEMPLATE}},
     {"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": TEMPLATE}},
-    {"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": TEMPLATE}}}},
+    {"apiVersion": "batch/v1", "kind": "CronJob",
+     "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": TEMPLATE}}}},
     {"apiVersion": "v1", "kind": "Pod", **TEMPLATE},
 ], ids=lambda obj: obj["kind"])
 def test_pod_template_finds_the_pod_of_each_workload(obj):
@@ -506,7 +523,8 @@ def test_pod_template_is_none_for_other_objects():
     """Upstream admission/admission.go (v0.36.2): only the pod-bearing resources are extracted."""
     assert pss.pod_template({"apiVersion": "v1", "kind": "Service", "spec": {"ports": []}}) is None
     assert pss.pod_template({"apiVersion": "v1", "kind": "ConfigMap", "data": {}}) is None
-    assert pss.pod_template({"apiVersion": "example.com/v1", "kind": "Deployment", "spec": {"template": TEMPLATE}}) is None
+    assert pss.pod_template({"apiVersion": "example.com/v1", "kind": "Deployment",
+                             "spec": {"template": TEMPLATE}}) is None
     assert pss.pod_template({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"template": TEMPLATE}}) is None
 
 
@@ -524,7 +542,8 @@ def test_namespace_level_with_and_without_the_label():
     def ns(labels):
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n", "labels": labels}}
     assert pss.namespace_level(ns({pss.ENFORCE_LABEL: "restricted"})) == "restricted"
-    assert pss.namespace_level(ns({pss.ENFORCE_LABEL: "baseline", "pod-security.kubernetes.io/warn": "restricted"})) == "baseline"
+    assert pss.namespace_level(ns({pss.ENFORCE_LABEL: "baseline",
+                                   "pod-security.kubernetes.io/warn": "restricted"})) == "baseline"
     assert pss.namespace_level(ns({"pod-security.kubernetes.io/warn": "restricted"})) == "privileged"
     assert pss.namespace_level({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}) == "privileged"
     assert pss.namespace_level(ns({pss.ENFORCE_LABEL: "strict"})) == "restricted"

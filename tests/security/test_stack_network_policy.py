@@ -16,10 +16,9 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from dask_kubernetes.operator.controller.controller import (build_scheduler_deployment_spec,
-                                                            build_worker_deployment_spec)
+from dask_kubernetes.operator.controller.controller import build_scheduler_deployment_spec, build_worker_deployment_spec
 
-from components.dask.network_semantics import admits, reaches
+from components.kube.network_semantics import admits, reaches
 from components.settings.exposure import fetch_urls, workers_install
 from tests.render.program import VARIANTS
 from tests.render.stacks import stack_settings
@@ -92,7 +91,8 @@ def stack(request) -> Stack:
 
 def test_the_policies_admit_what_the_dask_pods_need_and_nothing_else(stack):
     assert any(p["spec"]["podSelector"] == {} and "Egress" in p["spec"]["policyTypes"]
-               and not p["spec"].get("ingress") and not p["spec"].get("egress") for p in stack.policies), "no default deny"
+               and not p["spec"].get("ingress") and not p["spec"].get("egress")
+               for p in stack.policies), "no default deny"
     assert {"scheduler", "worker", "jupyter", "data-job"} <= set(stack.roles), sorted(stack.roles)
     reach = stack.admits
     assert reach("worker", "scheduler", 8786) and reach("jupyter", "scheduler", 8786)
@@ -168,7 +168,7 @@ def test_only_the_pods_that_download_reach_the_outside_on_their_urls_ports(stack
 
 def test_the_fetch_rules_select_only_the_pods_that_download(stack):
     downloaders = {"data-job", "environment-job", *(["worker"] if workers_install(stack.settings) else [])}
-    from components.dask.network_semantics import selector_matches
+    from components.kube.network_semantics import selector_matches
 
     for policy in stack.policies:
         if not any("ipBlock" in peer for rule in policy["spec"].get("egress") or [] for peer in rule.get("to", [])):

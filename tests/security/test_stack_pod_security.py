@@ -11,7 +11,7 @@ import copy
 import kubernetes_validate
 import pytest
 
-from components.cluster.pod_security import PSP_CLUSTER_ROLES
+from components.kube.pod_security import PSP_CLUSTER_ROLES
 from tests.render.program import VARIANTS
 from tests.security import pss
 from tests.security.stack_objects import stack_objects
@@ -24,7 +24,7 @@ def _validated_minor(version: tuple[int, int, int]) -> str:
 
 
 # Under PodSecurityPolicy (TKG up to 1.24) a namespace's level is the TKG policy its service
-# accounts are bound to (components/cluster/pod_security.py); that policy decides seccomp, and
+# accounts are bound to (components/kube/pod_security.py); that policy decides seccomp, and
 # refuses a pod that names a profile: the restricted level's seccomp check does not apply there.
 PSP_LEVELS = {role: level for level, role in PSP_CLUSTER_ROLES.items()}
 PSP_DECIDES = ("seccompProfile_restricted",)
@@ -137,7 +137,7 @@ def _core_objects(stack) -> list[tuple[str, dict]]:
     return out
 
 
-@pytest.mark.parametrize("variant", [v for v in VARIANTS if stack_objects(v).kubernetes_version >= VALIDATE_FROM + (0,)])
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if stack_objects(v).kubernetes_version >= (*VALIDATE_FROM, 0)])
 def test_every_object_is_valid_for_the_stacks_kubernetes_minor(variant):
     stack = stack_objects(variant)
     minor = _validated_minor(stack.kubernetes_version)

@@ -57,7 +57,7 @@ def names(graph, role: str) -> tuple[set[str], set[str]]:
 
 
 def test_only_the_servers_certificates_carry_names_and_the_exposed_addresses(exposed):
-    backend, graph = exposed
+    _backend, graph = exposed
     ns = graph.outputs[contract.NAMESPACE]
     service = [f"dask-scheduler.{ns}", f"dask-scheduler.{ns}.svc", f"dask-scheduler.{ns}.svc.cluster.local"]
     assert names(graph, "scheduler") == ({"dask-scheduler", *service}, {SCHEDULER_LB})

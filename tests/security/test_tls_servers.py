@@ -57,12 +57,12 @@ def https_get(port: int, server_name: str, ca: Path, path: str, timeout: float =
     other (jupyter_server ``allow_remote_access``, off for a local address; the pod listens on
     0.0.0.0, where it is on)."""
     context = ssl.create_default_context(cafile=str(ca))
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
-        with context.wrap_socket(raw, server_hostname=server_name) as tls:
-            tls.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
-            data = b""
-            while chunk := tls.recv(65536):
-                data += chunk
+    with (socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw,
+          context.wrap_socket(raw, server_hostname=server_name) as tls):
+        tls.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := tls.recv(65536):
+            data += chunk
     head, _, body = data.decode(errors="replace").partition("\r\n\r\n")
     return int(head.split()[1]), body
 

@@ -21,7 +21,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 
 # The files that start programs while `make test` sets up and runs: the README's test
@@ -98,7 +97,7 @@ def shell_starts(script: str, name: str) -> list[Start]:
 
 def _canonical(script: str) -> str:
     wrapped = f"__script__ () {{\n{_without_heredoc_bodies(script)}\n}}\ndeclare -f __script__\n"
-    done = subprocess.run(["bash", "-c", wrapped], capture_output=True, text=True)
+    done = subprocess.run(["bash", "-c", wrapped], check=False, capture_output=True, text=True)
     if done.returncode or not done.stdout.startswith("__script__"):
         raise ValueError(f"bash could not parse the script: {done.stderr.strip()}")
     return done.stdout
@@ -152,7 +151,8 @@ def _simple_commands(line: str) -> list[list[str]]:
         i += 1
     commands.append(_words(segment))
     out = []
-    for words in commands:
+    for command in commands:
+        words = command
         while words and words[0] in _KEYWORDS_BEFORE_A_COMMAND:
             words = words[1:]
         if words:
@@ -247,6 +247,7 @@ def python_starts(source: str, name: str) -> list[Start]:
             continue
         callee = _name_of(node.func)
         first = node.args[0]
+        words: list[str | None]
         if callee == "which" and isinstance(first, ast.Constant) and isinstance(first.value, str):
             words = [first.value]
         elif callee in runners:
@@ -335,7 +336,7 @@ def _command_of(call: ast.Call) -> ast.expr:
     """A runner's command: its first argument, or all of them where they are the words
     themselves (``run("ip", "netns", "exec", ns, *args)``)."""
     first = call.args[0]
-    if isinstance(first, ast.Constant) or len(call.args) > 1 and any(isinstance(a, ast.Starred) for a in call.args):
+    if isinstance(first, ast.Constant) or (len(call.args) > 1 and any(isinstance(a, ast.Starred) for a in call.args)):
         return ast.List(elts=list(call.args), ctx=ast.Load())
     return first
 

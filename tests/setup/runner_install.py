@@ -87,7 +87,7 @@ def link_distribution(dist: metadata.Distribution, site: Path) -> int:
     for file in dist.files or []:
         if file.parts and file.parts[0] == "..":  # console scripts and data outside site-packages
             continue
-        origin = Path(dist.locate_file(file))
+        origin = Path(str(dist.locate_file(file)))
         if not origin.is_file():
             continue
         target = site / file
@@ -134,6 +134,6 @@ def clean_env() -> dict[str, str]:
 
 
 def run(command: list[str], cwd: Path) -> str:
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=clean_env(), timeout=600)
+    done = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, env=clean_env(), timeout=600)
     assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done.stdout

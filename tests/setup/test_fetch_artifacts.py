@@ -5,6 +5,7 @@ reason, ``mirror_why``) is accepted for an offline mirror's copy only. Downloads
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,8 @@ def places(tmp_path):
     return tmp_path
 
 
-def _artifact(places, served: bytes, mirrored: bytes | None, mirror_sum: bool) -> fa.Artifact:
+def _artifact(places, served: bytes, mirrored: bytes | None, mirror_sum: bool) -> Any:
+    """An ``fa.Artifact`` (Any: the script is loaded by its path, so mypy has no type for it)."""
     (places / "upstream" / "chart.tgz").write_bytes(served)
     if mirrored is not None:
         (places / "mirror" / "charts" / "chart.tgz").write_bytes(mirrored)

@@ -81,7 +81,7 @@ def damage_csv(path: Path) -> None:
     header = lines[0].split(",")
     for index, how in WRONG_FIELD_COUNT.items():
         fields = lines[index + 1].split(",")
-        fields = {"drop_last": fields[:-1], "extra_field": fields + ["7"],
+        fields = {"drop_last": fields[:-1], "extra_field": [*fields, "7"],
                   "truncate": fields[:3]}[how]
         lines[index + 1] = ",".join(fields)
     for index, (column, value) in UNPARSABLE.items():
@@ -99,7 +99,7 @@ def add_column(path: Path, name: str, value: str) -> None:
 
 def make_dataset(base: Path) -> TaxiData:
     source, root = base / "source", base / "root"
-    synth.generate(source, GOOD_FILES + [DAMAGED, EXTRA_COLUMN], ROWS)
+    synth.generate(source, [*GOOD_FILES, DAMAGED, EXTRA_COLUMN], ROWS)
     taxi = root / "taxi"
     shutil.copytree(source / "taxi", taxi)
     data = TaxiData(root=root, source=source / "taxi")

@@ -2,6 +2,7 @@
 formats, every kind of bad file."""
 from __future__ import annotations
 
+import itertools
 from io import StringIO
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def test_a_file_is_cut_into_chunks_of_equal_size(generated):
         assert len(sizes) == -(-data_bytes // block), (fraction, sizes)
         assert max(sizes) <= block and max(sizes) - min(sizes) <= 1, (fraction, sizes)
         assert plan.chunks[0].start == data_start and plan.chunks[-1].end == path.stat().st_size
-        assert all(a.end == b.start for a, b in zip(plan.chunks, plan.chunks[1:]))
+        assert all(a.end == b.start for a, b in itertools.pairwise(plan.chunks))
 
 
 @pytest.fixture(scope="module")

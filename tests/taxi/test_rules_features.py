@@ -11,7 +11,7 @@ from workloads.taxi import schema as s
 
 
 def first_rule(frame: pd.DataFrame) -> list[str]:
-    names = ("kept",) + rules.RULE_NAMES
+    names = ("kept", *rules.RULE_NAMES)
     return [names[label] for label in rules.label(frame, rules.RULES)]
 
 

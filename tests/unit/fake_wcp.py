@@ -9,8 +9,8 @@ import http.server
 import json
 import ssl
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from tests.kube.pki import self_signed_pem
 

@@ -10,8 +10,8 @@ from argon2 import PasswordHasher
 from components.addons.gpu_operator import docker_config
 from components.addons.values import gpu_operator_values, licensing_uses_secret, nfs_provisioner_values
 from components.cluster.manifests import tkc_manifest
-from components.dask.jupyter_password import jupyter_hash
 from components.dask import post_render
+from components.dask.jupyter_password import jupyter_hash
 from components.dask.values import dask_values, labextension_config
 from tests.unit.support import settings, values_inputs
 from workloads.contract import TLS_DIR, TLS_KEYS, TLS_VOLUME
@@ -48,7 +48,8 @@ def test_tls_material_reaches_each_role_as_files_never_as_values():
     assert not any("valueFrom" in e or "BEGIN" in str(e.get("value")) for role in ("scheduler", "worker", "jupyter")
                    for e in values[role]["env"])
     for role in ("scheduler", "worker", "jupyter"):
-        deployment = {"kind": "Deployment", "metadata": {"name": f"dask-{role}", "labels": {"app": "dask", "release": "dask"}},
+        deployment = {"kind": "Deployment",
+                      "metadata": {"name": f"dask-{role}", "labels": {"app": "dask", "release": "dask"}},
                       "spec": {"template": {"spec": {"containers": [{"name": role, "env": values[role]["env"]}]}}}}
         spec = post_render.harden(deployment)["spec"]["template"]["spec"]
         (volume,) = [v for v in spec["volumes"] if v["name"] == TLS_VOLUME]
@@ -57,7 +58,8 @@ def test_tls_material_reaches_each_role_as_files_never_as_values():
         assert {i["key"] for i in volume["secret"]["items"]} == files(role) | server
         assert {"name": TLS_VOLUME, "mountPath": TLS_DIR, "readOnly": True} in spec["containers"][0]["volumeMounts"]
     plain = dask_values(values_inputs(settings(daskTls=False), tls_secret=None))
-    assert plain["scheduler"]["extraArgs"] == [] and not any(e["name"] in TLS_KEYS.values() for e in plain["worker"]["env"])
+    assert plain["scheduler"]["extraArgs"] == []
+    assert not any(e["name"] in TLS_KEYS.values() for e in plain["worker"]["env"])
 
 
 def test_extra_pip_packages_become_the_worker_env():

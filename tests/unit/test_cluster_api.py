@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from components.settings import cluster_classes
 from components.cluster.manifests import capi_cluster_manifest
-from components.settings.class_variables import class_variable_problems
+from components.facts import cluster_classes
 from components.settings import SettingsError
+from components.settings.class_variables import class_variable_problems
 from components.settings.model import POOL_ROLE_LABEL
-from tests.unit.support import VKR, load_current as load_with
+from tests.unit.support import VKR
+from tests.unit.support import load_current as load_with
 
 UBUNTU = {"run.tanzu.vmware.com/resolve-os-image": "os-name=ubuntu,os-version=22.04"}  # GPU pools: 22.04, by version
 

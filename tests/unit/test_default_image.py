@@ -2,7 +2,7 @@
 as the runner (its preflight refuses workers of another Dask), and every module the
 benchmarks import, from the image or from what its entrypoint pip-installs at start
 (EXTRA_PIP_PACKAGES). The image's versions are the published ones, recorded with their source
-in ``components/settings/dask_facts.py``; the runner's are ``requirements.txt``'s pins."""
+in ``components/facts/dask_facts.py``; the runner's are ``requirements.txt``'s pins."""
 from __future__ import annotations
 
 import re
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import components.settings.dask_facts as dask_facts
-import components.settings.prepared_env as prepared_env
+import components.facts.dask_facts as dask_facts
+from components.artifacts import worker_lock
 from components.settings.support import runner_image_notice
 from tests.render.stacks import stack_settings
 from tests.requirements import pins
@@ -33,7 +33,7 @@ LOCK_MODULES = {"pillow": "PIL", "xgboost-cpu": "xgboost", "xgboost-cu13": "xgbo
 
 def prepared_modules() -> set[str]:
     """What the prepared environment (workerEnvironment=prepared) lets the pods import."""
-    return {LOCK_MODULES.get(name, name.replace("-", "_")) for name in prepared_env.pins(prepared_env.lock_text())}
+    return {LOCK_MODULES.get(name, name.replace("-", "_")) for name in worker_lock.pins(worker_lock.lock_text())}
 
 
 def pinned(name: str) -> str:
@@ -54,7 +54,8 @@ def pip_modules(extra_pip_packages: str) -> set[str]:
 def image_of(stack: str) -> tuple[dask_facts.ImageFacts, object]:
     settings = stack_settings(stack, {})
     facts = dask_facts.image_facts(settings.dask.image)
-    assert facts is not None, f"{stack}: no facts recorded for {settings.dask.image} (components/settings/dask_facts.py)"
+    assert facts is not None, \
+        f"{stack}: no facts recorded for {settings.dask.image} (components/facts/dask_facts.py)"
     return facts, settings
 
 
@@ -64,7 +65,7 @@ def test_the_default_image_runs_the_runners_python_and_dask(stack):
     assert facts.python == README_PYTHON == f"{sys.version_info.major}.{sys.version_info.minor}"
     dask = facts.dask_version
     if settings.dask.environment == "prepared":  # the image is the interpreter; Dask is the lock's
-        dask = prepared_env.pins(prepared_env.lock_text())["distributed"]
+        dask = worker_lock.pins(worker_lock.lock_text())["distributed"]
     assert dask == pinned("dask") == pinned("distributed") == settings.dask.dask_version
 
 

@@ -41,7 +41,7 @@ def settings_read(sources: list[str], classes: set[str], declared: set[str]) -> 
                 for keyword in node.keywords:
                     keys = [c.value for call in ast.walk(keyword.value) if isinstance(call, ast.Call)
                             for c in call.args[:1] if isinstance(c, ast.Constant) and c.value in declared]
-                    if keys:
+                    if keys and keyword.arg is not None:
                         found[(node.func.id, keyword.arg)] = keys
     return found
 

@@ -110,7 +110,7 @@ def test_another_benchmarks_files_reach_the_job_its_digests_and_its_egress():
     fetches each with ``--file`` (no code of its own in the program or the downloader), its
     digest is checked when the site gives one, and the Job's egress opens that host's port."""
     from components.addons.dataset_job import job_args
-    from components.dask.network_settings import data_urls
+    from components.kube.network_settings import data_urls
 
     digest = "file=third/rows.csv,sha256=" + "cd" * 32
     s = stack_settings("dev", {"dataFiles": [THIRD_FILE], "dataChecksums": [digest]})

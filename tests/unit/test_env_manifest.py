@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import components.settings.prepared_env as prepared_env
+import components.kube.prepared_env as prepared_env
+from components.artifacts import worker_lock
 
-sys.path.insert(0, str(prepared_env.ENV_DIR))
-import env_manifest  # noqa: E402
+sys.path.insert(0, str(worker_lock.ENV_DIR))
+import env_manifest
 
 sys.path.pop(0)
 

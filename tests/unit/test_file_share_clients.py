@@ -12,7 +12,8 @@ import pytest
 from components.settings import DictSource, SettingsError, load
 from components.settings.model import NetPermission
 from components.settings.schema import project
-from tests.unit.support import CREATE, ONE_HOST_SITE as SITE, PROVIDER
+from tests.unit.support import CREATE, PROVIDER
+from tests.unit.support import ONE_HOST_SITE as SITE
 
 NODE_NETWORK = "ips=10.20.30.0/24,permissions=READ_WRITE,allowRoot=true"
 CREATE_MODE = {"supervisorMode": "create", "supervisorCreateSpec": [*CREATE, "searchDomains=corp.example.com"]}
@@ -61,7 +62,8 @@ def test_given_clients_are_the_clients():
      "together open the share read-write to every address"),
     (["ips=0.0.0.0-127.255.255.255,permissions=READ_WRITE", "ips=128.0.0.0/1,permissions=READ_WRITE",
       "ips=10.0.0.1,permissions=READ_WRITE"], "together open the share read-write to every address"),
-    (["ips=10.20.0.0/16,permissions=READ_WRITE,allowRoot=true", "ips=10.21.0.0/16,permissions=READ_WRITE,allowRoot=true"],
+    (["ips=10.20.0.0/16,permissions=READ_WRITE,allowRoot=true",
+      "ips=10.21.0.0/16,permissions=READ_WRITE,allowRoot=true"],
      "together give root on the share to 131072 addresses"),
 ])
 def test_entries_that_together_open_the_share_fail_at_preview(clients, words):

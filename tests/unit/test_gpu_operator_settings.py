@@ -92,13 +92,14 @@ def test_a_guest_driver_with_a_known_vulnerability_is_refused_naming_the_bulleti
     error = refused(vgpuDriverVersion=driver)
     assert "dask-tkg:vgpuDriverVersion" in str(error)
     [problem] = [p for p in error.problems if p.key == "vgpuDriverVersion"]
-    assert f"{driver} is affected by NVIDIA security bulletin 5821 (May 2026): CVE-2026-24187, CVSS 8.8" in problem.message
+    assert (f"{driver} is affected by NVIDIA security bulletin 5821 (May 2026): CVE-2026-24187, CVSS 8.8"
+            in problem.message)
     assert ("the first fixed guest driver is 580.159.03 (vGPU 19.5, with vGPU Manager 580.159.01 on the hosts)"
             in problem.message)
 
 
 @pytest.mark.parametrize("driver", ["580.159.03", "580.173.02", "595.91.07", "470.63.01"])
 def test_a_fixed_driver_or_a_branch_without_a_bulletin_passes_the_floor(driver):
-    from components.settings.support_matrix import driver_bulletin
+    from components.facts.support_matrix import driver_bulletin
 
     assert driver_bulletin(driver) is None

@@ -44,8 +44,8 @@ def test_the_cuda_majors_of_a_resolution(pins, majors):
 
 
 def test_the_lock_matches_its_spec_and_is_one_cuda_major():
-    import components.settings.prepared_env as prepared_env
+    from components.artifacts import worker_lock
 
     assert lock_worker_env.recorded_digest(lock_worker_env.lock_path("cu13")) == lock_worker_env.spec_digest("cu13")
-    assert lock_worker_env.cuda_majors([f"{n}=={v}" for n, v in prepared_env.pins(prepared_env.lock_text()).items()]) \
+    assert lock_worker_env.cuda_majors([f"{n}=={v}" for n, v in worker_lock.pins(worker_lock.lock_text()).items()]) \
         == {lock_worker_env.CUDA_MAJOR}

@@ -8,14 +8,18 @@ its pod templates (dask 2024.1.1)."""
 from __future__ import annotations
 
 import pytest
-from dask_kubernetes.operator.controller.controller import (build_scheduler_deployment_spec,
-                                                            build_worker_deployment_spec)
+from dask_kubernetes.operator.controller.controller import build_scheduler_deployment_spec, build_worker_deployment_spec
 
 from components.dask import operator_spec
-from components.dask.exposure import selector as chart_selector
-from components.dask.network_policy import (DaskPodSelectors, NamespaceNetwork, Outside, dask_network_policies,
-                                            fetch_policy)
-from components.dask.network_semantics import admits, reaches, selector_matches
+from components.kube.exposure import selector as chart_selector
+from components.kube.network_policy import (
+    DaskPodSelectors,
+    NamespaceNetwork,
+    Outside,
+    dask_network_policies,
+    fetch_policy,
+)
+from components.kube.network_semantics import admits, reaches, selector_matches
 
 NS = "rapidsai"
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -39,7 +43,7 @@ DATA_JOB = {"app.kubernetes.io/name": "dataset-prepare", "batch.kubernetes.io/jo
             "job-name": "dataset-prepare", "batch.kubernetes.io/controller-uid": "0f1e", "controller-uid": "0f1e"}
 
 
-NO_CONTAINERS = {"containers": []}  # the controller adds its environment to each container
+NO_CONTAINERS: dict[str, list[dict]] = {"containers": []}  # the controller adds its environment to each container
 
 
 def _template_labels(deployment: dict) -> dict:
@@ -487,7 +491,7 @@ def test_match_expressions(expression, labels, expected):
 
 
 def test_the_target_namespace_must_be_named():
-    with pytest.raises(ValueError, match="kubernetes.io/metadata.name"):
+    with pytest.raises(ValueError, match=r"kubernetes\.io/metadata\.name"):
         admits([], {"team": "x"}, {}, ip(EXTERNAL_IP), 80)
 
 

@@ -25,7 +25,7 @@ def where(stack: str = "dev", **config) -> dict[str, set[tuple[str, int]]]:
 def test_the_dev_stack_reaches_its_registries_data_hosts_package_index_and_licence_server():
     cluster = where()["cluster"]
     assert {("nvcr.io", 443), ("registry.k8s.io", 443), ("ghcr.io", 443)} <= cluster  # GPU operator, NFS, Dask operator
-    assert DOCKER_HUB <= cluster  # daskImage and dataJobImage are Docker Hub's python images
+    assert cluster >= DOCKER_HUB  # daskImage and dataJobImage are Docker Hub's python images
     assert {("vision.stanford.edu", 443), ("gist.githubusercontent.com", 443), ("download.pytorch.org", 443),
             ("d37ci6vzurychx.cloudfront.net", 443)} <= cluster  # the data Job's downloads
     assert {("pypi.org", 443), ("files.pythonhosted.org", 443)} <= cluster  # the environment Job's index
@@ -43,7 +43,7 @@ def test_the_pulumi_machine_reaches_vcenter_the_supervisor_chart_hosts_and_plugi
 def test_another_image_registry_changes_the_list():
     harbor = f"harbor.lab.example/library/python:3.11.15-slim-bookworm@{DIGEST}"
     one = where(daskImage=harbor)["cluster"]
-    assert ("harbor.lab.example", 443) in one and DOCKER_HUB <= one  # the data Job still pulls from Docker Hub
+    assert ("harbor.lab.example", 443) in one and one >= DOCKER_HUB  # the data Job still pulls from Docker Hub
     both = where(daskImage=harbor, dataJobImage=f"harbor.lab.example:5000/library/python:3.12@{DIGEST}")["cluster"]
     assert {("harbor.lab.example", 443), ("harbor.lab.example", 5000)} <= both
     assert not DOCKER_HUB & both
@@ -94,6 +94,6 @@ def test_the_stack_file_is_read_without_its_secrets(tmp_path):
 
 def test_the_command_prints_the_list_for_a_stack():
     done = subprocess.run([sys.executable, "-m", "components.settings.network_requirements", "--stack", "dev"],
-                          capture_output=True, text=True, cwd=network.REPO, timeout=120)
+                          check=False, capture_output=True, text=True, cwd=network.REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "`nvcr.io`" in done.stdout and "`vcenter.lab.example`" in done.stdout

@@ -1,6 +1,7 @@
 """Which OS image each node pool asks the release for: the same as the manifests ask
 (``GPU_POOL_OS_ANNOTATION``, Ubuntu 22.04, on GPU machineDeployments of a Cluster;
-``UBUNTU_ANNOTATION`` on the whole v1alpha3 TanzuKubernetesCluster), so the preview checks cannot drift from what is deployed."""
+``UBUNTU_ANNOTATION`` on the whole v1alpha3 TanzuKubernetesCluster), so the preview checks cannot drift from what is
+deployed."""
 from __future__ import annotations
 
 from components.cluster.manifests import GPU_POOL_OS_ANNOTATION, capi_cluster_manifest

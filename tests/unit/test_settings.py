@@ -9,11 +9,13 @@ from components.settings.schema import project
 from components.settings.vsan import RAID1, RAID56
 from tests.unit.support import PAPER_PLATFORM, PROVIDER, SITE, problems, settings
 
+
 def test_the_paper_platform_is_the_reference_stacks():
     """Pulumi.reference.yaml and Pulumi.reference-dev.yaml set every paper value that differs
     from Pulumi.yaml's defaults (the paper's extraPipPackages is its torch 1.10 line)."""
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     for name in ("reference", "reference-dev"):
         config = yaml.safe_load((Path(__file__).resolve().parents[2] / f"Pulumi.{name}.yaml").read_text())["config"]
@@ -42,7 +44,8 @@ def test_defaults_are_the_papers_topology():
     assert s.cluster.tkr == "v1.20.8---vmware.1-tkg.2" and s.cluster.kubernetes_version == (1, 20, 8)
     assert (s.cluster.control_plane.replicas, s.cluster.control_plane.vm_class) == (3, "best-effort-medium")
     gpu = s.cluster.pools("gpu")
-    assert [(p.replicas, p.vm_class, p.storage_class) for p in gpu] == [(8, "16cpu-64gram-ts-20c-vmxnet3", "vsan-r1-sw8")]
+    assert [(p.replicas, p.vm_class, p.storage_class) for p in gpu] == [(8, "16cpu-64gram-ts-20c-vmxnet3",
+                                                                         "vsan-r1-sw8")]
     assert sum(p.replicas for p in s.cluster.pools("cpu")) == 2
     assert [(v.name, v.mount_path, v.capacity) for v in s.cluster.volumes] == [
         ("containerd", "/var/lib/containerd", "100Gi"), ("kubelet", "/var/lib/kubelet", "50Gi")]
@@ -57,7 +60,7 @@ def test_defaults_are_the_papers_topology():
     assert s.dask.workers.threads == 6  # 0 = the worker's cores
     assert s.file_share.size_gib == 2048 and s.file_share.policy == "vsan-r1-sw8"
     assert s.storage.dataset_size == "500Gi" and s.storage.pip_cache_size == "200Gi"
-    assert len(s.data.taxi_months) == 36 and s.data.taxi_months[0] == "2017-01"
+    assert len(s.data.value("taxiMonths")) == 36 and s.data.value("taxiMonths")[0] == "2017-01"
 
 
 def test_topology_b_gives_jupyter_a_gpu_and_one_worker_less():
@@ -82,14 +85,17 @@ def test_short_raid_names_become_spbm_strings():
 @pytest.mark.parametrize(
     "overrides, key, words",
     [
-        ({"nodePools": ["name=gpu-worker,role=gpu,replicas=-1,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8",
-                        "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"]},
+        ({"nodePools": [
+            "name=gpu-worker,role=gpu,replicas=-1,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8",
+            "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"]},
          "nodePools[0].replicas", ">= 0"),
         ({"gpuWorkers": -2}, "gpuWorkers", ">= 0"),
-        ({"vmClasses": ["name=16cpu-64gram-ts-20c-vmxnet3,cpus=16,memoryMb=65536,memoryReservation=50,vgpuProfile=grid_a100-20c"]},
+        ({"vmClasses": [
+            "name=16cpu-64gram-ts-20c-vmxnet3,cpus=16,memoryMb=65536,memoryReservation=50,vgpuProfile=grid_a100-20c"]},
          "vmClasses[0].memoryReservation", "100%"),
-        ({"nodePools": ["name=GPU_Workers,role=gpu,replicas=8,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8",
-                        "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"]},
+        ({"nodePools": [
+            "name=GPU_Workers,role=gpu,replicas=8,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8",
+            "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"]},
          "nodePools[0].name", "RFC 1123"),
         ({"gpuWorkers": 9}, "gpuWorkers", "need 9 GPU nodes but the role=gpu pools have 8"),
         ({"clusterApi": "run.tanzu.vmware.com/v1beta1"}, "clusterApi", "must be one of"),
@@ -114,22 +120,27 @@ def test_short_raid_names_become_spbm_strings():
         ({"storagePolicies": ["name=vsan-r5,hostFailuresToTolerate=3,replicaPreference=RAID-5/6",
                               "name=vsan-r1-sw8,stripeWidth=8"]},
          "storagePolicies[0]", "erasure coding"),
-        ({"storagePolicies": ["name=vsan-r5,stripeWidth=20", "name=vsan-r1-sw8"]}, "storagePolicies[0].stripeWidth", "<= 12"),
-        ({"storagePolicies": ["name=vsan-r5,colour=blue", "name=vsan-r1-sw8"]}, "storagePolicies[0].colour", "unknown field"),
+        ({"storagePolicies": ["name=vsan-r5,stripeWidth=20", "name=vsan-r1-sw8"]}, "storagePolicies[0].stripeWidth",
+         "<= 12"),
+        ({"storagePolicies": ["name=vsan-r5,colour=blue", "name=vsan-r1-sw8"]}, "storagePolicies[0].colour",
+         "unknown field"),
         ({"controlPlaneStorageClass": "gold"}, "controlPlaneStorageClass", "not one of storagePolicies"),
         ({"controlPlaneVmClass": "huge"}, "controlPlaneVmClass", "not offered to the namespace"),
         ({"nodePools": ["name=gpu-worker,role=gpu,replicas=8,vmClass=best-effort-xlarge,storageClass=vsan-r1-sw8",
                         "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"]},
          "nodePools[0].vmClass", "has no vGPU profile"),
-        ({"nodePools": ["name=gpu-worker,role=gpu,replicas=8,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8"]},
+        ({"nodePools": [
+            "name=gpu-worker,role=gpu,replicas=8,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8"]},
          "nodePools", "the scheduler needs a non-GPU node"),
         ({"nodePools": ["name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"]},
          "nodePools", "no pool has role=gpu"),
-        ({"nodePools": ["name=gpu-worker,role=gpu,replicas=1,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8",
-                        "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"],
+        ({"nodePools": [
+            "name=gpu-worker,role=gpu,replicas=1,vmClass=16cpu-64gram-ts-20c-vmxnet3,storageClass=vsan-r1-sw8",
+            "name=cpu,role=cpu,replicas=2,vmClass=best-effort-xlarge,storageClass=vsan-r5"],
           "jupyterGpu": True}, "gpuWorkers", "no GPU node is left for workers"),
         ({"schedulerMemory": "64Gi"}, "schedulerMemory", "exceeds VM class 'best-effort-xlarge'"),
-        ({"predefinedVmClasses": ["best-effort-medium", "best-effort-huge"]}, "predefinedVmClasses[1]", "not a pre-defined"),
+        ({"predefinedVmClasses": ["best-effort-medium", "best-effort-huge"]}, "predefinedVmClasses[1]",
+         "not a pre-defined"),
         ({"fileShareMode": "existing"}, "nfsServer", "required with fileShareMode=existing"),
         ({"fileShareMode": "nas"}, "fileShareMode", "must be one of vsan, existing"),
         ({"fileSharePolicy": "gold"}, "fileSharePolicy", "not one of storagePolicies"),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.settings import DictSource, SettingsError, load
-from tests.unit.support import CREATE, ONE_HOST_SITE as SITE, PROVIDER
+from tests.unit.support import CREATE, PROVIDER
+from tests.unit.support import ONE_HOST_SITE as SITE
 
 VSPHERE8 = {"vsphereVersion": 8, "supervisorId": "domain-c8", "clusterApi": "run.tanzu.vmware.com/v1alpha3"}
 
@@ -14,7 +15,7 @@ def load_with(**overrides):
     return load(DictSource({**SITE, **overrides}, PROVIDER))
 
 
-def problems_of(**overrides) -> list[str]:
+def problems_of(**overrides) -> tuple[list[str], str]:
     with pytest.raises(SettingsError) as info:
         load_with(**overrides)
     return [str(p) for p in info.value.problems], str(info.value)

@@ -11,6 +11,7 @@ from components.cluster.supervisor_access import SupervisorLoginError, kubeconfi
 from tests.kube.pki import self_signed_pem
 from tests.unit.fake_wcp import PASSWORD, USER, serve_fake_wcp
 
+
 @pytest.fixture(scope="module")
 def supervisor(tmp_path_factory):
     with serve_fake_wcp(tmp_path_factory.mktemp("wcp")) as (address, _):

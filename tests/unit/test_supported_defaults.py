@@ -1,5 +1,5 @@
 """The current stacks' defaults are one supported whole, held against the vendors' statements
-in ``components/settings/support_matrix.py`` (each with its source); and the preview's warnings
+in ``components/facts/support_matrix.py`` (each with its source); and the preview's warnings
 when a stack leaves that whole.
 
 The dates are today's: a default whose branch reaches its end of support fails here on that
@@ -10,11 +10,10 @@ import datetime
 
 import pytest
 
-from components.settings import addon_facts
-from components.settings import support_matrix
+from components.facts import addon_facts, support_matrix
 from components.settings import SettingsError
-from components.settings.worker_environment import pods_cuda
 from components.settings.support import support_warnings
+from components.settings.worker_environment import pods_cuda
 from tests.render.stacks import stack_settings
 
 CURRENT_STACKS = ("dev", "full")

@@ -6,12 +6,15 @@ reach nothing of theirs and are reached by nothing of theirs.
 """
 from __future__ import annotations
 
-from dask_kubernetes.operator.controller.controller import (build_job_pod_spec, build_scheduler_deployment_spec,
-                                                            build_worker_deployment_spec)
+from dask_kubernetes.operator.controller.controller import (
+    build_job_pod_spec,
+    build_scheduler_deployment_spec,
+    build_worker_deployment_spec,
+)
 
 from components.dask import operator_spec
-from components.dask.network_policy import DaskPodSelectors, NamespaceNetwork, Outside, dask_network_policies
-from components.dask.network_semantics import admits, reaches
+from components.kube.network_policy import DaskPodSelectors, NamespaceNetwork, Outside, dask_network_policies
+from components.kube.network_semantics import admits, reaches
 
 ALICE, BOB, SHARED, OPERATOR_NS = "dask-alice", "dask-bob", "rapidsai", "dask-operator"
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -20,7 +23,7 @@ COMM, DASHBOARD, RANDOM_PORT = operator_spec.SCHEDULER_PORT, operator_spec.DASHB
 
 
 def person_policies(namespace: str) -> list[dict]:
-    """What components/dask/person_space.py declares in a person's namespace."""
+    """What components/dask/team/person_space.py declares in a person's namespace."""
     return dask_network_policies(namespace, DaskPodSelectors.for_any_operator_cluster(), operator_namespace=OPERATOR_NS,
                                  network=NETWORK, name_prefix="dask")
 
@@ -74,7 +77,8 @@ def test_her_pods_open_nothing_to_another_persons_or_the_shared_namespace():
 
 
 def test_the_shared_clusters_scheduler_refuses_her_workers():
-    shared = dask_network_policies(SHARED, DaskPodSelectors.for_operator("dask", "dask"), operator_namespace=OPERATOR_NS,
+    shared = dask_network_policies(SHARED, DaskPodSelectors.for_operator("dask", "dask"),
+                                   operator_namespace=OPERATOR_NS,
                                    network=NETWORK, name_prefix="dask")
     scheduler = labels("dask", SHARED)["scheduler"]
     for source in labels("dask", ALICE).values():  # even a cluster she names like the shared one

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from components.dask.values import worker_tuning_env
+from components.dask.podspec import worker_tuning_env
 
 PROBE = textwrap.dedent("""
     import json, os

@@ -9,6 +9,7 @@ fails the tests that need it, with the script's output.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,7 +17,7 @@ from tests.vcenter.simulator import Vcsim, running_vcsim
 
 
 @pytest.fixture(scope="session")
-def vcsim(tmp_path_factory) -> Vcsim:
+def vcsim(tmp_path_factory) -> Iterator[Vcsim]:
     with running_vcsim(tmp_path_factory.mktemp("vcsim")) as simulator:
         yield simulator
 

@@ -44,7 +44,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
@@ -89,7 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def fake(self):
-        return self.server.fake  # type: ignore[attr-defined]
+        return self.server.fake
 
     def body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -99,7 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
         status: int,
         payload: bytes = b"",
         content_type: str = "application/json",
-        headers: Optional[dict[str, str]] = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -157,7 +157,7 @@ def _error(error_type: str, message: str) -> bytes:
 
 
 class _NamespaceHandler(_Handler):
-    def _reply(self, status: int, body: Any = None, error: Optional[tuple[str, str]] = None) -> None:
+    def _reply(self, status: int, body: Any = None, error: tuple[str, str] | None = None) -> None:
         if error:
             self.send(status, _error(*error))
         else:
@@ -269,7 +269,7 @@ class _NamespaceHandler(_Handler):
         fake.tokens.add(token)
         return self._reply(201, token)
 
-    def _validate(self, body: Any, allowed: set[str], required: set[str], structure: str) -> Optional[str]:
+    def _validate(self, body: Any, allowed: set[str], required: set[str], structure: str) -> str | None:
         if not isinstance(body, dict):
             return f"Expected a {structure} structure in the request body."
         for key in body:
@@ -346,7 +346,7 @@ class _NamespaceHandler(_Handler):
         if problem:
             return self._reply(400, error=("INVALID_ARGUMENT", problem))
         info = fake.namespaces[name]
-        info.update({k: v for k, v in body.items()})
+        info.update(dict(body.items()))
         info["config_status"] = "CONFIGURING"
         fake.settling[name] = fake.settle_gets
         return self._reply(204)
@@ -376,7 +376,7 @@ class FakeNamespaceApi(_Server):
         user: str,
         password: str,
         clusters: tuple[str, ...] = ("domain-c8",),
-        known_policies: Optional[set[str]] = None,
+        known_policies: set[str] | None = None,
         settle_gets: int = 1,
     ):
         super().__init__(_NamespaceHandler, cert_file, key_file)
@@ -478,7 +478,7 @@ _ENVELOPE = (
 )
 
 
-def _soap_session(cookie_header: str) -> Optional[str]:
+def _soap_session(cookie_header: str) -> str | None:
     """The ``vmware_soap_session`` value of a Cookie or Set-Cookie header."""
     try:
         morsel = SimpleCookie(cookie_header).get("vmware_soap_session")
@@ -487,7 +487,7 @@ def _soap_session(cookie_header: str) -> Optional[str]:
     return morsel.value if morsel else None
 
 
-def _text(element: Optional[ET.Element], path: str) -> Optional[str]:
+def _text(element: ET.Element | None, path: str) -> str | None:
     found = element.find(path, {"v": _VSAN, "vim": "urn:vim25"}) if element is not None else None
     return found.text if found is not None else None
 
@@ -498,7 +498,7 @@ class FakeShare:
     name: str
     cluster: str
     quota: str
-    policy_id: Optional[str]
+    policy_id: str | None
     permissions: list[dict[str, Any]]
     domain: str = "fs.vsan.example"
     visible: bool = True  # False until the task creating it has finished
@@ -540,7 +540,7 @@ class FakeTask:
     method: str
     ticks: int
     effect: Any  # callable run on success
-    error: Optional[str] = None  # the fault message when the task fails
+    error: str | None = None  # the fault message when the task fails
     rollback: Any = None  # callable run on failure
     state: str = "running"
 
@@ -561,8 +561,8 @@ class FakeTask:
         error = ""
         if self.state == "error":
             # LocalizedMethodFault as vCenter reports a failed task (TaskInfo.error).
-            error = (f'<error><fault xsi:type="SystemError"><reason>{escape(self.error)}</reason></fault>'
-                     f"<localizedMessage>{escape(self.error)}</localizedMessage></error>")
+            error = (f'<error><fault xsi:type="SystemError"><reason>{escape(self.error or "")}</reason></fault>'
+                     f"<localizedMessage>{escape(self.error or '')}</localizedMessage></error>")
         return (
             f'<returnval xsi:type="TaskInfo"><key>{self.key}</key><task type="Task">{self.key}</task>'
             f"<name>{self.method}</name><descriptionId>vsan.fileservice.{self.method}</descriptionId>"
@@ -592,18 +592,20 @@ class _VsanHandler(_Handler):
         fake: FakeVsanFileService = self.fake
         if b"<Fetch" not in body:
             return False
-        request = ET.fromstring(body).find(f"{{{_SOAP}}}Body")[0]
+        request = ET.fromstring(body).findall(f"{{{_SOAP}}}Body")[0][0]
         this = request.find("{urn:vim25}_this")
+        if this is None:
+            return False
         with fake.lock:
-            task = fake.tasks.get(this.text if this is not None else "")
+            task = fake.tasks.get(this.text or "")
             if task is None or this.get("type") != "Task":
                 return False
             if _soap_session(self.headers.get("Cookie") or "") not in fake.sessions:
                 self._fault("NotAuthenticated", "The session is not authenticated.")
                 return True
             fake.tick()
-            body = f'<FetchResponse xmlns="urn:vim25">{task.info_xml()}</FetchResponse>'
-        self.send(200, _ENVELOPE.format(body=body).encode(), "text/xml; charset=utf-8")
+            answer = f'<FetchResponse xmlns="urn:vim25">{task.info_xml()}</FetchResponse>'
+        self.send(200, _ENVELOPE.format(body=answer).encode(), "text/xml; charset=utf-8")
         return True
 
     def _proxy(self, method: str) -> None:
@@ -656,7 +658,7 @@ class _VsanHandler(_Handler):
                 return self._fault("InvalidRequest", f"SOAPAction {action!r} is not a vSAN API version")
             if session is None or session not in fake.sessions:
                 return self._fault("NotAuthenticated", "The session is not authenticated.")
-            request = ET.fromstring(raw).find(f"{{{_SOAP}}}Body")[0]
+            request = ET.fromstring(raw).findall(f"{{{_SOAP}}}Body")[0][0]
             method = request.tag.split("}", 1)[1]
             this = request.find(f"{{{_VSAN}}}_this")
             fake.calls.append((method, action, raw.decode()))
@@ -687,7 +689,7 @@ class _VsanHandler(_Handler):
                     "permissions": _text(p, "v:permissions") or "READ_WRITE",
                     "allow_root": _text(p, "v:allowRoot") == "true",
                 }
-                for p in config.findall(f"{{{_VSAN}}}permission")
+                for p in (config.findall(f"{{{_VSAN}}}permission") if config is not None else [])
             ],
         }
 
@@ -699,7 +701,7 @@ class _VsanHandler(_Handler):
                                    rollback or (lambda: None))
         self._ok(method, f'<returnval type="Task">{key}</returnval>')
 
-    def _cluster(self, request: ET.Element) -> Optional[str]:
+    def _cluster(self, request: ET.Element) -> str | None:
         cluster = request.find(f"{{{_VSAN}}}cluster")
         if cluster is None or cluster.get("type") != "ClusterComputeResource":
             self._fault("InvalidArgument", "A vSAN cluster is required.")
@@ -759,7 +761,8 @@ class _VsanHandler(_Handler):
         config = self._config(request)
 
         def done():
-            share.quota, share.policy_id, share.permissions = config["quota"], config["policy_id"], config["permissions"]
+            share.quota, share.policy_id = config["quota"], config["policy_id"]
+            share.permissions = config["permissions"]
 
         return self._task(method, done)
 
@@ -807,7 +810,7 @@ class FakeVsanFileService(_Server):
         nfs_fqdn: str = "fs1.vsan.example",
         nfs_ip: str = "192.168.100.20",
         task_ticks: int = 1,
-        domains: Optional[dict[str, str]] = None,
+        domains: dict[str, str] | None = None,
     ):
         super().__init__(_VsanHandler, cert_file, key_file)
         self.vcsim_port = vcsim_port
@@ -827,7 +830,7 @@ class FakeVsanFileService(_Server):
         for task in list(self.tasks.values()):
             task.advance()
 
-    def seed(self, name: str, cluster: str, quota: str = "2048G", policy_id: Optional[str] = None) -> FakeShare:
+    def seed(self, name: str, cluster: str, quota: str = "2048G", policy_id: str | None = None) -> FakeShare:
         """Put a share in place as if someone created it in the vSphere Client."""
         with self.lock:
             share = FakeShare(

@@ -15,13 +15,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from workloads.core.config import cache_dir
-
 from components.vsphere.providers.session import VCenterConnection
 from tests.kube.processes import terminate
+from workloads.core.config import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_vcsim.sh"
@@ -44,7 +44,8 @@ class Vcsim:
         return Path(self.cert_file).read_text()
 
     def connection(self, **overrides) -> VCenterConnection:
-        values = dict(server=self.host, user=self.user, password=self.password, ca_pem=self.ca_pem, port=self.port)
+        values: dict[str, Any] = dict(server=self.host, user=self.user, password=self.password, ca_pem=self.ca_pem,
+                                      port=self.port)
         values.update(overrides)
         return VCenterConnection(**values)
 
@@ -55,7 +56,7 @@ class Vcsim:
 
 def _build() -> Path:
     try:
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], check=False, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
         pytest.fail("scripts/build_vcsim.sh did not finish within 15 minutes")
     if proc.returncode != 0:
@@ -86,11 +87,13 @@ def running_vcsim(folder: Path, host_packages: dict | None = None):
     cert, key = CACHE / "cert.pem", CACHE / "key.pem"
     proc = subprocess.Popen(
         [str(binary), "-listen", "127.0.0.1:0", "-cert", str(cert), "-key", str(key), "-username", user,
-         "-password", password, "-host-packages", json.dumps(DEFAULT_PACKAGES if host_packages is None else host_packages)],
+         "-password", password, "-host-packages",
+         json.dumps(DEFAULT_PACKAGES if host_packages is None else host_packages)],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
     )
+    assert proc.stdout is not None  # stdout=PIPE
     try:
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ)

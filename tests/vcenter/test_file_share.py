@@ -77,7 +77,7 @@ def props(vcsim, vsan, cluster, **overrides) -> dict:
 def sent(vsan, method: str) -> list[ET.Element]:
     """The request bodies (SOAP Body's first element) of ``method``."""
     soap = "{http://schemas.xmlsoap.org/soap/envelope/}Body"
-    return [ET.fromstring(raw).find(soap)[0] for m, _, raw in vsan.calls if m == method]
+    return [ET.fromstring(raw).findall(soap)[0][0] for m, _, raw in vsan.calls if m == method]
 
 
 def test_create_sends_the_share_config_and_waits_for_the_access_point(vcsim, vsan, cluster_id, provider):
@@ -175,7 +175,8 @@ def test_failures_surface_the_server_message_without_the_password(vcsim, vsan, c
 
     slow = VsanFileShareProvider(timeout_s=0.05, poll_s=0.01)
     vsan.task_ticks = 10_000
-    with pytest.raises(VCenterError, match=r"timed out after 0 s waiting for creating vSAN file share 'ml-share' \(task"):
+    with pytest.raises(VCenterError,
+                       match=r"timed out after 0 s waiting for creating vSAN file share 'ml-share' \(task"):
         slow.create(props(vcsim, vsan, cluster_id))
 
 

@@ -137,7 +137,7 @@ def test_a_refresh_sees_a_limit_removed_by_hand(api, vcsim, provider, made_by_vs
 
 
 def test_a_namespace_that_does_not_exist_is_named(api, vcsim, provider):
-    with pytest.raises(VCenterError, match="namespace 'dask' does not exist on vCenter 127.0.0.1"):
+    with pytest.raises(VCenterError, match=r"namespace 'dask' does not exist on vCenter 127\.0\.0\.1"):
         provider.create(props(api, vcsim))
     assert patches(api) == []
 

@@ -171,7 +171,7 @@ def test_the_fake_rejects_what_vcenter_rejects(api, vcsim):
 
     conn = VCenterConnection.from_props(conn_props)
     url = f"{conn.base_url}/api/vcenter/namespaces/instances"
-    plain = requests.post(url, json={"cluster": CLUSTER, "namespace": "x"}, verify=vcsim.cert_file)
+    plain = requests.post(url, json={"cluster": CLUSTER, "namespace": "x"}, verify=vcsim.cert_file, timeout=30)
     assert plain.status_code == 401
     with rest_api(conn) as http:
         unknown = http.post(url, json={"cluster": CLUSTER, "namespace": "x", "storage_policies": []})
@@ -232,7 +232,8 @@ def test_adopting_keeps_the_namespaces_own_owner_policies_and_classes(api, vcsim
     # What the program owns is what it reports; a refresh does not take the owner's entries in.
     assert created.outs["access_list"] == [DEVS]
     refreshed = provider.read("dask", created.outs).outs
-    assert refreshed["access_list"] == [DEVS] and refreshed["vm_classes"] == ["best-effort-medium", "best-effort-xlarge"]
+    assert refreshed["access_list"] == [DEVS] and refreshed["vm_classes"] == ["best-effort-medium",
+                                                                              "best-effort-xlarge"]
 
     # Dropping one of the program's classes and its group removes those, nothing else.
     news = props(api, vcsim, access_list=[], vm_classes=["best-effort-medium"])
@@ -273,7 +274,8 @@ def test_the_fake_refuses_namespace_names_vcenter_refuses(api, vcsim):
     conn = VCenterConnection.from_props(props(api, vcsim))
     with rest_api(conn) as http:
         for bad in ("Dask_NS", "-dask", "d" * 64):
-            resp = http.post(f"{conn.base_url}/api/vcenter/namespaces/instances", json={"cluster": CLUSTER, "namespace": bad})
+            resp = http.post(f"{conn.base_url}/api/vcenter/namespaces/instances",
+                             json={"cluster": CLUSTER, "namespace": bad})
             assert resp.status_code == 400 and resp.json()["error_type"] == "INVALID_ARGUMENT", bad
             assert "must be a DNS label" in resp.json()["messages"][0]["default_message"]
     assert api.namespaces == {}

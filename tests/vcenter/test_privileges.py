@@ -66,7 +66,7 @@ def test_a_missing_privilege_fails_the_preview_naming_it(vcsim, role_without):
     assert f"the vCenter account {vcsim.user!r} lacks 1 privilege(s)" in failure.reason
     assert "Host.Config.Storage on compute cluster 'DC0_C0' (for: vSAN file share)" in failure.reason
     assert 'docs/deploy.md, "The vCenter account"' in failure.reason
-    with pytest.raises(Exception, match="Host.Config.Storage"):
+    with pytest.raises(Exception, match=r"Host\.Config\.Storage"):
         VCenterPrivilegesProvider().create(props(vcsim))
 
 
@@ -81,7 +81,7 @@ def test_a_role_that_does_not_propagate_holds_nothing_below_the_root(vcsim, role
 def test_a_read_only_preview_account_may_skip_the_preview_check_but_not_up(vcsim, role_without):
     role_without("Namespaces.Configure")
     assert VCenterPrivilegesProvider().check({}, props(vcsim, at_preview=False)).failures == []
-    with pytest.raises(Exception, match="Namespaces.Configure on compute cluster 'DC0_C0'"):
+    with pytest.raises(Exception, match=r"Namespaces\.Configure on compute cluster 'DC0_C0'"):
         VCenterPrivilegesProvider().create(props(vcsim, at_preview=False))
 
 

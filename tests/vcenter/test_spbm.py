@@ -207,7 +207,7 @@ def test_the_password_never_appears_in_errors(vcsim, provider):
 
     for exc, password in ((refused.value, wrong), (untrusted.value, vcsim.password), (closed.value, vcsim.password)):
         assert password not in str(exc) and password not in repr(exc)
-        assert exc.__cause__ is None and exc.__context__ is None or password not in str(exc.__context__)
+        assert (exc.__cause__ is None and exc.__context__ is None) or password not in str(exc.__context__)
     assert vcsim.password not in repr(vcsim.connection())
 
 

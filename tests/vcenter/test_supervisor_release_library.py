@@ -14,7 +14,15 @@ import pytest
 from components.vsphere.providers.supervisor_library import TkrLibraryError
 
 from .fakes import fake_namespace_api
-from .release_library import CLUSTER, FEED, SUPERVISOR, TOPOLOGY, VKR, props, provider  # noqa: F401 - provider: a fixture
+from .release_library import (  # noqa: F401 - provider: a fixture
+    CLUSTER,
+    FEED,
+    SUPERVISOR,
+    TOPOLOGY,
+    VKR,
+    props,
+    provider,
+)
 
 pytestmark = pytest.mark.vcsim
 

@@ -1,7 +1,7 @@
 """The hosts' NVIDIA vGPU Manager against the guest driver, read at preview from the vCenter
 simulator: each host's installed software packages (HostImageConfigManager.FetchSoftwarePackages,
 served by scripts/vcsim/software.go as vCenter serves them), the vGPU Manager VIB among them, and
-NVIDIA's pairing rule and security floor (components/settings/support_matrix.py)."""
+NVIDIA's pairing rule and security floor (components/facts/support_matrix.py)."""
 from __future__ import annotations
 
 import pytest
@@ -56,7 +56,8 @@ def test_a_manager_below_the_security_floor_and_a_host_without_one_are_refused(m
     assert failure.startswith("vgpuDriverVersion: ")
     assert ("host 'DC0_C0_H0' runs vGPU Manager 580.65.05, affected by NVIDIA security bulletin 5821 (May 2026):"
             " CVE-2026-24187, CVSS 8.8: move the hosts to vGPU 19.5 or later (vGPU Manager 580.159.01)") in failure
-    assert "host 'DC0_C0_H1' has no NVIDIA vGPU Manager VIB (NVD-*_ESXi_*_Driver): no vGPU VM can start there" in failure
+    assert ("host 'DC0_C0_H1' has no NVIDIA vGPU Manager VIB (NVD-*_ESXi_*_Driver): no vGPU VM can start there"
+            in failure)
 
 
 def test_the_other_hosts_still_pass(mixed_hosts):

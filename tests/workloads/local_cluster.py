@@ -2,7 +2,8 @@
 (``workloads/cluster/local.py``), so the tests exercise the worker processes a run starts."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from workloads.cluster import local
 

@@ -12,7 +12,7 @@ import yaml
 
 from workloads.cluster import dashboard
 
-TOKEN = "token-that-must-not-show"  # noqa: S105
+TOKEN = "token-that-must-not-show"
 
 
 def kubeconfig(path: Path, server: str, namespace: str | None = "dask-alice") -> Path:

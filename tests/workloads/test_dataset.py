@@ -93,7 +93,7 @@ def test_labels_file_formats(tmp_path):
         dataset.read_labels_file(broken)
     gap = tmp_path / "gap.txt"
     gap.write_text("{0: 'a', 2: 'c'}")
-    with pytest.raises(DatasetError, match="indices 0..N-1"):
+    with pytest.raises(DatasetError, match=r"indices 0\.\.N-1"):
         dataset.read_labels_file(gap)
 
 
@@ -106,7 +106,7 @@ def test_wnids_file_formats(tmp_path):
     assert dataset.read_wnids_file(explicit) == {"n02085620": 151, "n02085782": 152}
     bad = tmp_path / "bad.txt"
     bad.write_text("Chihuahua\n")
-    with pytest.raises(DatasetError, match="bad.txt:1"):
+    with pytest.raises(DatasetError, match=r"bad\.txt:1"):
         dataset.read_wnids_file(bad)
 
 

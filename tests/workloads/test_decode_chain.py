@@ -53,7 +53,7 @@ def fake_hardware(batch):
     too, as the real backend sends three-channel streams only (decoders._nvimgcodec_backend)."""
     outputs = real_cpu(batch)
     return [None if is_progressive(data) or image is None or image.shape[0] != 3 else image
-            for data, image in zip(batch, outputs)]
+            for data, image in zip(batch, outputs, strict=True)]
 
 
 def broken_backend(batch):
@@ -80,7 +80,7 @@ def test_gpu_without_jpeg_engines_starts_on_the_cuda_cores():
 
 def test_gpu_without_nvimgcodec_uses_torchvision_on_the_gpu():
     plain = Availability(cuda=True, torchvision_cuda=True,
-                         reasons={name: "nvidia.nvimgcodec does not import" for name in decoders.NVIMGCODEC_KINDS})
+                         reasons=dict.fromkeys(decoders.NVIMGCODEC_KINDS, "nvidia.nvimgcodec does not import"))
     assert choose_chain("cuda", plain) == ("torchvision-cuda", "torchvision-cpu")
 
 
@@ -132,7 +132,7 @@ def test_a_failing_backend_is_dropped_with_a_warning_and_never_fatal(caplog):
     decoder = BatchDecoder(["nvimgcodec-cuda", "torchvision-cpu"],
                            backends={"nvimgcodec-cuda": broken_backend, "torchvision-cpu": real_cpu})
     with caplog.at_level(logging.WARNING, logger="workloads.images.decoders"):
-        images, used = decoder.decode({0: jpeg_bytes(), 1: jpeg_bytes()})
+        _images, used = decoder.decode({0: jpeg_bytes(), 1: jpeg_bytes()})
     assert used == {0: "torchvision-cpu", 1: "torchvision-cpu"}
     assert decoder.chain == ["torchvision-cpu"]
     assert decoder.dropped == {"nvimgcodec-cuda": "RuntimeError: CUDA error: an illegal memory access was encountered"}
@@ -227,7 +227,7 @@ def test_the_nvimgcodec_adapter_with_the_real_library_on_the_cpu(dogs):
     # one channel, and four (CMYK: the batch loader sends those to PIL, which reports them)
     assert {kinds[i] for i, name in used.items() if name == "torchvision-cpu"} == {"grayscale", "cmyk"}
     reference, _ = BatchDecoder(["torchvision-cpu"]).decode({i: raw.raw[i] for i in used})
-    for i, name in used.items():
+    for i in used:
         assert images[i].shape == reference[i].shape and images[i].dtype == reference[i].dtype
         assert (images[i].int() - reference[i].int()).abs().float().mean().item() < 1.0  # both libjpeg-turbo
 
@@ -239,9 +239,9 @@ def synth_kind(dogs: Path, name: str) -> str:
 
 
 def test_the_preflight_flags_a_gpu_worker_that_would_decode_on_its_cpu():
-    no_gpu_decoding = Availability(cuda=True, reasons={name: "nvidia.nvimgcodec does not import"
-                                                       for name in decoders.NVIMGCODEC_KINDS} |
-                                   {"torchvision-cuda": "RuntimeError: nvjpeg not built"})
+    no_gpu_decoding = Availability(cuda=True,
+                                   reasons=dict.fromkeys(decoders.NVIMGCODEC_KINDS, "nvidia.nvimgcodec does not import")
+                                   | {"torchvision-cuda": "RuntimeError: nvjpeg not built"})
     reports = {"tcp://10.0.0.1:1": decoders.probe("cuda", ALL_GPU),
                "tcp://10.0.0.2:1": decoders.probe("cuda", no_gpu_decoding),
                "tcp://10.0.0.3:1": decoders.probe("cpu", Availability())}

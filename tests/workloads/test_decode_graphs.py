@@ -27,7 +27,8 @@ def test_cuda_graph_modes_need_cuda(graph):
 
 
 def test_the_plugin_refuses_cuda_graphs_on_the_cpu():
-    plugin = ModelPlugin(ModelSpec(model="workloads.images.synthetic:colour_classifier", graph="cudagraph", warmup=False))
+    plugin = ModelPlugin(ModelSpec(model="workloads.images.synthetic:colour_classifier", graph="cudagraph",
+                                   warmup=False))
     with pytest.raises(ValueError, match="needs device cuda"):
         plugin.load_model(1)
 

@@ -125,7 +125,7 @@ class RecordingModel:
         self.decode_calls = decode_calls
         self.batches = batches
         self.timeout = timeout
-        self.overlapped = []
+        self.overlapped: list[bool] = []
 
     def predict(self, batch, chunk=None, precision=None):
         current = len(self.overlapped)

@@ -76,7 +76,7 @@ def test_tls_outputs_become_security_from_the_pem_text_itself(tmp_path, monkeypa
 
 def test_stack_without_the_pulumi_cli_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(EndpointError, match="pulumi CLI, which is not on PATH.*--outputs"):
+    with pytest.raises(EndpointError, match=r"pulumi CLI, which is not on PATH.*--outputs"):
         endpoint.read_stack("dev")
 
 

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -75,8 +76,8 @@ def foreign_folder(tmp_path_factory) -> Path:
     this project (else a cluster started with it is not one without the project)."""
     where = tmp_path_factory.mktemp("foreign")
     for name in PROJECT_PACKAGES:
-        found = subprocess.run([*FOREIGN_PYTHON, "-c", f"import {name}; print({name}.__file__)"], cwd=where,
-                               capture_output=True, text=True)
+        found = subprocess.run([*FOREIGN_PYTHON, "-c", f"import {name}; print({name}.__file__)"],
+                               check=False, cwd=where, capture_output=True, text=True)
         assert found.returncode != 0, f"{sys.executable} -I imports {name} from {found.stdout.strip()}"
     return where
 
@@ -109,7 +110,7 @@ class ForeignCluster:
 
 
 @pytest.fixture
-def foreign(foreign_folder, tmp_path) -> ForeignCluster:
+def foreign(foreign_folder, tmp_path) -> Iterator[ForeignCluster]:
     with ExitStack() as processes:
         yield ForeignCluster(tmp_path, processes)
 
@@ -133,7 +134,7 @@ def test_both_benchmarks_succeed_on_a_cluster_without_the_project(foreign, data_
         [sys.executable, "-m", "workloads.run", "--scheduler-address", foreign.address, "--benchmark", "all",
          "--profile", "smoke", "--device", "cpu", "--data-dir", str(data_root), "--model", COLOUR_MODEL,
          "--output", str(out), "--no-report"],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+        check=False, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"failure detection: a silent worker is restarted after \d+ s", done.stdout), done.stdout
     records = results.read_records(out)
@@ -167,7 +168,8 @@ def test_a_scheduler_call_it_cannot_load_is_one_line_naming_scheduler_and_module
     code = run.main(["--scheduler-address", foreign.address, "--benchmark", "taxi", "--device", "cpu",
                      "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"), "--no-report"])
     err, at = capsys.readouterr().err, foreign.address
-    message = f"preflight failed on the scheduler {at}: missing module 'workloads' (ModuleNotFoundError: No module named 'workloads')"
+    message = (f"preflight failed on the scheduler {at}: missing module 'workloads'"
+               " (ModuleNotFoundError: No module named 'workloads')")
     assert code == run.EXIT_SETUP
     assert [line for line in err.splitlines() if line.startswith("error:")] == [f"error: {message}"], err
     assert "Traceback" not in err

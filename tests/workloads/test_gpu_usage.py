@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,7 +128,9 @@ def pod(name: str, *, created: float, scheduled: float | None = None, gpus: str 
         worker: str | None = None, phase: str = "Running", finished: float | None = None) -> dict:
     """One pod as the API lists it (times written to the second, as the API writes them)."""
     def stamp(t: float) -> str:
-        return gpu_usage.iso(t).replace(".000Z", "Z")
+        written = gpu_usage.iso(t)
+        assert written is not None
+        return written.replace(".000Z", "Z")
 
     env = [{"name": "DASK_WORKER_NAME", "value": worker}] if worker else []
     conditions = [{"type": "PodScheduled", "status": "True" if scheduled else "False",
@@ -151,7 +154,9 @@ class FakeCore:
     """``list_namespaced_pod`` of a CoreV1Api: the pods given now, stamped with the server's clock."""
 
     def __init__(self, clock: Clock, skew: float = 0.0):
-        self.clock, self.skew, self.items, self.calls = clock, skew, [], []
+        self.clock, self.skew = clock, skew
+        self.items: list[Any] = []
+        self.calls: list[Any] = []
         self.refuse = False
 
     def list_namespaced_pod(self, namespace, label_selector, _request_timeout, _preload_content):
@@ -314,8 +319,8 @@ def test_a_local_run_without_a_gpu_records_nothing_held_and_says_so(tmp_path):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-c", LOCAL_RUN, "--local", "--benchmark", "alpha", "--workers", "1,2",
                            "--device", "cpu", "--data-dir", str(tmp_path), "--output", str(out), "--no-report",
-                           "--dashboard-address", ":0"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "DASK_TKG_CACHE": str(tmp_path / "cache")})
+                           "--dashboard-address", ":0"], check=False, cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "DASK_TKG_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout + done.stderr
     records = results.read_records(out)
     assert len(records) == 2

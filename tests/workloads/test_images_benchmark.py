@@ -3,6 +3,7 @@ predictions are known, so accuracy is checked exactly."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -41,7 +42,8 @@ def expected_predictions(data_root, manifest) -> dict[str, int]:
 
 
 def config(data_root, **overrides) -> benchmark.ImagesConfig:
-    values = dict(dataset_dir=str(data_root / "dogs"), model=COLOUR_MODEL, batch_size=4, forward_batch=3)
+    values: dict[str, Any] = dict(dataset_dir=str(data_root / "dogs"), model=COLOUR_MODEL, batch_size=4,
+                                  forward_batch=3)
     values.update(overrides)
     return benchmark.ImagesConfig(**values)
 

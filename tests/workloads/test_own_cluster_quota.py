@@ -22,7 +22,7 @@ CLUSTER = {"spec": {"scheduler": {"spec": pod("1", "2Gi")},
 
 def resource_quota(hard: dict, used: dict | None = None, name: str = "dask-quota") -> dict:
     return {"metadata": {"name": name}, "spec": {"hard": hard},
-            "status": {"hard": hard, "used": used or {k: "0" for k in hard}}}
+            "status": {"hard": hard, "used": used or dict.fromkeys(hard, "0")}}
 
 
 def test_the_whole_cluster_is_counted_scheduler_and_every_worker():

@@ -14,14 +14,14 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from components.dask import podspec
-from components.dask.team_spec import team_cluster_spec
+from components.dask.team.cluster_spec import team_cluster_spec
 from tests.operator.support import operator_settings
 from workloads import contract
 from workloads.cluster import own_spec, own_tls, quota
 
 
 def team_spec() -> dict:
-    """``teamClusterSpec`` as the program exports it (components/dask/team_spec.py)."""
+    """``teamClusterSpec`` as the program exports it (components/dask/team/cluster_spec.py)."""
     return team_cluster_spec(operator_settings(), environment_subdir=None)
 
 
@@ -75,7 +75,8 @@ def test_worker_arguments_without_an_address_get_one_before_the_options():
         "dask", "worker", address, "--nthreads", "1"]
     assert own_spec.with_scheduler_address(["dask-cuda-worker", "tcp://a:8786", "--name", "n"], address) == [
         "dask-cuda-worker", address, "--name", "n"]
-    assert own_spec.with_tls_protocol(["dask", "scheduler", "--protocol=tcp"]) == ["dask", "scheduler", "--protocol=tls"]
+    assert own_spec.with_tls_protocol(["dask", "scheduler", "--protocol=tcp"]) == ["dask", "scheduler",
+                                                                                   "--protocol=tls"]
 
 
 def test_the_spec_s_gpus_are_what_the_quota_counts():

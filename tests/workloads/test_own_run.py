@@ -69,7 +69,8 @@ def kubeconfig_file(tmp_path, **context) -> str:
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "wcp",
               "contexts": [{"name": "other", "context": {"cluster": "c2", "user": "u2"}},
                            {"name": "wcp", "context": {"cluster": "c", "user": "alice", **context}}],
-              "clusters": [{"name": "c", "cluster": {"server": "https://10.0.0.1:6443", "certificate-authority": "ca.crt"}},
+              "clusters": [{"name": "c",
+                            "cluster": {"server": "https://10.0.0.1:6443", "certificate-authority": "ca.crt"}},
                            {"name": "c2", "cluster": {"server": "https://other"}}],
               "users": [{"name": "alice", "user": {"token": "t0ken"}}, {"name": "u2", "user": {"token": "other"}}]}
     (tmp_path / "ca.crt").write_text("not read before a request\n")
@@ -93,7 +94,7 @@ def test_the_kubeconfig_comes_from_kubeconfig_else_home(tmp_path, monkeypatch):
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert kubeconfig.default_path() == tmp_path / ".kube" / "config"
-    with pytest.raises(EndpointError, match="no kubeconfig at .*: log in first"):
+    with pytest.raises(EndpointError, match=r"no kubeconfig at .*: log in first"):
         kubeconfig.load()
 
 

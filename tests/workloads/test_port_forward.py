@@ -1,8 +1,8 @@
 """The runner's port-forward, the parts that need no cluster: which Service an address
 names, the reachability probe, when a forward is wanted, the bounded stream open against
 an API server that never answers, a drop closing its streams and naming the pod, and
-cleanup (the scheduler's name through a forward: tests/security/test_dask_tls.py). tests/cluster/test_port_forward.py runs
-the whole of it against a real API server and pod."""
+cleanup (the scheduler's name through a forward: tests/security/test_dask_tls.py).
+tests/cluster/test_port_forward.py runs the whole of it against a real API server and pod."""
 from __future__ import annotations
 
 import socket
@@ -12,12 +12,12 @@ import time
 import pytest
 from kubernetes import client as k8s
 
+from tests.workloads.support import OUTPUTS
 from workloads.cluster import endpoint, port_forward
 from workloads.cluster.port_forward import PodTarget, ServiceForward, ServiceRef
 from workloads.cluster.session import ClusterSession
 from workloads.contract import parse_outputs
 from workloads.core.errors import EndpointError
-from tests.workloads.support import OUTPUTS
 
 
 @pytest.mark.parametrize("host, found", [
@@ -94,7 +94,7 @@ def silent_api_server():
         while not stop.is_set():
             try:
                 held.append(server.accept()[0])
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
 
     thread = threading.Thread(target=accept, daemon=True)

@@ -86,7 +86,7 @@ def test_shipped_archive_imports_without_the_checkout(tmp_path, monkeypatch):
     preflight.ship_project(FakeClient())
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import workloads.images.benchmark as b, workloads.contract;"
             " import workloads; assert workloads.__file__.startswith(sys.argv[1]); print(b.NAME)")
-    done = subprocess.run([sys.executable, "-c", code, uploaded[0]], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code, uploaded[0]], check=False, capture_output=True, text=True,
                           cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "images"
@@ -106,8 +106,9 @@ def test_installed_package_ships_the_files_of_its_own_record(tmp_path):
             " print(len(names), 'workloads/contract.py' in names, 'workloads/core/dask-tkg.yaml' in names)")
     shipped = tmp_path / "out"
     shipped.mkdir()
-    done = subprocess.run([sys.executable, "-c", code, str(target), str(shipped)], capture_output=True, text=True,
-                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(target)}, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code, str(target), str(shipped)], check=False, capture_output=True,
+                          text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(target)},
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     count, has_contract, has_defaults = done.stdout.split()
     assert int(count) > 50 and has_contract == "True" and has_defaults == "True"
@@ -124,7 +125,7 @@ def test_metadata_left_in_a_checkout_that_lists_moved_files_is_not_shipped(tmp_p
     (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: dask-tkg\nVersion: 0.1.0\n")
     (info / "SOURCES.txt").write_text("workloads/__init__.py\nworkloads/moved_away.py\n")
     code = "from workloads.cluster import preflight; print(preflight._installed_files())"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=checkout,
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=checkout,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(checkout)}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "None"

@@ -16,7 +16,8 @@ class LocalClusterScaler:
     """``pin``/``adapt``/``restore`` as ClusterScaler has them, acting on a LocalCluster."""
 
     def __init__(self, cluster: LocalCluster):
-        self.cluster, self.calls = cluster, []
+        self.cluster = cluster
+        self.calls: list[tuple[str | int, ...]] = []
 
     def pin(self, workers: int) -> None:
         self.calls.append(("pin", workers))

@@ -50,5 +50,5 @@ def test_show_secrets_output_is_refused(stack_outputs):
     """With --show-secrets a secret is its value; none of the kept outputs is one, but a PEM or a
     token pasted into one would be: refused, whatever is kept."""
     leaked = {**stack_outputs, "daskImage": "-----BEGIN PRIVATE KEY-----\nMII...\n"}
-    with pytest.raises(ContractError, match="hold '-----BEGIN'.*without --show-secrets"):
+    with pytest.raises(ContractError, match=r"hold '-----BEGIN'.*without --show-secrets"):
         team_outputs.document(leaked, "stack dev")

@@ -5,6 +5,7 @@ check included), appears in the report's tables and figures, and in the bench su
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dask
 import pytest
@@ -15,6 +16,8 @@ from workloads import run
 from workloads.runs import benchmarks, results
 
 from .third_benchmark import benchmark as third
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -70,3 +73,35 @@ def test_it_is_in_the_bench_suite(registered, tmp_path, capsys):
 def test_its_data_is_declared_for_the_data_dir_check():
     data = benchmarks.data(third)
     assert data is not None and data.directory == "numbers" and [s.name for s in data.sources] == ["numbers"]
+
+
+THIRD = {"third": "tests.workloads.third_benchmark.benchmark"}  # its one registry line, for the program's process
+
+
+def test_its_dataset_reaches_the_data_job_and_the_layout():
+    """Its dataset.json alone puts its file in the data Job's arguments and datasetLayout: no
+    line of the program, the Job or prepare.py names it."""
+    from tests.program.graph import run_program
+
+    graph = run_program("reference-dev", mock={"benchmarks": THIRD})
+    assert graph.raw["error"] is None, graph.raw.get("traceback")
+    args = graph.named("dataset-job").manifest()["spec"]["template"]["spec"]["containers"][0]["args"]
+    at = args.index("numbers")
+    assert args[at - 1:at + 3] == ["--fetch", "numbers", "numbers/values.txt", "https://data.example.org/numbers/values.txt"]
+    assert graph.raw["outputs"]["datasetLayout"]["numbers"] == "/ml-share/numbers/values.txt"
+    assert graph.raw["outputs"]["datasetLayout"]["taxi"] == "/ml-share/taxi"  # the others' keys stay
+
+
+def test_its_packages_are_among_the_lock_inputs(registered):
+    """Its worker.in is gathered with the base's: the lock's inputs hold its package, so the
+    offline check calls the committed lock stale until it is regenerated."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import lock_worker_env
+    finally:
+        sys.path.pop(0)
+    assert "sympy==1.14.0" in lock_worker_env.requirements("cu13")
+    assert "sympy==1.14.0" in lock_worker_env.requirements("cpu")
+    assert lock_worker_env.main(["--check"]) == 1

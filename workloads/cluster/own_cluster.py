@@ -35,7 +35,7 @@ from workloads.cluster import api_answers, kr8s_compat, kubeconfig, own_spec, ow
 from workloads.cluster import endpoint as endpoints
 from workloads.cluster.loop_thread import DeadlineExceeded, LoopThread
 from workloads.cluster.team import Person, TeamOutputs
-from workloads.contract import StackOutputs
+from workloads.contract import Backend, StackOutputs
 from workloads.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class OwnCluster:
             gpus_per_worker=quota.gpus_per_worker(cluster),
             threads_per_worker=self.team.threads_per_worker, image=own_spec.worker_image(cluster) or self.team.image,
             dask_version=self.team.dask_version, tls_ca=self.pems["ca.crt"], tls_client_cert=self.pems["client.crt"],
-            tls_client_key=self.pems["client.key"], kubeconfig=self.kube.text, backend="operator",
+            tls_client_key=self.pems["client.key"], kubeconfig=self.kube.text, backend=Backend.OPERATOR,
             dask_cluster=self.name)
         return endpoints.Endpoint(kind="own-cluster", source=f"DaskCluster {self.namespace}/{self.name}",
                                   scheduler_address=address, dashboard_url=outputs.dashboard_url, security=security,

@@ -28,11 +28,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads import contract
+from workloads.contract import CLUSTER_LABEL, COMPONENT_LABEL
 
 API_VERSION = "kubernetes.dask.org/v1"
 SCHEDULER_PORT = 8786
 DASHBOARD_PORT = 8787
-CLUSTER_LABEL, COMPONENT_LABEL = "dask.org/cluster-name", "dask.org/component"
 ADDRESS_PREFIXES = ("tcp://", "tls://")
 
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from workloads import contract
 from workloads.core.errors import WorkloadError
 
-GPU = "nvidia.com/gpu"
+GPU = contract.GPU_RESOURCE
 GPU_KEY = f"requests.{GPU}"
 
 

@@ -231,7 +231,7 @@ class ClusterSession:
         return self.plan.describe() if self.plan is not None and self.endpoint.local else None
 
 
-# the dask chart's labels (components/dask/exposure.py ``selector``) and the operator's (own_spec.py)
+# the dask chart's labels (components/kube/exposure.py ``selector``) and the operator's (own_spec.py)
 HELM_PODS = "app=dask,release={release},component in (scheduler,worker)"
 OPERATOR_PODS = f"{own_spec.CLUSTER_LABEL}={{cluster}}"
 
@@ -270,7 +270,7 @@ def dask_pods(where: endpoints.Endpoint) -> DaskPods | str:
     if not outputs.kubeconfig or outputs.kubeconfig == "[secret]":
         return (f"{where.source} carries no kubeconfig to read the pods with: read the stack's outputs with"
                 " --show-secrets (its runnerKubeconfig)")
-    operator = outputs.backend == "operator" and bool(outputs.dask_cluster)
+    operator = outputs.on_operator and bool(outputs.dask_cluster)
     cluster = outputs.dask_cluster if operator else outputs.release
     selector = OPERATOR_PODS.format(cluster=cluster) if operator else HELM_PODS.format(release=cluster)
     return DaskPods(outputs.namespace, selector, cluster, operator, outputs.kubeconfig)

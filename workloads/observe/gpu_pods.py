@@ -5,7 +5,7 @@ was created, scheduled and gone, and when its Dask worker joined the scheduler.
 The pods are read with the identity the runner already reaches the cluster with: the stack's
 runner identity, whose Role reads pods in the Dask namespace (components/dask/runner_access.py),
 or a person's own kubeconfig, whose Role reads pods in their namespace
-(components/dask/team_access.py). Looking again and again, not once at the end, counts the pods
+(components/dask/team/access.py). Looking again and again, not once at the end, counts the pods
 that come and go during the run (resizing, an autoscaler, a replaced worker): a pod that is
 gone is charged until the look that no longer found it (at most one step late), a pod that
 ended (``Succeeded``, ``Failed``) until its containers did.

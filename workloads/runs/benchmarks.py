@@ -28,8 +28,8 @@ Optional, read through the functions below (each has a default):
     The metrics the terminal summary shows (default: the first four numeric ones).
 ``DATA: Data``
     Its folder under the dataset root, what it expects there (the runner names it when
-    ``--data-dir`` does not exist, before any cluster starts) and the files the data Job
-    fetches for it.
+    ``--data-dir`` does not exist, before any cluster starts) and its files in words; what the
+    data Job fetches is its folder's ``dataset.json`` (below).
 ``REPORT: Report``
     How the report shows its runs: units, key metrics, figures (default: its phases and
     its first scalar metrics).
@@ -49,12 +49,28 @@ Optional, read through the functions below (each has a default):
 
 Nothing heavy at module level: ``python -m workloads.run --help`` imports every module
 to show its options, and ``--benchmark images`` must not pay for xgboost.
+
+Beside its module, the folder holds what the deployed stack needs of it, read as files (the
+Pulumi program and ``scripts/lock_worker_env.py`` import no benchmark module: they would pay
+for torch and xgboost, and the program imports only standard-library modules of
+``workloads``, tests/test_import_graph.py):
+
+``dataset.json``
+    What the data Job fetches for it and the ``datasetLayout`` keys it adds
+    (:mod:`workloads.runs.datasets` reads it).
+``worker.in``
+    The packages its Dask workers import, a pip requirements fragment with the marks of
+    ``components/dask/environment/worker.in`` (the lock script gathers it).
+
+This module is standard library only, so the program may import it to find those files.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -68,7 +84,7 @@ Hook = Callable[[Any, list, dict, str], dict]
 
 @dataclass(frozen=True)
 class Source:
-    """One file of a benchmark's dataset that the data Job fetches (``workloads/prepare.py``)."""
+    """One file of a benchmark's dataset, for people (the data Job fetches what ``dataset.json`` declares)."""
 
     name: str  # prepare's --only name
     destination: str  # under the dataset root; ``{month}`` for one file per month
@@ -115,6 +131,23 @@ class Report:
     quality: Quality | None = None
     variant: tuple[str, ...] = ()  # dotted paths into the record, the first one set wins
     variant_order: tuple[str, ...] = ()
+
+
+def folder(name: str) -> Path:
+    """The folder of benchmark ``name``'s module, found without importing the module or its
+    package (``importlib.util.find_spec`` of the package runs only its parents' ``__init__``)."""
+    package = BENCHMARKS[name].rpartition(".")[0]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"benchmark {name!r}: its package {package} is not found")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def declared_files(file_name: str) -> dict[str, Path]:
+    """``{benchmark: its folder's file_name}`` for each registered benchmark that has one,
+    in registry order: how the deployed side gathers the benchmarks' declarations."""
+    paths = {name: folder(name) / file_name for name in BENCHMARKS}
+    return {name: path for name, path in paths.items() if path.is_file()}
 
 
 def load(name: str) -> ModuleType:

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.addons import gpu_metrics
-from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
+from components.kube.pod_security import GuestNamespace, GuestNamespaceArgs
 
 NAMESPACE = "gpu-metrics"
 RULES_CONFIGMAP = "dask-tkg-gpu-rules"

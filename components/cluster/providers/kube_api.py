@@ -47,14 +47,14 @@ class ApiTarget:
     client_key_pem: str | None = field(default=None, repr=False)
 
 
-def _named(doc: dict, section: str, name: str) -> dict:
+def _named(doc: dict[str, Any], section: str, name: str) -> dict[str, Any]:
     for entry in doc.get(section) or []:
         if isinstance(entry, dict) and entry.get("name") == name:
             return entry.get(section[:-1]) or {}
     raise KubeconfigError(f"the kubeconfig has no {section[:-1]} named {name!r}")
 
 
-def _data_or_file(entry: dict, key: str) -> str | None:
+def _data_or_file(entry: dict[str, Any], key: str) -> str | None:
     """``<key>-data`` (base64) or ``<key>`` (a path), as text."""
     if entry.get(f"{key}-data"):
         return base64.b64decode(entry[f"{key}-data"]).decode()
@@ -64,7 +64,7 @@ def _data_or_file(entry: dict, key: str) -> str | None:
     return None
 
 
-def _user(user: dict) -> dict[str, Any]:
+def _user(user: dict[str, Any]) -> dict[str, Any]:
     for plugin in ("exec", "auth-provider"):
         if user.get(plugin):
             raise KubeconfigError(f"the kubeconfig's user authenticates through {plugin!r}, which is not supported")
@@ -109,9 +109,9 @@ class ContextAdapter(requests.adapters.HTTPAdapter):
         self._context = context
         super().__init__()
 
-    def init_poolmanager(self, *args, **kwargs):
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         kwargs["ssl_context"] = self._context
-        return super().init_poolmanager(*args, **kwargs)
+        super().init_poolmanager(*args, **kwargs)
 
 
 def _ssl_context(target: ApiTarget, workdir: str) -> ssl.SSLContext:
@@ -140,7 +140,7 @@ def api_session(target: ApiTarget) -> Iterator[requests.Session]:
         yield session
 
 
-def get_json(session: requests.Session, target: ApiTarget, path: str, params: dict | None = None,
+def get_json(session: requests.Session, target: ApiTarget, path: str, params: dict[str, str] | None = None,
              timeout: float = 30.0) -> Any:
     """``GET`` ``path`` on the server; KubeApiError (with the status) for an error answer."""
     url = target.server + path
@@ -162,5 +162,6 @@ def _message(response: requests.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return response.text[:300]
+        text: str = response.text[:300]
+        return text
     return str(body.get("message") or body)[:300] if isinstance(body, dict) else str(body)[:300]

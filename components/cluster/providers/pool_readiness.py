@@ -40,6 +40,7 @@ from typing import Any
 
 import pulumi
 import pulumi.dynamic as dyn
+import requests
 
 from components.cluster.providers.kube_api import ApiTarget, KubeApiError, api_session, get_json, parse_kubeconfig
 from components.vsphere.providers.session import changed_keys
@@ -111,7 +112,7 @@ def pool_state(pool: str, wanted: int, deployment: Mapping[str, Any] | None) -> 
         phase=status.get("phase") or "", failing=_failing(status))
 
 
-def read_pools(session, target: ApiTarget, namespace: str, cluster: str,
+def read_pools(session: requests.Session, target: ApiTarget, namespace: str, cluster: str,
                pools: Mapping[str, int]) -> list[PoolState]:
     """One read of the cluster's MachineDeployments: the state of each pool in ``pools``."""
     answer = get_json(session, target, MACHINE_DEPLOYMENTS.format(namespace=namespace),
@@ -169,16 +170,16 @@ class GpuPoolsReadyProvider(dyn.ResourceProvider):
         ready = {s.pool: f"{s.ready_replicas}/{s.desired}" for s in states}
         return {**props, "ready": ready}
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         outs = self._wait(props)
         return dyn.CreateResult(f"{props['namespace']}/{props['cluster_name']}/gpu-pools", outs)
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         replaces = changed_keys(olds, news, REPLACE_KEYS)
         return dyn.DiffResult(changes=bool(replaces or changed_keys(olds, news, WAIT_KEYS)), replaces=replaces,
                               delete_before_replace=False)
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         return dyn.UpdateResult(self._wait(news))
 
 
@@ -188,7 +189,7 @@ class GpuPoolsReady(dyn.Resource, module="cluster", name="GpuPoolsReady"):
     change that rolls their machines waits again. Outputs ``ready``: pool -> "ready/desired".
     """
 
-    ready: pulumi.Output[dict]
+    ready: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *,
                  kubeconfig: pulumi.Input[str], namespace: pulumi.Input[str], cluster_name: pulumi.Input[str],

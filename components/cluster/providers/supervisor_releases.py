@@ -58,7 +58,8 @@ import requests
 
 from components.cluster.os_images import ANY, pool_os_needs, pool_os_versions
 from components.cluster.providers import kube_api
-from components.settings.cluster_classes import UNVERSIONED_CLASS
+from components.facts.cluster_classes import UNVERSIONED_CLASS
+from components.settings.model import ClusterSpec
 from components.vsphere.providers.session import changed_keys, is_unknown
 
 CLUSTERCLASSES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/{namespace}/clusterclasses"
@@ -107,10 +108,11 @@ VKR_SUFFIX = re.compile(r"-vkr\.\d+$")
 
 # --- the Supervisor's API, from a kubeconfig (components.cluster.providers.kube_api) ------------
 
-def get(http: requests.Session, target: kube_api.ApiTarget, path: str) -> dict | None:
+def get(http: requests.Session, target: kube_api.ApiTarget, path: str) -> dict[str, Any] | None:
     """One object or list (``None`` when the server answers 404)."""
     try:
-        return kube_api.get_json(http, target, path, timeout=TIMEOUT_S)
+        answer: dict[str, Any] = kube_api.get_json(http, target, path, timeout=TIMEOUT_S)
+        return answer
     except kube_api.KubeApiError as exc:
         if exc.status == 404:
             return None
@@ -123,7 +125,8 @@ def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     """The status condition ``kind`` (Cluster API's Condition shape, which the TKR CRD uses)."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:
-            return cond
+            found: Mapping[str, Any] = cond
+            return found
     return None
 
 
@@ -131,7 +134,7 @@ def _usable(obj: Mapping[str, Any]) -> bool:
     return all((condition(obj, kind) or {}).get("status") == "True" for kind in ("Ready", "Compatible"))
 
 
-def served_release_api(http, target: kube_api.ApiTarget) -> ReleaseApi:
+def served_release_api(http: requests.Session, target: kube_api.ApiTarget) -> ReleaseApi:
     """The release API the Supervisor's discovery lists (the newer when both are)."""
     for api in RELEASE_APIS:
         resources = (get(http, target, api.discovery) or {}).get("resources") or []
@@ -143,13 +146,14 @@ def served_release_api(http, target: kube_api.ApiTarget) -> ReleaseApi:
                        " kubeconfig the Supervisor's, and is the vSphere Kubernetes Service running on it?")
 
 
-def usable_releases(http, target: kube_api.ApiTarget, api: ReleaseApi) -> list[str]:
+def usable_releases(http: requests.Session, target: kube_api.ApiTarget, api: ReleaseApi) -> list[str]:
     """The releases a Cluster can use now: Ready and Compatible."""
     items = (get(http, target, api.path) or {}).get("items") or []
     return sorted(item["metadata"]["name"] for item in items if _usable(item))
 
 
-def class_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+def class_problems(http: requests.Session, target: kube_api.ApiTarget,
+                   props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``clusterClass`` not served in ``clusterClassNamespace``.
 
     ``tanzukubernetescluster`` is skipped: VKS publishes it into each vSphere Namespace, and
@@ -180,7 +184,8 @@ def _condition_text(obj: Mapping[str, Any], kind: str) -> str | None:
     return f"is not {kind} ({kind}={cond.get('status')}{': ' + detail if detail else ''})"
 
 
-def release_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+def release_problems(http: requests.Session, target: kube_api.ApiTarget,
+                     props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``tkr`` missing, not Ready or not Compatible; else what its OS images leave out."""
     tkr, api = props["tkr"], served_release_api(http, target)
     release = get(http, target, f"{api.path}/{tkr}")
@@ -207,7 +212,7 @@ def _belongs(api: ReleaseApi, release: Mapping[str, Any], image: Mapping[str, An
     return (image.get("spec") or {}).get("kubernetesVersion") == kubernetes_version(release)
 
 
-def release_images(http, target: kube_api.ApiTarget, api: ReleaseApi,
+def release_images(http: requests.Session, target: kube_api.ApiTarget, api: ReleaseApi,
                    release: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The release's OSImage objects that exist, by name: those a TanzuKubernetesRelease lists
     in ``spec.osImages``, or those of a KubernetesRelease's Kubernetes version."""
@@ -217,13 +222,13 @@ def release_images(http, target: kube_api.ApiTarget, api: ReleaseApi,
 
 def _describe(images: Mapping[str, Mapping[str, Any]]) -> str:
     """``photon 5 (vmi-...), ubuntu 22.04 (vmi-...)``: what a pool could have asked for instead."""
-    def one(name, image):
+    def one(name: str, image: Mapping[str, Any]) -> str:
         os_ = (image.get("spec") or {}).get("os") or {}
         return f"{os_.get('name')} {os_.get('version')} ({name})"
     return ", ".join(one(name, image) for name, image in sorted(images.items())) or "no OS image"
 
 
-def os_problems(http, target: kube_api.ApiTarget, props: Mapping[str, Any], api: ReleaseApi,
+def os_problems(http: requests.Session, target: kube_api.ApiTarget, props: Mapping[str, Any], api: ReleaseApi,
                 release: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Pools asking for an OS (GPU pools: Ubuntu, on a current Cluster Ubuntu 22.04) the release
     does not offer: its OSImages' ``spec.os.name`` and ``spec.os.version``."""
@@ -267,25 +272,25 @@ class SupervisorReleasesProvider(dyn.ResourceProvider):
     """A check-only resource: ``check`` reads the Supervisor at every preview and ``up``;
     create and update only record what was checked (never the kubeconfig)."""
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         if any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, [])
         return dyn.CheckResult(news, [dyn.CheckFailure(key, why) for key, why in supervisor_problems(news)])
 
-    def _outs(self, props) -> dict[str, Any]:
+    def _outs(self, props: Mapping[str, Any]) -> dict[str, Any]:
         return {k: props.get(k) for k in SPEC_KEYS}
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         return dyn.CreateResult(f"{props['tkr']}:{props['cluster_class']}", self._outs(props))
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         return dyn.DiffResult(changes=bool(changed_keys(olds, news, SPEC_KEYS)))
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         return dyn.UpdateResult(self._outs(news))
 
 
-def pools_input(spec) -> list[dict[str, str]]:
+def pools_input(spec: ClusterSpec) -> list[dict[str, str]]:
     """Each node pool's setting key, name, role and the OS it asks for (``ANY``: any)."""
     return [{"key": key, "name": name, "role": pool.role, "os": wants, "os_version": version}
             for pool, (key, name, wants), version in zip(spec.node_pools, pool_os_needs(spec), pool_os_versions(spec),
@@ -300,7 +305,7 @@ class SupervisorReleases(dyn.Resource, module="cluster", name="SupervisorRelease
     tkr: pulumi.Output[str]
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *,
-                 kubeconfig: pulumi.Input[str], access_key: str, spec) -> None:
+                 kubeconfig: pulumi.Input[str], access_key: str, spec: ClusterSpec) -> None:
         props = {"kubeconfig": kubeconfig, "access_key": access_key, "cluster_class": spec.cluster_class,
                  "class_namespace": spec.class_namespace, "tkr": spec.tkr, "pools": pools_input(spec)}
         secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])

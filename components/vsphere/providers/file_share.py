@@ -83,7 +83,7 @@ def build_share_config(
     policy_id: str | None,
     net_permissions: Sequence[Mapping[str, Any]],
     domain_name: str | None = None,
-):
+) -> Any:
     """The ``vim.vsan.FileShareConfig`` for an NFS share."""
     from pyVmomi import vim
 
@@ -99,14 +99,14 @@ def build_share_config(
     )
 
 
-def file_service(si):
+def file_service(si: Any) -> Any:
     """vCenter's ``VsanFileServiceSystem`` on ``/vsanHealth``, sharing ``si``'s session."""
     from pyVmomi import vim
 
     return vim.vsan.VsanFileServiceSystem(FILE_SERVICE_MOID, vsan_stub(si))
 
 
-def cluster_ref(si, cluster: str):
+def cluster_ref(si: Any, cluster: str) -> Any:
     """The ``ClusterComputeResource`` for a managed object id (``domain-c8``) or a cluster name."""
     from pyVmomi import vim
 
@@ -126,7 +126,7 @@ def cluster_ref(si, cluster: str):
     return found[0]
 
 
-def find_share(fs, cluster, name: str):
+def find_share(fs: Any, cluster: Any, name: str | None) -> Any:
     """The share called ``name`` on ``cluster``, or ``None``."""
     from pyVmomi import vim
 
@@ -137,7 +137,7 @@ def find_share(fs, cluster, name: str):
     return None
 
 
-def access_point(share) -> tuple[str, str] | None:
+def access_point(share: Any) -> tuple[str, str] | None:
     """``(server, export path)`` of the share's NFS access point, NFSv4.1 preferred."""
     points = {kv.key: kv.value for kv in (getattr(share.runtime, "accessPoints", None) or [])}
     for protocol in NFS_PROTOCOLS:
@@ -148,7 +148,7 @@ def access_point(share) -> tuple[str, str] | None:
     return None
 
 
-def nfs_server(share, address: str) -> tuple[str, str] | None:
+def nfs_server(share: Any, address: str) -> tuple[str, str] | None:
     """``(server, path)`` to mount: the access point's host, or with ``address="ip"``
     the file server's IP (``runtime.address``), which guest nodes reach without DNS."""
     point = access_point(share)
@@ -158,10 +158,10 @@ def nfs_server(share, address: str) -> tuple[str, str] | None:
     return (ip, point[1]) if ip else None
 
 
-def resolve_domain(fs, cluster, wanted: str | None) -> str:
+def resolve_domain(fs: Any, cluster: Any, wanted: str | None) -> str:
     """The file service domain to create the share in: ``wanted`` if the cluster has it,
     else the cluster's only one; raises naming the domains found."""
-    domains = [d.config.name for d in (fs.QueryFileServiceDomains(cluster=cluster) or []) if d.config]
+    domains: list[str] = [d.config.name for d in (fs.QueryFileServiceDomains(cluster=cluster) or []) if d.config]
     if wanted:
         if wanted not in domains:
             raise VCenterError(
@@ -182,7 +182,7 @@ def resolve_domain(fs, cluster, wanted: str | None) -> str:
     return domains[0]
 
 
-def wait_task(si, task, what: str, timeout_s: float, poll_s: float):
+def wait_task(si: Any, task: Any, what: str, timeout_s: float, poll_s: float) -> Any:
     """Wait for a task a vSAN call returned; raise its error, naming ``what``.
 
     vSAN tasks are vim Tasks: read ``info`` on the vim endpoint (VMware's
@@ -192,7 +192,7 @@ def wait_task(si, task, what: str, timeout_s: float, poll_s: float):
 
     vim_task = vim.Task(task._moId, si._stub)
 
-    def finished():
+    def finished() -> Any:
         info = vim_task.info
         if info.state == "error":
             fault = info.error
@@ -215,7 +215,7 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float, poll_s:
         time.sleep(poll_s)
 
 
-def share_differences(share, quota_gib: int, policy_id: str | None) -> list[str]:
+def share_differences(share: Any, quota_gib: int, policy_id: str | None) -> list[str]:
     """What an existing share's config differs in from the wanted quota and policy."""
     config = share.config
     differences = []
@@ -262,14 +262,14 @@ class VsanFileShareProvider(PollingVCenterProvider):
             "nfs_address": address,
         }
 
-    def _outs(self, props, spec, share, adopted: bool) -> dict[str, Any]:
+    def _outs(self, props: Mapping[str, Any], spec: Mapping[str, Any], share: Any, adopted: bool) -> dict[str, Any]:
         server, path = nfs_server(share, spec["nfs_address"]) or ("", "")
         outs = self.stored(props)
         outs.update(spec, share_uuid=share.uuid, nfs_server=server, nfs_path=path, adopted=adopted)
         outs["domain_name"] = getattr(share.config, "domainName", None) or spec["domain_name"]
         return outs
 
-    def _ready(self, fs, cluster, name: str, address: str):
+    def _ready(self, fs: Any, cluster: Any, name: str, address: str) -> Any:
         """The share once it has the NFS access point (and address) to report."""
         share = find_share(fs, cluster, name)
         if share is None or not nfs_server(share, address):
@@ -279,10 +279,10 @@ class VsanFileShareProvider(PollingVCenterProvider):
             )
         return share
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         return self.validated(news, "share_name", self._spec)
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         conn = self.connection(props)
         spec = self._spec(props)
         name = spec["share_name"]
@@ -305,7 +305,7 @@ class VsanFileShareProvider(PollingVCenterProvider):
                 logger.info("created vSAN file share %r (%s)", name, share.uuid)
         return dyn.CreateResult(share.uuid, self._outs(props, spec, share, adopted))
 
-    def read(self, id_, props):
+    def read(self, id_: str, props: dict[str, Any]) -> dyn.ReadResult:
         conn = self.connection(props)
         spec = self._spec(props)
         with vcenter(conn, f"reading vSAN file share {spec['share_name']!r}") as si:
@@ -316,8 +316,8 @@ class VsanFileShareProvider(PollingVCenterProvider):
         spec["policy_id"] = getattr(share.config.storagePolicy, "profileId", None) or spec["policy_id"]
         return dyn.ReadResult(id_, self._outs(props, spec, share, bool(props.get("adopted"))))
 
-    def diff(self, id_, olds, news):
-        def normalize(key, value):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
+        def normalize(key: str, value: Any) -> Any:
             if key == "net_permissions" and isinstance(value, list):
                 try:
                     return validate_permissions(value)
@@ -336,7 +336,7 @@ class VsanFileShareProvider(PollingVCenterProvider):
         changes = changed_keys(olds, news, (*SPEC_KEYS, "nfs_address"), normalize)
         return self.diff_result(olds, news, replaces, changes, delete_before_replace=True)
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         conn = self.connection(news)
         spec = self._spec(news)
         name = spec["share_name"]
@@ -355,7 +355,7 @@ class VsanFileShareProvider(PollingVCenterProvider):
             share = self._ready(fs, cluster, name, spec["nfs_address"])
         return dyn.UpdateResult(self._outs(news, spec, share, bool(olds.get("adopted"))))
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         name = props.get("share_name")
         if self.leaves_adopted(props, f"vSAN file share {name!r} ({id_})"):
             return

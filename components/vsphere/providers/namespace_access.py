@@ -160,7 +160,7 @@ class NamespaceAccessAndLimitsProvider(PollingVCenterProvider):
         outs.update(applied.values())
         return outs
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         return self.validated(news, "namespace", build_wanted)
 
     def _running_info(self, client: NamespaceClient, conn: VCenterConnection, namespace: str) -> dict[str, Any]:
@@ -183,12 +183,12 @@ class NamespaceAccessAndLimitsProvider(PollingVCenterProvider):
                 client.wait_running(wanted.namespace, self.timeout_s, self.poll_s)
                 logger.info("namespace %r: set %s", wanted.namespace, ", ".join(sorted(body)))
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         wanted = build_wanted(props)
         self._apply(props, wanted, None)
         return dyn.CreateResult(f"{wanted.namespace}:access-and-limits", self._outs(props, wanted))
 
-    def read(self, id_, props):
+    def read(self, id_: str, props: dict[str, Any]) -> dyn.ReadResult:
         wanted = build_wanted(props)
         conn = self.connection(props)
         with rest_api(conn, f"reading namespace {wanted.namespace!r}") as http:
@@ -197,7 +197,7 @@ class NamespaceAccessAndLimitsProvider(PollingVCenterProvider):
             return dyn.ReadResult("", {})
         return dyn.ReadResult(id_, self._outs(props, owned_on_server(info, wanted)))
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         def canonical(props: Mapping[str, Any]) -> dict[str, Any]:
             try:
                 return {**props, **build_wanted(props).values()}
@@ -210,12 +210,12 @@ class NamespaceAccessAndLimitsProvider(PollingVCenterProvider):
         changes = changed_keys(old_values, new_values, SPEC_KEYS)
         return self.diff_result(olds, news, replaces, changes)
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         wanted = build_wanted(news)
         self._apply(news, wanted, build_wanted(olds))
         return dyn.UpdateResult(self._outs(news, wanted))
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         """Take the program's access entries and limits out; the namespace stays (vsphere.Namespace's)."""
         owned = build_wanted(props)
         conn = self.connection(props)
@@ -241,8 +241,8 @@ class NamespaceAccessAndLimits(VCenterResource, module="vsphere", name="Namespac
     """
 
     namespace: pulumi.Output[str]
-    access_list: pulumi.Output[list]
-    storage_limits: pulumi.Output[list]
+    access_list: pulumi.Output[list[dict[str, str]]]
+    storage_limits: pulumi.Output[list[dict[str, Any]]]
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, namespace: pulumi.Input[str],
                  supervisor: pulumi.Input[str], access_list: pulumi.Input[Sequence[Mapping[str, str]]] = (),

@@ -28,7 +28,7 @@ def is_namespace_name(name: str) -> bool:
     return len(name) <= 63 and bool(DNS_LABEL.match(name))
 
 
-def access_key(entry: Mapping[str, Any]) -> tuple:
+def access_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes an access entry the same entry: its subject (a new role replaces it)."""
     return entry.get("subject_type"), entry.get("subject"), entry.get("domain")
 

@@ -217,7 +217,7 @@ class NamespaceClient:
         self.http = http
         self.base_url = base_url.rstrip("/")
 
-    def _call(self, method: str, path: str, body: dict | None = None) -> requests.Response:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> requests.Response:
         url = self.base_url + path
         resp = self.http.request(method, url, json=body)
         if resp.status_code >= 400:
@@ -232,7 +232,8 @@ class NamespaceClient:
     def get(self, namespace: str) -> dict[str, Any] | None:
         """``Instances.Info``, or ``None`` when the namespace does not exist."""
         try:
-            return self._call("GET", f"{INSTANCES}/{namespace}").json()
+            info: dict[str, Any] = self._call("GET", f"{INSTANCES}/{namespace}").json()
+            return info
         except NamespaceApiError as exc:
             if exc.status == 404:
                 return None
@@ -292,17 +293,17 @@ class SupervisorNamespaceProvider(PollingVCenterProvider):
         outs.update(spec.values(), config_status=info.get("config_status", ""), adopted=adopted)
         return outs
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         return self.validated(news, "namespace", build_spec)
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         conn = self.connection(props)
         spec = build_spec(props)
         with rest_api(conn, f"creating namespace {spec.namespace!r}") as http:
             client = NamespaceClient(http, conn.base_url)
             existing = client.get(spec.namespace)
             adopted = existing is not None
-            if adopted:
+            if existing is not None:
                 if existing.get("cluster") != spec.cluster:
                     raise NamespaceConflict(
                         f"namespace {spec.namespace!r} already exists on cluster {existing.get('cluster')!r}, "
@@ -320,7 +321,7 @@ class SupervisorNamespaceProvider(PollingVCenterProvider):
             info = client.wait_running(spec.namespace, self.timeout_s, self.poll_s)
         return dyn.CreateResult(spec.namespace, self._outs(props, spec, info, adopted))
 
-    def read(self, id_, props):
+    def read(self, id_: str, props: dict[str, Any]) -> dyn.ReadResult:
         conn = self.connection(props)
         with rest_api(conn, f"reading namespace {id_!r}") as http:
             info = NamespaceClient(http, conn.base_url).get(id_)
@@ -329,7 +330,7 @@ class SupervisorNamespaceProvider(PollingVCenterProvider):
         return dyn.ReadResult(id_, self._outs(props, owned_part(spec_from_info(id_, info), props), info,
                                               bool(props.get("adopted"))))
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         def canonical(props: Mapping[str, Any]) -> dict[str, Any]:
             try:
                 return build_spec(props).values()
@@ -342,7 +343,7 @@ class SupervisorNamespaceProvider(PollingVCenterProvider):
         changes = changed_keys(old_values, {**new_values, **unknown}, SPEC_KEYS)
         return self.diff_result(olds, news, replaces, changes, delete_before_replace=True)
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         conn = self.connection(news)
         spec = build_spec(news)
         if spec == build_spec(olds):
@@ -357,7 +358,7 @@ class SupervisorNamespaceProvider(PollingVCenterProvider):
             info = client.wait_running(spec.namespace, self.timeout_s, self.poll_s)
         return dyn.UpdateResult(self._outs(news, spec, info, bool(olds.get("adopted"))))
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         if self.leaves_adopted(props, f"namespace {id_!r}"):
             return
         conn = self.connection(props)

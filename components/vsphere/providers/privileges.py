@@ -30,7 +30,7 @@ SPEC_KEYS = ("needs", "datacenter", "cluster", "datastore")
 ROLE_DOC = 'docs/deploy.md, "The vCenter account"'
 
 
-def entities(si, datacenter: str, cluster: str, datastore: str | None) -> dict[str, Any]:
+def entities(si: Any, datacenter: str, cluster: str, datastore: str | None) -> dict[str, Any]:
     """The managed entities the needs name, by kind; raises naming what is not found."""
     from pyVmomi import vim
 
@@ -53,7 +53,7 @@ def entities(si, datacenter: str, cluster: str, datastore: str | None) -> dict[s
     return found
 
 
-def missing_privileges(si, needs: Mapping[str, Mapping[str, list]], found: Mapping[str, Any]) -> list[str]:
+def missing_privileges(si: Any, needs: Mapping[str, Mapping[str, list[str]]], found: Mapping[str, Any]) -> list[str]:
     """One line per privilege the session lacks: privilege, entity, components."""
     manager, session = si.content.authorizationManager, si.content.sessionManager.currentSession.key
     lines = []
@@ -81,7 +81,7 @@ class VCenterPrivilegesProvider(VCenterProvider):
         return (f"the vCenter account {props.get('user')!r} lacks {len(missing)} privilege(s) the program needs: "
                 f"{'; '.join(missing)}. Grant them with the role in {ROLE_DOC} (or run as an account that has it)")
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         if news.get("at_preview") is False or any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, [])
         try:
@@ -90,22 +90,22 @@ class VCenterPrivilegesProvider(VCenterProvider):
             return dyn.CheckResult(news, [dyn.CheckFailure("needs", str(exc))])
         return dyn.CheckResult(news, [dyn.CheckFailure("needs", self._message(news, missing))] if missing else [])
 
-    def _checked(self, props) -> dict[str, Any]:
+    def _checked(self, props: Mapping[str, Any]) -> dict[str, Any]:
         missing = self._missing(props)
         if missing:
             raise VCenterError(self._message(props, missing))
         return {k: props.get(k) for k in SPEC_KEYS} | self.stored(props)
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         return dyn.CreateResult("vcenter-privileges", self._checked(props))
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         return self.diff_result(olds, news, [], changed_keys(olds, news, SPEC_KEYS))
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         return dyn.UpdateResult(self._checked(news))
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         logger.info("vCenter privilege check: nothing to remove on vCenter")
 
 
@@ -114,7 +114,8 @@ class VCenterPrivileges(VCenterResource, module="vsphere", name="VCenterPrivileg
     [components]}}`` (``components.vsphere.privileges.by_entity``)."""
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *,
-                 needs: Mapping[str, Mapping[str, list]], datacenter: pulumi.Input[str], cluster: pulumi.Input[str],
+                 needs: Mapping[str, Mapping[str, list[str]]], datacenter: pulumi.Input[str],
+                 cluster: pulumi.Input[str],
                  datastore: pulumi.Input[str] | None = None, at_preview: bool = True,
                  vcenter: VCenterAccess) -> None:
         props = {"needs": needs, "datacenter": datacenter, "cluster": cluster, "datastore": datastore,

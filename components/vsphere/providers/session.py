@@ -17,7 +17,7 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,7 +146,7 @@ def guarded(conn: VCenterConnection, action: str) -> Iterator[None]:
         ) from None
 
 
-def connect(conn: VCenterConnection):
+def connect(conn: VCenterConnection) -> Any:
     """Log in to vCenter's vim API; returns the pyVmomi ``ServiceInstance``.
 
     Raises
@@ -186,7 +186,7 @@ def connect(conn: VCenterConnection):
     raise VCenterError(conn.scrub(message))
 
 
-def disconnect(si) -> None:
+def disconnect(si: Any) -> None:
     """Log out, ignoring errors (the session expires on its own)."""
     from pyVim.connect import Disconnect
 
@@ -222,7 +222,7 @@ def session_id(cookie: str) -> str:
     return morsel.value
 
 
-def _sibling_stub(si, path: str, version: str, request_context: Mapping[str, str] | None = None):
+def _sibling_stub(si: Any, path: str, version: str, request_context: Mapping[str, str] | None = None) -> Any:
     """A SOAP stub for another endpoint of the same vCenter, sharing the vim session."""
     from pyVmomi import SoapStubAdapter
 
@@ -240,7 +240,7 @@ def _sibling_stub(si, path: str, version: str, request_context: Mapping[str, str
     return sibling
 
 
-def pbm_service(si):
+def pbm_service(si: Any) -> Any:
     """SPBM ``ServiceInstanceContent`` (``/pbm/sdk``) authenticated with ``si``'s session.
 
     SPBM reads the session from the ``vcSessionCookie`` SOAP header, not from the HTTP
@@ -254,7 +254,7 @@ def pbm_service(si):
     return pbm.ServiceInstance("ServiceInstance", stub).RetrieveContent()
 
 
-def vsan_stub(si):
+def vsan_stub(si: Any) -> Any:
     """SOAP stub for vCenter's vSAN management endpoint (``/vsanHealth``)."""
     return _sibling_stub(si, "/vsanHealth", VSAN_VERSION)
 
@@ -271,7 +271,7 @@ class _VCenterHTTP(requests.Session):
         self.verify = verify
         self._cleanup = list(cleanup)
 
-    def request(self, method, url, *args, **kwargs):
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("verify", self.verify)
         kwargs.setdefault("timeout", 60)
         return super().request(method, url, *args, **kwargs)
@@ -355,7 +355,8 @@ def is_unknown(value: Any) -> bool:
     return rpc.contains_unknowns(value) or (isinstance(value, str) and value == rpc.UNKNOWN)
 
 
-def changed_keys(olds: Mapping[str, Any], news: Mapping[str, Any], keys: Sequence[str], normalize=None) -> list[str]:
+def changed_keys(olds: Mapping[str, Any], news: Mapping[str, Any], keys: Sequence[str],
+                 normalize: Callable[[str, Any], Any] | None = None) -> list[str]:
     """The ``keys`` whose (normalized) values differ between ``olds`` and ``news``.
 
     A value that is still unknown (during preview) counts as changed.

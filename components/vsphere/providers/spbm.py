@@ -32,7 +32,7 @@ RAID1 = "RAID-1 (Mirroring) - Performance"
 RAID5_6 = "RAID-5/6 (Erasure Coding) - Capacity"
 
 #: VSAN capability id -> (type, allowed values or None).
-CAPABILITIES: dict[str, tuple[type, tuple | None]] = {
+CAPABILITIES: dict[str, tuple[type, tuple[Any, ...] | None]] = {
     "hostFailuresToTolerate": (int, (0, 1, 2, 3)),
     "replicaPreference": (str, (RAID1, RAID5_6)),
     "stripeWidth": (int, tuple(range(1, 13))),
@@ -99,13 +99,13 @@ def rule_differences(actual: Rules, wanted: Rules) -> list[str]:
     ]
 
 
-def _storage():
+def _storage() -> Any:
     from pyVmomi import pbm
 
     return pbm.profile.ResourceType(resourceType="STORAGE")
 
 
-def build_constraints(rules: Rules):
+def build_constraints(rules: Rules) -> Any:
     """``SubProfileCapabilityConstraints`` with one ``VSAN`` sub-profile holding ``rules``."""
     from pyVmomi import pbm
 
@@ -125,7 +125,7 @@ def build_constraints(rules: Rules):
     )
 
 
-def build_create_spec(name: str, description: str, rules: Rules):
+def build_create_spec(name: str, description: str, rules: Rules) -> Any:
     """The ``CapabilityBasedProfileCreateSpec`` for a vSAN requirement policy."""
     from pyVmomi import pbm
 
@@ -138,7 +138,7 @@ def build_create_spec(name: str, description: str, rules: Rules):
     )
 
 
-def rules_of(profile) -> Rules:
+def rules_of(profile: Any) -> Rules:
     """The ``VSAN`` capability values of a retrieved profile, as a dict."""
     rules: Rules = {}
     sub_profiles = getattr(profile.constraints, "subProfiles", None) or []
@@ -152,16 +152,16 @@ def rules_of(profile) -> Rules:
     return rules
 
 
-def _policy(profile) -> Policy:
+def _policy(profile: Any) -> Policy:
     return Policy(profile.profileId.uniqueId, profile.name, profile.description or "", rules_of(profile))
 
 
-def profile_manager(si):
+def profile_manager(si: Any) -> Any:
     """SPBM's ``ProfileManager`` for a logged-in vCenter ``ServiceInstance``."""
     return pbm_service(si).profileManager
 
 
-def list_policies(pm) -> list[Policy]:
+def list_policies(pm: Any) -> list[Policy]:
     """Every storage requirement policy on the server."""
     ids = pm.PbmQueryProfile(resourceType=_storage(), profileCategory="REQUIREMENT")
     if not ids:
@@ -169,12 +169,12 @@ def list_policies(pm) -> list[Policy]:
     return [_policy(p) for p in pm.PbmRetrieveContent(profileIds=list(ids))]
 
 
-def find_policies(pm, name: str) -> list[Policy]:
+def find_policies(pm: Any, name: str) -> list[Policy]:
     """Policies called ``name`` (vCenter allows one; a simulator may hold several)."""
     return [p for p in list_policies(pm) if p.name == name]
 
 
-def read_policy(pm, policy_id: str) -> Policy | None:
+def read_policy(pm: Any, policy_id: str) -> Policy | None:
     """The policy with ``policy_id``, or ``None`` when it does not exist."""
     from pyVmomi import pbm, vmodl
 
@@ -185,12 +185,13 @@ def read_policy(pm, policy_id: str) -> Policy | None:
     return _policy(found[0]) if found else None
 
 
-def create_policy(pm, name: str, description: str, rules: Rules) -> str:
+def create_policy(pm: Any, name: str, description: str, rules: Rules) -> str:
     """Create a vSAN policy; returns its ``PbmProfileId.uniqueId``."""
-    return pm.PbmCreate(createSpec=build_create_spec(name, description, rules)).uniqueId
+    policy_id: str = pm.PbmCreate(createSpec=build_create_spec(name, description, rules)).uniqueId
+    return policy_id
 
 
-def delete_policy(pm, policy_id: str) -> None:
+def delete_policy(pm: Any, policy_id: str) -> None:
     """Delete a policy; raises when SPBM reports a failure for it."""
     from pyVmomi import pbm
 
@@ -200,7 +201,7 @@ def delete_policy(pm, policy_id: str) -> None:
             raise VCenterError(f"deleting storage policy {policy_id} failed: {outcome.fault.msg or outcome.fault}")
 
 
-def update_policy(pm, policy_id: str, name: str, description: str, rules: Rules, *, recreate: bool = True) -> str:
+def update_policy(pm: Any, policy_id: str, name: str, description: str, rules: Rules, *, recreate: bool = True) -> str:
     """Update a policy in place with ``PbmUpdate``; returns the policy's id.
 
     Where the server does not serve ``PbmUpdate`` (govmomi's simulator) and
@@ -250,7 +251,7 @@ class VsanStoragePolicyProvider(VCenterProvider):
         )
         return outs
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         rules = news.get("rules")
         if not isinstance(rules, Mapping) or is_unknown(rules):
             return dyn.CheckResult(news, [])  # not known yet (preview)
@@ -260,7 +261,7 @@ class VsanStoragePolicyProvider(VCenterProvider):
             return dyn.CheckResult(news, [dyn.CheckFailure("rules", str(exc))])
         return dyn.CheckResult(news, [])
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         conn = self.connection(props)
         name = props["policy_name"]
         rules = validate_rules(props["rules"], name)
@@ -283,7 +284,7 @@ class VsanStoragePolicyProvider(VCenterProvider):
             logger.info("created storage policy %r (%s)", name, policy_id)
         return dyn.CreateResult(policy_id, self._outs(props, policy_id, rules, False))
 
-    def read(self, id_, props):
+    def read(self, id_: str, props: dict[str, Any]) -> dyn.ReadResult:
         conn = self.connection(props)
         policy_id = props.get("policy_id") or id_
         with vcenter(conn, f"reading storage policy {policy_id}") as si:
@@ -294,8 +295,8 @@ class VsanStoragePolicyProvider(VCenterProvider):
         outs.update(policy_name=policy.name, description=policy.description)
         return dyn.ReadResult(id_, outs)
 
-    def diff(self, id_, olds, news):
-        def normalize(key, value):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
+        def normalize(key: str, value: Any) -> Any:
             if key == "rules" and isinstance(value, Mapping):
                 return {k: int(v) if isinstance(v, float) else v for k, v in value.items()}
             if key == "description":
@@ -306,7 +307,7 @@ class VsanStoragePolicyProvider(VCenterProvider):
         changes = changed_keys(olds, news, ["description", "rules"], normalize)
         return self.diff_result(olds, news, replaces, changes, delete_before_replace=False)
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         conn = self.connection(news)
         name = news["policy_name"]
         rules = validate_rules(news["rules"], name)
@@ -332,7 +333,7 @@ class VsanStoragePolicyProvider(VCenterProvider):
         # A new id (the delete+create fallback) is an output change, not a new resource id.
         return dyn.UpdateResult(self._outs(news, policy_id, rules, adopted))
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         name = props.get("policy_name")
         policy_id = props.get("policy_id") or id_
         if self.leaves_adopted(props, f"storage policy {name!r} ({policy_id})"):
@@ -356,7 +357,7 @@ class VsanStoragePolicy(VCenterResource, module="vsphere", name="VsanStoragePoli
 
     policy_id: pulumi.Output[str]
     policy_name: pulumi.Output[str]
-    rules: pulumi.Output[dict]
+    rules: pulumi.Output[dict[str, Any]]
     adopted: pulumi.Output[bool]
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None, *, policy_name: pulumi.Input[str],

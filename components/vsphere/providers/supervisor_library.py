@@ -44,7 +44,7 @@ import requests
 
 from ..access import VCenterAccess
 from .base import PollingVCenterProvider, VCenterResource, plain_list
-from .session import VCenterError, changed_keys, is_unknown, rest_api
+from .session import VCenterConnection, VCenterError, changed_keys, is_unknown, rest_api
 
 logger = logging.getLogger(__name__)
 
@@ -67,19 +67,19 @@ class TkrLibraryError(VCenterError):
     """The Supervisor's TKR library is missing or does not hold the TKR."""
 
 
-def _json(http: requests.Session, method: str, url: str, body: dict | None = None) -> Any:
+def _json(http: requests.Session, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
     resp = http.request(method, url, json=body)
     if resp.status_code >= 400:
         raise VCenterError(f"{method} {url} -> HTTP {resp.status_code}: {resp.text[:300]}")
     return resp.json() if resp.content else None
 
 
-def supervisor_library(http, base: str, cluster: str) -> str:
+def supervisor_library(http: requests.Session, base: str, cluster: str) -> str:
     """The id of the Supervisor's TKR library (empty when none is set)."""
     return (_json(http, "GET", f"{base}{CLUSTERS}/{cluster}") or {}).get(LIBRARY_FIELD) or ""
 
 
-def supervisor_cluster(http, base: str, supervisor: str) -> str:
+def supervisor_cluster(http: requests.Session, base: str, supervisor: str) -> str:
     """The cluster a vSphere 8/9 Supervisor runs on (its first zone's first cluster: every
     cluster of one Supervisor reports the same Supervisor configuration)."""
     url = base + TOPOLOGY.format(supervisor=supervisor)
@@ -89,18 +89,18 @@ def supervisor_cluster(http, base: str, supervisor: str) -> str:
             f"supervisorId {supervisor!r} is not a Supervisor on this vCenter (GET {url} -> HTTP 404)")
     if resp.status_code >= 400:
         raise VCenterError(f"GET {url} -> HTTP {resp.status_code}: {resp.text[:300]}")
-    clusters = [c for zone in resp.json() or [] for c in zone.get("clusters") or []]
+    clusters: list[str] = [c for zone in resp.json() or [] for c in zone.get("clusters") or []]
     if not clusters:
         raise TkrLibraryError(f"Supervisor {supervisor!r} reports no vSphere cluster in its topology ({url})")
     return clusters[0]
 
 
-def set_supervisor_library(http, base: str, cluster: str, library_id: str) -> None:
+def set_supervisor_library(http: requests.Session, base: str, cluster: str, library_id: str) -> None:
     """PATCH only the library (``Clusters.UpdateSpec``: every other field unset, so unchanged)."""
     _json(http, "PATCH", f"{base}{CLUSTERS}/{cluster}", {LIBRARY_FIELD: library_id})
 
 
-def library_item_names(http, base: str, library_id: str) -> list[str]:
+def library_item_names(http: requests.Session, base: str, library_id: str) -> list[str]:
     """Names of the library's items (``GET .../item?library_id=``, then each item's Info)."""
     resp = http.get(f"{base}{ITEMS}", params={"library_id": library_id})
     if resp.status_code >= 400:
@@ -137,7 +137,7 @@ def os_image_problem(names: list[str], tkr: str, os_names: list[str], where: str
             f" Ubuntu: NVIDIA ships no vGPU guest driver for Photon); of {tkr} it holds: {', '.join(held)}")
 
 
-def tkr_problem(http, base: str, library_id: str, tkr: str, where: str,
+def tkr_problem(http: requests.Session, base: str, library_id: str, tkr: str, where: str,
                 os_names: list[str] | None = None) -> str | None:
     """Why the library cannot serve ``tkr`` (``None`` when it can)."""
     if not library_id:
@@ -160,21 +160,23 @@ class SupervisorTkrLibraryProvider(PollingVCenterProvider):
     spec_keys: tuple[str, ...] = SPEC_KEYS
     POLL_S = 10.0
 
-    def _cluster(self, http, conn, props) -> str:
+    def _cluster(self, http: requests.Session, conn: VCenterConnection, props: Mapping[str, Any]) -> str:
         """The cluster whose ``Clusters`` Info holds the library: the input itself on vSphere 7."""
-        return props["cluster"]
+        cluster: str = props["cluster"]
+        return cluster
 
     def _where(self, props: Mapping[str, Any]) -> str:
         return ("contentLibraryName's library" if props.get("set_library")
                 else f"the Supervisor's {LIBRARY_FIELD} ({self.address_key} {props.get(self.address_key)})")
 
-    def _problem(self, http, conn, props, cluster: str) -> tuple[str, str | None]:
+    def _problem(self, http: requests.Session, conn: VCenterConnection, props: Mapping[str, Any],
+                 cluster: str) -> tuple[str, str | None]:
         current = supervisor_library(http, conn.base_url, cluster)
         library = props.get("library_id") if props.get("set_library") else current
         return current, tkr_problem(http, conn.base_url, library or "", props["tkr"], self._where(props),
                                     props.get("os_names"))
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         failures = [dyn.CheckFailure(k, f"{k} is required") for k in (self.address_key, "tkr") if not news.get(k)]
         if failures or any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, failures)  # not known yet (preview of a new library)
@@ -187,7 +189,7 @@ class SupervisorTkrLibraryProvider(PollingVCenterProvider):
             _, problem = self._problem(http, conn, news, cluster)
         return dyn.CheckResult(news, [dyn.CheckFailure("tkr", problem)] if problem else [])
 
-    def _apply(self, props) -> dict[str, Any]:
+    def _apply(self, props: Mapping[str, Any]) -> dict[str, Any]:
         conn = self.connection(props)
         with rest_api(conn, f"setting the TKR library of Supervisor {props[self.address_key]!r}") as http:
             cluster = self._cluster(http, conn, props)
@@ -207,22 +209,22 @@ class SupervisorTkrLibraryProvider(PollingVCenterProvider):
         outs.update(cluster=cluster, supervisor_library=current, previous_library=previous)
         return outs
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         outs = self._apply(props)
         return dyn.CreateResult(f"{props[self.address_key]}:tkr-library", outs)
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         replaces = changed_keys(olds, news, [self.address_key])
         changes = changed_keys(olds, news, self.spec_keys, lambda _k, v: v or None)
         return self.diff_result(olds, news, replaces, changes)
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         outs = self._apply(news)
         if olds.get("set_library") and olds.get("previous_library"):
             outs["previous_library"] = olds["previous_library"]  # what delete restores
         return dyn.UpdateResult(outs)
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         """Put back the library the Supervisor had, if the program set it and nobody changed it since."""
         previous = props.get("previous_library")
         if not props.get("set_library") or not previous or previous == props.get("library_id"):
@@ -241,7 +243,7 @@ class SupervisorReleaseLibraryProvider(SupervisorTkrLibraryProvider):
     # the OS names the release's items must include (components.cluster.os_images): GPU pools' Ubuntu
     spec_keys = (*SPEC_KEYS, "os_names")
 
-    def _cluster(self, http, conn, props) -> str:
+    def _cluster(self, http: requests.Session, conn: VCenterConnection, props: Mapping[str, Any]) -> str:
         return supervisor_cluster(http, conn.base_url, props["supervisor"])
 
 

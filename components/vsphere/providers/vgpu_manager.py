@@ -28,8 +28,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic as dyn
 
-import components.settings.addon_facts as addon_facts
-import components.settings.support_matrix as support_matrix
+import components.facts.addon_facts as addon_facts
+import components.facts.support_matrix as support_matrix
 
 from ..access import VCenterAccess
 from .base import VCenterProvider, VCenterResource
@@ -72,7 +72,7 @@ def pairing_problem(host: str, manager: str, guest: str) -> str | None:
     return None
 
 
-def host_problems(si, datacenter: str, hosts: list[str], guest: str) -> list[str]:
+def host_problems(si: Any, datacenter: str, hosts: list[str], guest: str) -> list[str]:
     from pyVmomi import vim
 
     dc = next((e for e in si.content.rootFolder.childEntity if isinstance(e, vim.Datacenter) and e.name == datacenter),
@@ -110,7 +110,7 @@ class VgpuManagerProvider(VCenterProvider):
         with vcenter(self.connection(props), "reading the hosts' vGPU Manager") as si:
             return host_problems(si, props["datacenter"], list(props["hosts"]), props["guest_driver"])
 
-    def check(self, olds, news):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> dyn.CheckResult:
         if any(is_unknown(v) for v in news.values()):
             return dyn.CheckResult(news, [])
         try:
@@ -119,22 +119,22 @@ class VgpuManagerProvider(VCenterProvider):
             return dyn.CheckResult(news, [dyn.CheckFailure(KEY, f"cannot read the hosts' vGPU Manager: {exc}")])
         return dyn.CheckResult(news, [dyn.CheckFailure(KEY, "; ".join(problems))] if problems else [])
 
-    def _checked(self, props) -> dict[str, Any]:
+    def _checked(self, props: Mapping[str, Any]) -> dict[str, Any]:
         problems = self._problems(props)
         if problems:
             raise VCenterError("; ".join(problems))
         return {k: props.get(k) for k in SPEC_KEYS} | self.stored(props)
 
-    def create(self, props):
+    def create(self, props: dict[str, Any]) -> dyn.CreateResult:
         return dyn.CreateResult("vgpu-manager", self._checked(props))
 
-    def diff(self, id_, olds, news):
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.DiffResult:
         return self.diff_result(olds, news, [], changed_keys(olds, news, SPEC_KEYS))
 
-    def update(self, id_, olds, news):
+    def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dyn.UpdateResult:
         return dyn.UpdateResult(self._checked(news))
 
-    def delete(self, id_, props):
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
         logger.info("vGPU Manager check: nothing to remove on vCenter")
 
 

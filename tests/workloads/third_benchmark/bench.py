@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench.registry import FigureSpec
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def resolved_driver_image(facts: GpuOperatorFacts, repository: str, image: str, 
     return path
 
 
-def licensing_files(facts: GpuOperatorFacts, licensing: dict) -> set[str]:
+def licensing_files(facts: GpuOperatorFacts, licensing: dict[str, Any]) -> set[str]:
     """The files of the licensing ConfigMap (or Secret) the driver container gets for ``licensingConfig``."""
     source = licensing.get("configMapName") or (facts.licensing_in_secret and licensing.get("secretName"))
     if not source:

@@ -15,7 +15,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
-import components.settings.addon_facts as addon_facts
+import components.facts.addon_facts as addon_facts
 from components.artifacts.images import ImageRef
 
 
@@ -165,7 +165,7 @@ def operator_support(version: str) -> OperatorSupport | None:
 
 
 # The oldest driver each RAPIDS release runs on, per CUDA major: stricter than CUDA's own
-# minor-version floor (components.settings.addon_facts.MIN_DRIVER_FOR_CUDA), which RAPIDS' kernels
+# minor-version floor (components.facts.addon_facts.MIN_DRIVER_FOR_CUDA), which RAPIDS' kernels
 # need beyond. Sources: RAPIDS platform-support page for 26.10 ("CUDA 12 with driver 535 or
 # newer, CUDA 13 with driver 580 or newer"); RAPIDS 21.10 installation guide ("CUDA 11.0+ with
 # driver 450.80.02+").

@@ -45,7 +45,7 @@ class ImageFacts:
 
 
 # The current platform's default with workerEnvironment=prepared: only the interpreter; every
-# package comes from the prepared environment (components/settings/prepared_env.py), whose venv
+# package comes from the prepared environment (components/kube/prepared_env.py), whose venv
 # is made by this image's python. RAPIDS' pip wheels carry their CUDA libraries (the lock's
 # CUDA 13 nvidia-* wheels) and need only the driver, which the GPU operator's container toolkit mounts.
 PYTHON_SLIM_BOOKWORM = ImageFacts(
@@ -222,7 +222,7 @@ def nanny_environ_fact(dask_version: str) -> NannyEnvironFact:
     held = [fact for fact in NANNY_ENVIRON if version >= fact.since]
     if not held:
         raise ValueError(f"no fact recorded for Dask {dask_version}'s nanny environment"
-                         " (components/settings/dask_facts.py)")
+                         " (components/facts/dask_facts.py)")
     return max(held, key=lambda fact: fact.since)
 
 

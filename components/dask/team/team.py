@@ -20,8 +20,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.dask import team_admission, team_reclaim
-from components.dask.person_space import PersonSpace, PersonSpaceArgs, SharedVolume
+from components.dask.team import admission as team_admission
+from components.dask.team import reclaim as team_reclaim
+from components.dask.team.person_space import PersonSpace, PersonSpaceArgs, SharedVolume
 from components.settings.model import Settings
 
 
@@ -51,7 +52,7 @@ class TeamArgs:
 
 
 class Team(pulumi.ComponentResource):
-    users: pulumi.Output[dict]
+    users: pulumi.Output[dict[str, dict[str, Any]]]
 
     def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dask-tkg:dask:Team", name, None, opts)

@@ -37,7 +37,7 @@ def team_cluster_spec(s: Settings, environment_subdir: str | None) -> dict[str, 
         claims=podspec.Claims(DATASET_CLAIM, PIP_CACHE_CLAIM, s.storage.dataset_mount, environment_subdir,
                               read_only=True),
         initial_workers=0, tls_secret=None, enforces_psp=s.cluster.enforces_psp)
-    spec = operator_spec.dask_cluster(inputs)["spec"]
+    spec: dict[str, Any] = operator_spec.dask_cluster(inputs)["spec"]
     del spec["idleTimeout"]
     service = spec["scheduler"]["service"]
     service["selector"] = {operator_spec.COMPONENT_LABEL: "scheduler"}

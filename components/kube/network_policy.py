@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from components.dask.network_semantics import NAMESPACE_NAME_LABEL
-from components.dask.operator_spec import CLUSTER_LABEL, COMPONENT_LABEL, DASHBOARD_PORT, SCHEDULER_PORT
-from components.settings.dask_chart import JUPYTER_CONTAINER_PORT
+from components.facts.dask_chart import DASHBOARD_PORT, JUPYTER_CONTAINER_PORT, SCHEDULER_PORT
+from components.kube.network_semantics import NAMESPACE_NAME_LABEL
+from workloads.contract import CLUSTER_LABEL, COMPONENT_LABEL
 
 API_VERSION = "networking.k8s.io/v1"
 EVERYWHERE = "0.0.0.0/0"
@@ -80,7 +80,7 @@ class DaskPodSelectors:
 
     @classmethod
     def for_any_operator_cluster(cls) -> DaskPodSelectors:
-        """The pods of every DaskCluster in the namespace (a person's, components/dask/team.py),
+        """The pods of every DaskCluster in the namespace (a person's, components/dask/team/team.py),
         by the component label the controller gives them (dask-kubernetes 2026.3.0,
         operator/controller/controller.py: ``scheduler``, ``worker``, ``job-runner``): the
         scheduler, the workers, and as their client a DaskJob's runner pod."""
@@ -122,8 +122,9 @@ class NamespaceNetwork:
 
 # --- the pieces ------------------------------------------------------------------------------
 
-def _policy(name: str, namespace: str, pod_selector: dict[str, Any], *, ingress: list | None = None,
-            egress: list | None = None, types: tuple[str, ...] = ("Ingress", "Egress")) -> dict[str, Any]:
+def _policy(name: str, namespace: str, pod_selector: dict[str, Any], *, ingress: list[dict[str, Any]] | None = None,
+            egress: list[dict[str, Any]] | None = None,
+            types: tuple[str, ...] = ("Ingress", "Egress")) -> dict[str, Any]:
     spec: dict[str, Any] = {"podSelector": pod_selector, "policyTypes": list(types)}
     if ingress:
         spec["ingress"] = ingress

@@ -2,7 +2,7 @@
 claim (``external-nfs-pvc``, ``external-nfs-pip-cache-pvc`` of the Dask namespace) a
 PersistentVolume made from the volume that claim is bound to, and a claim of the same name in
 the person's namespace bound to it. Pure builders on the bound volume's manifest
-(components/dask/person_space.py reads it from the cluster).
+(components/dask/team/person_space.py reads it from the cluster).
 
 Why a volume of the program's and not a claim of the storage class: a claim of the class
 would get a new, empty directory (nfs-subdir) or file share (vSphere CSI), not the data. The
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.dask.team_access import LABELS
+from components.dask.team.access import LABELS
 
 READ_ONLY_MANY = ["ReadOnlyMany"]
 # the external provisioner's mark on a volume it made (sig-storage-lib-external-provisioner,

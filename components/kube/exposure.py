@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -48,7 +49,7 @@ def selector(release: str, component: str) -> dict[str, str]:
 
 
 def external_service(name: str, args: ExposureArgs, opts: pulumi.ResourceOptions) -> k8s.core.v1.Service:
-    spec: dict = {
+    spec: dict[str, Any] = {
         "type": args.service_type,
         "selector": dict(args.pod_selector) if args.pod_selector else selector(args.release, args.component),
         "ports": [{"name": n, "port": p, "targetPort": t, "protocol": "TCP"} for n, p, t in args.ports],
@@ -65,26 +66,28 @@ def external_service(name: str, args: ExposureArgs, opts: pulumi.ResourceOptions
     )
 
 
-def _field(obj, name: str):
+def _field(obj: Any, name: str) -> Any:
     if obj is None:
         return None
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-def load_balancer_host(status) -> str:
+def load_balancer_host(status: Any) -> str:
     """First ingress IP or hostname of a Service status ("" until one is assigned)."""
     ingress = _field(_field(status, "load_balancer") or _field(status, "loadBalancer"), "ingress") or []
     if not ingress:
         return ""
-    return _field(ingress[0], "ip") or _field(ingress[0], "hostname") or ""
+    host: str = _field(ingress[0], "ip") or _field(ingress[0], "hostname") or ""
+    return host
 
 
 def external_host(service: k8s.core.v1.Service) -> pulumi.Output[str]:
     """The LoadBalancer's address once assigned ("" until then or for NodePort)."""
-    return service.status.apply(load_balancer_host)
+    host: pulumi.Output[str] = service.status.apply(load_balancer_host)
+    return host
 
 
-def guard_namespace(name: str, namespace: pulumi.Input[str], build: Callable[[str], list[dict]],
+def guard_namespace(name: str, namespace: pulumi.Input[str], build: Callable[[str], list[dict[str, Any]]],
                     prefix: str, opts: pulumi.ResourceOptions) -> list[k8s.networking.v1.NetworkPolicy]:
     """One NetworkPolicy resource per policy ``build(namespace)`` returns, named
     ``<name>-<policy name less prefix>`` (the scheduler's: ``<name>-scheduler-api``). The list's
@@ -100,7 +103,7 @@ def guard_namespace(name: str, namespace: pulumi.Input[str], build: Callable[[st
     return policies
 
 
-def confine(name: str, namespace: pulumi.Input[str], build: Callable[[str], dict],
+def confine(name: str, namespace: pulumi.Input[str], build: Callable[[str], dict[str, Any]],
             opts: pulumi.ResourceOptions) -> k8s.networking.v1.NetworkPolicy:
     """One NetworkPolicy resource of ``build(namespace)`` (``network_policy.fetch_policy``):
     the policy of a pod that downloads, which its Job waits for."""
@@ -109,6 +112,6 @@ def confine(name: str, namespace: pulumi.Input[str], build: Callable[[str], dict
                                            spec=built.apply(lambda m: m["spec"]), opts=opts)
 
 
-def _policy_at(build: Callable[[str], list[dict]], index: int, namespace: str) -> dict:
+def _policy_at(build: Callable[[str], list[dict[str, Any]]], index: int, namespace: str) -> dict[str, Any]:
     """The ``index``th policy ``build`` makes for ``namespace``."""
     return build(namespace)[index]

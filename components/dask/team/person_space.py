@@ -20,18 +20,22 @@ their own, under their own identity, and nothing beyond it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster.pod_security import GuestNamespace, GuestNamespaceArgs
-from components.dask import operator_rbac, team_access, team_admission, team_reclaim, team_volumes
-from components.dask.exposure import guard_namespace
-from components.dask.network_policy import DaskPodSelectors, NamespaceNetwork, dask_network_policies
-from components.dask.network_settings import namespace_network
+from components.dask import operator_rbac
+from components.dask.team import access as team_access
+from components.dask.team import admission as team_admission
+from components.dask.team import reclaim as team_reclaim
+from components.dask.team import volumes as team_volumes
+from components.kube.exposure import guard_namespace
+from components.kube.network_policy import DaskPodSelectors, NamespaceNetwork, dask_network_policies
+from components.kube.network_settings import namespace_network
+from components.kube.pod_security import GuestNamespace, GuestNamespaceArgs
 from components.settings.model import Settings, TeamMember
 
 POLICY_PREFIX = "dask"
@@ -44,7 +48,7 @@ class SharedVolume:
     """A shared claim of the Dask namespace and the spec of the volume it is bound to."""
 
     claim: pulumi.Input[str]
-    spec: pulumi.Input[dict]  # what team_volumes needs of the bound volume's spec (``team.bound_spec``)
+    spec: pulumi.Input[dict[str, Any]]  # what team_volumes needs of the bound volume's spec (``team.bound_spec``)
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,8 @@ def person_network(s: Settings) -> NamespaceNetwork:
                                jupyter_exposed=False, source_ranges=())
 
 
-def _declare(kind: type, name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+def _declare(kind: Callable[..., pulumi.Resource], name: str, manifest: Mapping[str, Any],
+             opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """A plain manifest as its pulumi-kubernetes resource (every field but apiVersion/kind)."""
     fields = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
     if "roleRef" in fields:
@@ -120,7 +125,8 @@ class PersonSpace(pulumi.ComponentResource):
             spec=built.apply(lambda v: v["spec"]), opts=inside)
         claim = pulumi.Output.all(namespace, shared.claim, built).apply(
             lambda a: team_volumes.read_only_claim(a[0], a[1], a[2]["spec"]["capacity"]["storage"]))
-        return k8s.core.v1.PersistentVolumeClaim(
+        claim_resource: pulumi.Resource = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-{label}-claim", metadata=claim.apply(lambda c: c["metadata"]),
             spec=claim.apply(lambda c: c["spec"]),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.space, volume]))
+        return claim_resource

@@ -9,7 +9,7 @@ pods.
 """
 from __future__ import annotations
 
-from components.dask.network_policy import EVERYWHERE, NAME_LABEL_SINCE, NamespaceNetwork, Outside, fetch_ports
+from components.kube.network_policy import EVERYWHERE, NAME_LABEL_SINCE, NamespaceNetwork, Outside, fetch_ports
 from components.settings.exposure import EXPOSED, cluster_ranges, fetch_urls
 from components.settings.exposure import data_urls as _data_urls
 from components.settings.model import DataSpec, Settings
@@ -40,7 +40,7 @@ def namespace_network(s: Settings) -> NamespaceNetwork:
     return NamespaceNetwork(
         outside=outside(s), pod_cidr=s.cluster.pod_cidr,
         scheduler_exposed=d.scheduler.service_type in EXPOSED,
-        dashboard_exposed=d.scheduler.service_type in EXPOSED and d.backend != "operator",
+        dashboard_exposed=d.scheduler.service_type in EXPOSED and not d.on_operator,
         jupyter_exposed=d.jupyter.enabled and d.jupyter.service_type in EXPOSED,
         source_ranges=source_ranges(s), worker_fetch_ports=worker_fetch_ports(s))
 

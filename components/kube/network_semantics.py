@@ -99,7 +99,8 @@ def _port_matches(entry: Mapping[str, Any], port: int, protocol: str) -> bool:
     first = entry["port"]
     if not isinstance(first, int):
         raise ValueError(f"named ports are not supported by this evaluator: {first!r}")
-    return first <= port <= entry.get("endPort", first)
+    last: int = entry.get("endPort", first)
+    return first <= port <= last
 
 
 def _rule_matches(rule: Mapping[str, Any], peers_key: str, policy_namespace: str, other: Mapping[str, Any],
@@ -115,7 +116,7 @@ def policy_types(spec: Mapping[str, Any]) -> list[str]:
     return spec.get("policyTypes") or ["Ingress", *(["Egress"] if spec.get("egress") else [])]
 
 
-def _allowed(policies: list[dict], direction: str, namespace_labels: Mapping[str, str],
+def _allowed(policies: list[dict[str, Any]], direction: str, namespace_labels: Mapping[str, str],
              pod_labels: Mapping[str, str], other: Mapping[str, Any], port: int, protocol: str) -> bool:
     if NAMESPACE_NAME_LABEL not in namespace_labels:
         raise ValueError(f"namespace_labels must hold {NAMESPACE_NAME_LABEL}")
@@ -132,7 +133,8 @@ def _allowed(policies: list[dict], direction: str, namespace_labels: Mapping[str
                for p in selecting for rule in p["spec"].get(rules_key) or [])
 
 
-def admits(policies: list[dict], namespace_labels: dict, pod_labels: dict, from_pod: dict | None,
+def admits(policies: list[dict[str, Any]], namespace_labels: dict[str, str], pod_labels: dict[str, str],
+           from_pod: dict[str, Any] | None,
            port: int, protocol: str = "TCP") -> bool:
     """Whether ``policies`` admit traffic to ``port`` of a pod (``pod_labels``) in the
     namespace of ``namespace_labels``, which must hold ``kubernetes.io/metadata.name``.
@@ -147,7 +149,8 @@ def admits(policies: list[dict], namespace_labels: dict, pod_labels: dict, from_
     return _allowed(policies, "Ingress", namespace_labels, pod_labels, from_pod, port, protocol)
 
 
-def reaches(policies: list[dict], namespace_labels: dict, pod_labels: dict, to: dict, port: int,
+def reaches(policies: list[dict[str, Any]], namespace_labels: dict[str, str], pod_labels: dict[str, str],
+            to: dict[str, Any], port: int,
             protocol: str = "TCP") -> bool:
     """Whether ``policies`` let a pod (``pod_labels``, in the namespace of
     ``namespace_labels``) open traffic to ``to`` on ``port``: ``to`` is a pod, as

@@ -1,7 +1,7 @@
 """What the cluster's own admission refuses in a person's namespace, whoever asks: the person
 (their DaskCluster, DaskWorkerGroup, DaskJob) or the Dask operator (the Deployments, pods and
 Services it makes of them with its own rights). Pure builders of plain manifests
-(components/dask/team.py declares them; tests/apiserver applies them to a real 1.33 server).
+(components/dask/team/team.py declares them; tests/apiserver applies them to a real 1.33 server).
 
 ValidatingAdmissionPolicy (``admissionregistration.k8s.io/v1``, GA in Kubernetes 1.30: CEL the
 API server evaluates itself, no webhook to run or to fail open), bound to the namespaces that
@@ -31,7 +31,7 @@ each refusal a message that names its rule (``dask-tkg team rule <name>: ...``):
   parameter ConfigMap (``PARAMS``), which the person may not write; an idle timeout of 0 in
   ``users`` (kept for ever) lets them choose any. No finalizer on a Dask resource but the
   operator's own (kopf's): one of the person's would keep a deleted cluster, and what it owns,
-  past the team's reclaimer (components/dask/team_reclaim.py).
+  past the team's reclaimer (components/dask/team/reclaim.py).
 
 The Pod Security level of the namespace (``restricted``) is the server's own admission too
 (``pod_security.GuestNamespace``'s label).
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.dask.team_access import LABELS
+from components.dask.team.access import LABELS
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 PARAMS = "dask-team-limits"  # the ConfigMap of parameters in each person's namespace

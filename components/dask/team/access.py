@@ -1,6 +1,6 @@
 """What a person of ``users`` may do, and hold, in their own namespace: the Role ``dask-user``
 and its RoleBinding to their SSO identity, and the ResourceQuota ``dask-quota``. Pure builders
-of plain manifests (components/dask/person_space.py declares them; tests/apiserver applies
+of plain manifests (components/dask/team/person_space.py declares them; tests/apiserver applies
 them to a real API server).
 
 The subject: inside a VKS (TKG) cluster a vCenter Single Sign-On user or group is named
@@ -85,7 +85,7 @@ def quota_hard(member: TeamMember, dask: DaskSpec) -> dict[str, str]:
 
 def object_caps(claims: int, rwx_class: str) -> dict[str, str]:
     """What the namespace may hold besides pods: no LoadBalancer nor NodePort Service (the
-    admission policies refuse them first: components/dask/team_admission.py; the quota holds
+    admission policies refuse them first: components/dask/team/admission.py; the quota holds
     should a policy be unbound), the ``claims`` read-only claims the program makes and no other,
     nothing at all on the shared RWX class (Kubernetes "Resource Quotas": storage resource quota,
     ``<class>.storageclass.storage.k8s.io/...``)."""

@@ -1,6 +1,6 @@
 """The team's reclaimer: deletes each person's DaskClusters older than their maximum lifetime.
 
-It runs in the Dask operator's namespace as a CronJob (components/dask/team_reclaim.py), as a
+It runs in the Dask operator's namespace as a CronJob (components/dask/team/reclaim.py), as a
 ServiceAccount whose only rights are listing and deleting DaskClusters in the people's
 namespaces. The operator's own idle check deletes a cluster idle for its ``idleTimeout``, but it
 skips a scheduler that does not answer (dask-kubernetes 2026.3.0, operator/controller/

@@ -1,4 +1,4 @@
-"""The team's reclaimer (components/dask/reclaimer.py), declared: a CronJob in the Dask operator's
+"""The team's reclaimer (components/dask/team/reclaimer.py), declared: a CronJob in the Dask operator's
 namespace that deletes each person's DaskClusters older than their ``maxLifetime``, every five
 minutes, whatever their scheduler answers. Pure builders of plain manifests (components/dask/
 team.py declares them; tests/apiserver runs the script against a real server with its rights).
@@ -7,7 +7,7 @@ What it may do: list and delete DaskClusters in the people's namespaces, nothing
 else (a Role in each, bound to its ServiceAccount). What a person may not do to escape it: change
 its parameters (a ConfigMap in the operator's namespace, where they hold nothing), or keep a
 deleted cluster alive with a finalizer of their own (the team's admission refuses any finalizer
-on a Dask resource but the operator's own kopf ones: components/dask/team_admission.py).
+on a Dask resource but the operator's own kopf ones: components/dask/team/admission.py).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from components.cluster.pod_hardening import hardened_pod, pod_security_context, run_as
-from components.dask.team_access import LABELS
-from components.settings.dask_facts import RUN_AS
+from components.dask.team.access import LABELS
+from components.facts.dask_facts import RUN_AS
+from components.kube.pod_hardening import hardened_pod, pod_security_context, run_as
 from components.settings.model import TeamMember
 
 NAME = "dask-reclaimer"
@@ -40,7 +40,7 @@ def limits(team: Sequence[TeamMember]) -> dict[str, int]:
 
 def code(team: Sequence[TeamMember]) -> dict[str, Any]:
     """The ConfigMap with the script and the limits it reads."""
-    source = importlib.resources.files("components.dask").joinpath("reclaimer.py").read_text(encoding="utf-8")
+    source = importlib.resources.files("components.dask.team").joinpath("reclaimer.py").read_text(encoding="utf-8")
     return {"reclaimer.py": source, LIMITS_FILE: json.dumps(limits(team), indent=2, sort_keys=True) + "\n"}
 
 
