@@ -89,7 +89,7 @@ SYSTEM_PRIORITY = {"metadata": {"name": "dask-system-priority"},
 
 def test_a_scoped_quota_counts_only_the_pods_in_its_scope():
     """The person's namespace allows no pod of the system priority classes (components/dask/
-    team_access.py): their clusters, with no priority class, are not charged to it; a cluster
+    team/access.py): their clusters, with no priority class, are not charged to it; a cluster
     whose workers ask for one is."""
     quota.check([SYSTEM_PRIORITY, resource_quota({"pods": "3"})], CLUSTER, workers=2, namespace="dask-alice")
     greedy = {"spec": {**CLUSTER["spec"], "worker": {"spec": {**pod("4", "16Gi", gpus=1),

@@ -8,11 +8,11 @@ warm model. Forward passes on one worker are serialised by a lock: concurrent ta
 decode and preprocess in parallel while the model uses all the worker's cores (or its
 GPU), instead of N tasks each oversubscribing the cores with N x threads.
 
-A model that cannot load for a reason one line says (a weights file missing on a worker)
-fails the registration with :class:`ModelNotLoaded`, naming the file and the worker: not an
-``OSError``, so the benchmark does not broadcast it again as if a worker had left, and
-distributed's traceback of the failed setup is not logged on the worker (the runner prints
-the line).
+A model that cannot load for a reason one line says (a weights file missing on a worker, one
+it cannot read, one that holds no PyTorch weights) fails the registration with
+:class:`ModelNotLoaded`, naming the file and the worker: not an ``OSError``, so the benchmark
+does not broadcast it again as if a worker had left, and distributed's traceback of the failed
+setup is not logged on the worker (the runner prints the line).
 """
 from __future__ import annotations
 
@@ -39,6 +39,11 @@ PLUGIN_LOGGER = "distributed.worker"  # logs a plugin's failed setup, with its t
 
 class WeightsNotFound(FileNotFoundError):
     """The weights file is not on this machine."""
+
+
+class WeightsUnreadable(ValueError):
+    """The weights file is there but gives no weights: unreadable (a directory, no permission,
+    an I/O error) or not a file ``torch.load`` reads. Loading again reads the same file."""
 
 
 class ModelNotLoaded(WorkerError):
@@ -156,6 +161,11 @@ def load_state_dict(path: str) -> dict[str, Any]:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise WeightsNotFound(f"weights file {path} does not exist on this worker") from None
+    except OSError as error:
+        raise WeightsUnreadable(f"cannot be read ({error.strerror or error})") from None
+    except Exception as error:  # a readable file torch.load refuses: its unpickler raises many kinds
+        why = f"{type(error).__name__}: {first_line(error)}"
+        raise WeightsUnreadable(f"is not a PyTorch weights file ({why})") from None
     for key in ("state_dict", "model"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]
@@ -189,6 +199,9 @@ class ModelPlugin(WorkerPlugin):
         except WeightsNotFound:
             raise ModelNotLoaded(f"weights file {self.spec.weights} does not exist on worker {worker.address}:"
                                  " give --weights a path every worker sees") from None
+        except WeightsUnreadable as error:
+            raise ModelNotLoaded(f"weights file {self.spec.weights} on worker {worker.address} {error}:"
+                                 " give --weights a torchvision state dict every worker can read") from None
 
     def load_model(self, nthreads: int) -> None:
         import torch
@@ -269,3 +282,9 @@ def worker_model() -> ModelPlugin:
     except KeyError:
         raise RuntimeError(f"worker {worker.address} has no {PLUGIN_NAME!r} plugin:"
                            " register ModelPlugin before submitting batches") from None
+
+
+def first_line(error: BaseException) -> str:
+    """An exception's first line: torch's messages run to a paragraph of advice about pickles."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
