@@ -21,9 +21,24 @@ unreachable scheduler, too few workers, failed preflight); 130 interrupted (SIGI
 """
 from __future__ import annotations
 
+import signal
+import sys
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C while the modules below import (half a second): nothing has run, so nothing is
+    recorded; one line and the interrupted exit code, as later in the run, not a traceback."""
+    print("interrupted (SIGINT) while starting: nothing ran, nothing was recorded", file=sys.stderr, flush=True)
+    raise SystemExit(130)
+
+
+# Only when started as the command, and only where Ctrl-C would raise (not when SIGINT is ignored)
+_GUARDED = __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _GUARDED:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
 import argparse
 import logging
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -34,6 +49,9 @@ from workloads.core.commands import load_yaml, prog, setup_logging
 from workloads.core.errors import WorkloadError
 from workloads.runs import benchmarks, results, summary
 from workloads.runs.sweep import EXIT_INTERRUPTED, EXIT_SETUP, PROFILES_FILE, Runner
+
+if _GUARDED:  # imported: from here the run's own handling says what was interrupted
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 logger = logging.getLogger("workloads.run")
 

@@ -97,3 +97,41 @@ def test_ctrl_c_while_the_local_cluster_starts_stops_once_it_has_started(data_ro
     assert "SIGINT: the run stops once the local cluster has started" in text
     assert (only_record(out)["status"], only_record(out)["error"]) == ("interrupted", "interrupted (SIGINT)")
     assert "Traceback" not in text and "Exception ignored" not in text, text
+
+
+SLOW_IMPORT = '''"""Test-only: the runner's import of its local cluster module takes seconds, and says when it
+starts, so a Ctrl-C lands while the runner's modules import."""
+import pathlib
+import sys
+import time
+
+
+class SlowLocal:
+    def find_spec(self, name, path=None, target=None):
+        if name == "workloads.cluster.local":
+            pathlib.Path({marker!r}).touch()
+            time.sleep(30)
+        return None
+
+
+sys.meta_path.insert(0, SlowLocal())
+'''
+
+
+def test_ctrl_c_while_the_runner_imports_is_one_line_and_exit_130(tmp_path):
+    """The first half second: the runner's own modules still importing, before any handler of
+    the run's. A ``sitecustomize`` on the path slows one import down and marks its start."""
+    marker, hooks, log = tmp_path / "importing", tmp_path / "hooks", tmp_path / "run.log"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(SLOW_IMPORT.format(marker=str(marker)), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hooks), str(REPO),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    with open(log, "w") as fh:
+        process = subprocess.Popen([sys.executable, "-m", "workloads.run", "--local", "--output",
+                                    str(tmp_path / "out")],
+                                   cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    wait_for(marker, process, log, timeout=60)
+    assert ctrl_c(process) == 130, log.read_text()
+    text = log.read_text()
+    assert text.strip() == "interrupted (SIGINT) while starting: nothing ran, nothing was recorded", text
+    assert not (tmp_path / "out").exists()
