@@ -158,15 +158,28 @@ def test_the_default_output_is_the_first_results_directory(team, capsys):
 def test_a_path_that_is_no_results_is_one_line(team, tmp_path, capsys):
     other = tmp_path / "notes.txt"
     other.write_text("x\n")
-    for path, said in ((other, f"error: {other} is not a {RESULTS_FILE}: name a results directory, or the"
-                                f" {RESULTS_FILE} in one"),
-                       (tmp_path / "gone", f"error: {tmp_path / 'gone'} does not exist: name a results directory,"
-                                           f" or the {RESULTS_FILE} in one"),
+    for path, said in ((other, f"error: {other} holds no run records (notes.txt line 1 is not valid JSON (a torn last"
+                                " line: a run still writing, or one cut short); skipped)"),
+                       (tmp_path / "gone", f"error: {tmp_path / 'gone'} does not exist: name a results directory, or"
+                                           f" a file of run records ({RESULTS_FILE}, or a team's collected one)"),
                        (tmp_path, f"error: no {RESULTS_FILE} in {tmp_path}: run `python -m workloads.run` first"
                                   " (or name the results directory)")):
         code, out, err = run_usage(capsys, team["bob"], path, "--output", tmp_path / "out")
         assert (code, out, err) == (2, "", said + "\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_teams_collected_file_of_any_name_is_read(team, tmp_path, capsys):
+    """A team gathers each person's records into one file of their own (``alice.jsonl``): it is
+    read as a results.jsonl is, and the page goes beside it."""
+    collected = tmp_path / "collected"
+    collected.mkdir()
+    alice = collected / "alice.jsonl"
+    alice.write_bytes(team["alice"].read_bytes())
+    code, out, err = run_usage(capsys, alice, "--rate", "2.5", "--currency", "EUR")
+    assert (code, err) == (0, ""), err
+    assert "alice: 3.50 GPU-hours held, 1.50 busy (43% of held), 2 run(s), 8.75 EUR" in out.splitlines()
+    assert out.splitlines()[-1] == f"usage: {collected / 'usage.html'}"
 
 
 def test_an_unreadable_line_is_one_note_and_the_rest_counts(team, tmp_path, capsys):
@@ -194,7 +207,7 @@ def test_docs_say_what_the_command_prints(team, tmp_path, capsys):
                           "--currency", "EUR", "--output", tmp_path)
     assert len(documented) == 2 and all(line in out.splitlines() for line in documented), documented
     _, _, err = run_usage(capsys, tmp_path / "usage.html")
-    assert "is not a results.jsonl: name a results directory, or the results.jsonl in one" in err
+    assert "usage.html holds no run records (usage.html line 1 is not valid JSON" in err
     assert "error: --rate is '-1': give the price of one GPU-hour, " in doc
     assert "`1 run(s) without gpu_usage (recorded before GPU usage was): not recorded, left out of every number" in doc
 

@@ -142,16 +142,18 @@ class ResultSet:
     notes: list[str]  # lines skipped, sidecars missing
 
 
-def load(results_dir: str | os.PathLike) -> ResultSet:
-    """Every record in ``results_dir/results.jsonl`` with its utilization sidecar.
+def load(results: str | os.PathLike) -> ResultSet:
+    """Every record in ``results/results.jsonl``, or in the records file ``results`` itself
+    (a team's collected ``alice.jsonl``), with its utilization sidecar beside it.
 
     Raises
     ------
     NoResults
         The file is missing, or holds no valid record.
     """
-    directory = Path(results_dir)
-    path = directory / RESULTS_FILE
+    given = Path(results)
+    path = given if given.is_file() else given / RESULTS_FILE
+    directory = path.parent
     if not path.is_file():
         raise NoResults(f"no {RESULTS_FILE} in {directory}: run `python -m workloads.run` first"
                         " (or name the results directory)")
@@ -165,12 +167,12 @@ def load(results_dir: str | os.PathLike) -> ResultSet:
             record = json.loads(line)
         except json.JSONDecodeError:
             torn = number == len(lines)
-            notes.append(f"{RESULTS_FILE} line {number} is not valid JSON"
+            notes.append(f"{path.name} line {number} is not valid JSON"
                          + (" (a torn last line: a run still writing, or one cut short)" if torn else "")
                          + "; skipped")
             continue
         if not isinstance(record, dict) or "benchmark" not in record:
-            notes.append(f"{RESULTS_FILE} line {number} is not a run record; skipped")
+            notes.append(f"{path.name} line {number} is not a run record; skipped")
             continue
         runs.append(Run(len(runs) + 1, record))
     if not runs:

@@ -1,8 +1,8 @@
 """``dask-tkg usage [RESULTS ...] [--rate R] [--currency C] [--output DIR]``: GPU-hours held and
 busy per person, per week and per run, at a site rate, from the runs' records (each record's
-``gpu_usage``), over one or many results directories or ``results.jsonl`` files: a team's
-collected records. Writes ``usage.html`` (figures like the run report's) and three CSV files,
-and prints one line per person.
+``gpu_usage``), over one or many results directories or files of run records (a results
+directory's ``results.jsonl``, or a team's collected ``alice.jsonl``). Writes ``usage.html``
+(figures like the run report's) and three CSV files, and prints one line per person.
 
 The rate's default is the runner's setting ``tkg.usage.gpu_hour_rate`` (and ``tkg.usage.currency``,
 ``workloads/core/dask-tkg.yaml``); 0 means no rate and no cost. The numbers come from the records
@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="GPU-hours held and busy per person, week and run, at a site rate, from run records: "
                     "usage.html and CSV files.")
     parser.add_argument("results", nargs="*", default=["results"], metavar="RESULTS",
-                        help="results directories or results.jsonl files, a team's collected ones (default: results/)")
+                        help="results directories or files of run records (results.jsonl, or a team's"
+                             " collected alice.jsonl; default: results/)")
     parser.add_argument("--rate", metavar="PER_GPU_HOUR",
                         help=f"the site's price of one GPU held for an hour; 0: no cost (default: {RATE_KEY},"
                              f" now {config.get(RATE_KEY)})")
@@ -86,7 +87,7 @@ def render(paths: list[str], rate: Rate, output: Path | None = None) -> tuple[Us
     from . import usage_figures  # matplotlib, only when a page is drawn
 
     usage = usage_data.load(paths)
-    out = output if output is not None else usage_data.results_directory(paths[0])
+    out = output if output is not None else usage_data.output_folder(paths[0])
     drawn = usage_page.figure_paths(out)
     for stale in drawn.values():
         stale.unlink(missing_ok=True)

@@ -161,17 +161,17 @@ def _first(labels: list[str], shown: int = 5) -> str:
 
 
 def load(paths: list[str]) -> Usage:
-    """The GPU usage of every run in ``paths`` (results directories or ``results.jsonl`` files).
+    """The GPU usage of every run in ``paths`` (results directories or files of run records).
 
     Raises
     ------
     workloads.report.runs.NoResults
-        A path is no results directory nor ``results.jsonl``, or holds no run record.
+        A path does not exist, or holds no run record.
     """
     usage = Usage([], [])
-    for directory in dict.fromkeys(results_directory(path) for path in paths):
-        found = runs.load(directory)
-        file = str(directory / RESULTS_FILE)
+    for records in dict.fromkeys(records_path(path) for path in paths):
+        found = runs.load(records)
+        file = str(records / RESULTS_FILE if records.is_dir() else records)
         usage.files.append(file)
         usage.notes.extend(f"{file}: {note}" for note in _line_notes(found))
         for run in found.runs:
@@ -179,15 +179,20 @@ def load(paths: list[str]) -> Usage:
     return usage
 
 
-def results_directory(path: str) -> Path:
-    """The results directory ``path`` names: itself, or the directory of a ``results.jsonl``."""
+def records_path(path: str) -> Path:
+    """What ``path`` names, once it is there: a results directory (its ``results.jsonl``) or a
+    file of run records itself, whatever its name (a team's collected ``alice.jsonl``)."""
     given = Path(path)
-    if given.is_file() and given.name == RESULTS_FILE:
-        return given.parent
-    if given.is_dir():
-        return given
-    what = f"is not a {RESULTS_FILE}" if given.exists() else "does not exist"
-    raise NoResults(f"{path} {what}: name a results directory, or the {RESULTS_FILE} in one")
+    if not given.exists():
+        raise NoResults(f"{path} does not exist: name a results directory, or a file of run records"
+                        f" ({RESULTS_FILE}, or a team's collected one)")
+    return given
+
+
+def output_folder(path: str) -> Path:
+    """Where the page goes by default: the results directory, or the folder of a file of records."""
+    given = records_path(path)
+    return given if given.is_dir() else given.parent
 
 
 def iso_week(stamp: str) -> str:
