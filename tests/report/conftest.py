@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.report import chromium
 from tests.report.support import BASELINE, FIXTURES
 
 
@@ -25,3 +26,11 @@ def dask_client():
           Client(cluster) as client):
         client.wait_for_workers(2, timeout=60)
         yield client
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Chromium for the page tests (tests/report/chromium.py), closed after the test."""
+    driver = chromium.start(tmp_path / "chromium-profile")
+    yield driver
+    driver.quit()

@@ -13,13 +13,6 @@ from .support import PNG_SIGNATURE, png_size
 
 pytestmark = pytest.mark.browser
 
-@pytest.fixture
-def browser(tmp_path):
-    driver = chromium.start(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
-
-
 def test_every_figure_loads_in_chromium(browser, rendered, artifacts_dir):
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -16,13 +16,6 @@ from .usage_records import write_team
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def browser(tmp_path):
-    driver = chromium.start(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
-
-
 def test_the_usage_report_in_chromium(browser, tmp_path, artifacts_dir, capsys):
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -6,7 +6,6 @@ only. A second spelling is how a backend or role drifts from the other."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from components.settings.model import Backend, WorkerEnvironment
 from tests.import_graph import REPO, import_graph
@@ -39,10 +38,9 @@ def written(tree: ast.Module, names: set[str]) -> list[str]:
 
 
 def test_no_module_compares_a_backend_or_environment_by_its_spelling():
-    found = {path: hits for path, tree in sources("components", "workloads").items()
+    trees = {**sources("components", "workloads"), "__main__.py": ast.parse((REPO / "__main__.py").read_text())}
+    found = {path: hits for path, tree in trees.items()
              if (hits := compared_choices(tree)) and path != "components/settings/model.py"}
-    found.update({"__main__.py": hits} if (hits := compared_choices(ast.parse((REPO / "__main__.py").read_text())))
-                 else {})
     assert found == {}
 
 
@@ -66,5 +64,5 @@ def test_a_comparison_by_spelling_is_found():
     assert compared_choices(ast.parse("ok = s.dask.on_operator and d.prepared\n")) == []
 
 
-def test_a_second_spelling_is_found(tmp_path: Path):
+def test_a_second_spelling_is_found():
     assert written(ast.parse('GPU = "nvidia.com/gpu"\nx = f"requests.{GPU}"\n'), WELL_KNOWN) == ["nvidia.com/gpu"]

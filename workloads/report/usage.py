@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f" now {config.get(RATE_KEY)})")
     parser.add_argument("--currency", help=f"the rate's unit (default: {CURRENCY_KEY}, now {config.get(CURRENCY_KEY)})")
     parser.add_argument("--output", metavar="DIR",
-                        help="where to write usage.html and the CSV files (default: the first RESULTS directory)")
+                        help="where to write usage.html and the CSV files (default: the folder of the first RESULTS)")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser
 
